@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Builds the local control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) and the
+# OpenTofu binary from the Go module proxy into a versioned cache outside the repo. Nothing built is committed.
+# Usage: scripts/build-binaries.sh [k8s|etcd|tofu|all]   (default: all)
+# Env:   CAPTF_CACHE (default ~/.cache/captf)
+set -euo pipefail
+
+K8S_VERSION=${K8S_VERSION:-1.36.3}
+ETCD_VERSION=${ETCD_VERSION:-3.6.16}
+TOFU_VERSION=${TOFU_VERSION:-1.12.6}
+# OpenTofu's go.mod replaces hcl with its fork; a wrapper module must repeat that replace (go install refuses).
+TOFU_HCL_REPLACE=${TOFU_HCL_REPLACE:-github.com/hashicorp/hcl/v2=github.com/opentofu/hcl/v2@v2.20.2-0.20251021132045-587d123c2828}
+
+CACHE=${CAPTF_CACHE:-$HOME/.cache/captf}
+export CGO_ENABLED=0 GOFLAGS=-mod=mod
+log() { printf '[build-binaries] %s\n' "$*" >&2; }
+
+elapsed() { local s=$1; echo "$(( $(date +%s) - s ))s"; }
+
+build_k8s() {
+  local out="$CACHE/bin/k8s-v$K8S_VERSION"
+  if [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/kube-scheduler" ]]; then
+    log "kubernetes v$K8S_VERSION: cached in $out"; return 0
+  fi
+  local start; start=$(date +%s)
+  local minor=${K8S_VERSION#1.}; minor=${minor%%.*}
+  local src="$CACHE/src/k8s-v$K8S_VERSION"
+  mkdir -p "$src" "$out"
+  cd "$src"
+  # k8s.io/kubernetes replaces its staging modules with local paths; pair it with v0.<minor>.<patch> of each.
+  local gomod
+  gomod=$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",*/\1/p')
+  local goline godebug
+  goline=$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$gomod")
+  godebug=$(sed -n 's/^godebug \(.*\)$/\1/p' "$gomod")
+  printf 'module local/k8sbins\n\ngo %s\n' "$goline" > go.mod
+  [[ -n "$godebug" ]] && printf '\ngodebug %s\n' "$godebug" >> go.mod
+  local m
+  for m in $(sed -n 's#^[[:space:]]*\(k8s\.io/[^ ]*\) => \./staging/src/.*#\1#p' "$gomod"); do
+    go mod edit -replace="$m=$m@v0.${K8S_VERSION#1.}"
+  done
+  log "kubernetes v$K8S_VERSION: downloading modules (go $goline)"
+  go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@v$K8S_VERSION" \
+    "k8s.io/kubernetes/cmd/kube-controller-manager@v$K8S_VERSION" \
+    "k8s.io/kubernetes/cmd/kube-scheduler@v$K8S_VERSION"
+  local ldf="-s -w" p
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldf="$ldf -X $p.gitVersion=v$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+  done
+  local c
+  for c in kube-apiserver kube-controller-manager kube-scheduler; do
+    log "kubernetes v$K8S_VERSION: building $c (a cold build takes many minutes on 2 cores)"
+    go build -trimpath -tags selinux,notest -ldflags "$ldf" -o "$out/$c.tmp" "k8s.io/kubernetes/cmd/$c"
+    mv "$out/$c.tmp" "$out/$c"
+    log "kubernetes v$K8S_VERSION: $c built after $(elapsed "$start")"
+  done
+}
+
+build_etcd() {
+  local out="$CACHE/bin/etcd-v$ETCD_VERSION"
+  if [[ -x "$out/etcd" ]]; then log "etcd v$ETCD_VERSION: cached in $out"; return 0; fi
+  local start; start=$(date +%s)
+  local src="$CACHE/src/etcd-v$ETCD_VERSION"
+  mkdir -p "$src" "$out"
+  cd "$src"
+  [[ -f go.mod ]] || go mod init local/etcdbin >/dev/null 2>&1
+  log "etcd v$ETCD_VERSION: downloading modules"
+  go get -tool "go.etcd.io/etcd/server/v3@v$ETCD_VERSION"
+  log "etcd v$ETCD_VERSION: building"
+  go build -trimpath -ldflags "-s -w" -o "$out/etcd.tmp" go.etcd.io/etcd/server/v3
+  mv "$out/etcd.tmp" "$out/etcd"
+  log "etcd v$ETCD_VERSION: built in $(elapsed "$start")"
+}
+
+build_tofu() {
+  local out="$CACHE/bin/tofu-v$TOFU_VERSION"
+  if [[ -x "$out/tofu" ]]; then log "tofu v$TOFU_VERSION: cached in $out"; return 0; fi
+  local start; start=$(date +%s)
+  local src="$CACHE/src/tofu-v$TOFU_VERSION"
+  mkdir -p "$src" "$out"
+  cd "$src"
+  local gomod goline
+  gomod=$(go mod download -json "github.com/opentofu/opentofu@v$TOFU_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",*/\1/p')
+  goline=$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$gomod")
+  printf 'module local/tofubin\n\ngo %s\n' "$goline" > go.mod
+  # Repeat every replace directive of OpenTofu's own go.mod (go install refuses modules that have them).
+  local r
+  while IFS= read -r r; do
+    [[ -n "$r" ]] && go mod edit -replace="$r"
+  done < <(sed -n 's#^replace \([^ ]*\)\( [^ ]*\)\? => \([^ ]*\) \([^ ]*\)$#\1=\3@\4#p' "$gomod")
+  log "tofu v$TOFU_VERSION: downloading modules (go $goline)"
+  go get -tool "github.com/opentofu/opentofu/cmd/tofu@v$TOFU_VERSION"
+  log "tofu v$TOFU_VERSION: building"
+  go build -trimpath -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" -o "$out/tofu.tmp" github.com/opentofu/opentofu/cmd/tofu
+  mv "$out/tofu.tmp" "$out/tofu"
+  log "tofu v$TOFU_VERSION: built in $(elapsed "$start")"
+}
+
+what=${1:-all}
+case "$what" in
+  k8s) build_k8s ;;
+  etcd) build_etcd ;;
+  tofu) build_tofu ;;
+  all) build_etcd; build_k8s; build_tofu ;;
+  *) log "unknown component: $what (want k8s|etcd|tofu|all)"; exit 2 ;;
+esac

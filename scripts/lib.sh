@@ -1,0 +1,40 @@
+# Shared by the setup, start and test scripts: logging and the "install what is missing" steps.
+# shellcheck shell=bash
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export CAPTF_CACHE=${CAPTF_CACHE:-$HOME/.cache/captf}
+
+say() { printf '\033[1m[captf]\033[0m %s\n' "$*" >&2; }
+die() { printf '\033[31m[captf] error:\033[0m %s\n' "$*" >&2; exit 1; }
+
+as_root() { if [[ $(id -u) -eq 0 ]]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else die "need root for: $*"; fi; }
+
+ensure_npm_packages() {
+  cd "$ROOT"
+  if [[ -x node_modules/.bin/node && -f node_modules/.package-lock.json && node_modules/.package-lock.json -nt package-lock.json ]]; then
+    return 0
+  fi
+  say "installing npm packages (npm ci; pins Node 24 through the node devDependency)"
+  npm ci --no-audit --no-fund
+}
+
+ensure_debian_packages() {
+  local missing=()
+  command -v redis-server >/dev/null || missing+=(redis-server)
+  command -v openssl >/dev/null || missing+=(openssl)
+  ((${#missing[@]} == 0)) && return 0
+  say "installing Debian packages: ${missing[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+ensure_go_binaries() {
+  command -v go >/dev/null || die "Go is needed to build etcd, Kubernetes and OpenTofu from the Go module proxy; install Go >= 1.26"
+  say "checking the local control-plane and OpenTofu binaries in $CAPTF_CACHE/bin (a first build takes a while)"
+  bash "$ROOT/scripts/build-binaries.sh" all
+}
+
+setup_all() {
+  ensure_debian_packages
+  ensure_npm_packages
+  ensure_go_binaries
+}

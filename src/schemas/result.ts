@@ -1,0 +1,154 @@
+import { z } from 'zod';
+
+/**
+ * The runner's result document (DESIGN.md section 10): JSON, `version: 1`, written to the termination log
+ * and read once by bookkeeping. This schema is the one contract between the runner (writer) and the
+ * controller (reader); both import it from here.
+ */
+
+/** Operations a Job can run (DESIGN.md section 3). */
+export const OPS = ['apply', 'destroy', 'drift', 'refresh'] as const;
+export const OpSchema = z.enum(OPS);
+export type Op = z.infer<typeof OpSchema>;
+
+/** Terraform's own words for the runner's steps (DESIGN.md section 10); `prepare` is the runner's setup. */
+export const STEP_NAMES = [
+  'prepare',
+  'init',
+  'force-unlock',
+  'validate',
+  'plan',
+  'show-json',
+  'apply',
+  'destroy',
+  'apply-refresh-only',
+] as const;
+export const StepNameSchema = z.enum(STEP_NAMES);
+export type StepName = z.infer<typeof StepNameSchema>;
+
+/** What the runner says happened. `blocked` and `plan-changed` wait for an approval (DESIGN.md section 11). */
+export const RUN_RESULTS = ['succeeded', 'failed', 'interrupted', 'blocked', 'plan-changed'] as const;
+export const RunResultSchema = z.enum(RUN_RESULTS);
+export type RunResult = z.infer<typeof RunResultSchema>;
+
+/**
+ * Error kinds the runner itself can report. `step`: a Terraform step failed; `image-layout`: the module
+ * image breaks the image contract (missing `/captf/module` or a non-executable `/captf/runtime`).
+ * The controller adds its own kinds (pull failure, deadline, unknown) when it classifies a Job.
+ */
+export const RUNNER_ERROR_KINDS = ['step', 'image-layout'] as const;
+export const RunnerErrorKindSchema = z.enum(RUNNER_ERROR_KINDS);
+export type RunnerErrorKind = z.infer<typeof RunnerErrorKindSchema>;
+
+/** Largest result document in bytes: the kubelet's termination-message cap (DESIGN.md section 10). */
+export const RESULT_MAX_BYTES = 4096;
+/** Largest curated error summary in bytes (DESIGN.md section 10). */
+export const SUMMARY_MAX_BYTES = 512;
+
+export const StepRecordSchema = z.object({
+  name: StepNameSchema,
+  /** The step's process exit code; -1 when the process could not be started or was killed by a signal. */
+  exit: z.number().int(),
+  /** Wall time of the step in seconds, rounded to milliseconds. */
+  seconds: z.number().nonnegative(),
+});
+export type StepRecord = z.infer<typeof StepRecordSchema>;
+
+export const RunErrorSchema = z.object({
+  kind: RunnerErrorKindSchema,
+  step: StepNameSchema,
+  /** Curated from Terraform's `-json` diagnostics, redacted, at most SUMMARY_MAX_BYTES bytes. */
+  summary: z.string(),
+});
+export type RunError = z.infer<typeof RunErrorSchema>;
+
+export const PlanSummarySchema = z.object({
+  /** `sha256:<hex>` over the HMAC'd canonical changes (DESIGN.md section 11). */
+  digest: z.string(),
+  add: z.number().int().nonnegative(),
+  change: z.number().int().nonnegative(),
+  destroy: z.number().int().nonnegative(),
+  /** True when any change deletes or replaces a resource. */
+  destructive: z.boolean().optional(),
+});
+export type PlanSummary = z.infer<typeof PlanSummarySchema>;
+
+export const DriftSummarySchema = z.object({
+  detected: z.boolean(),
+  add: z.number().int().nonnegative().optional(),
+  change: z.number().int().nonnegative().optional(),
+  destroy: z.number().int().nonnegative().optional(),
+});
+export type DriftSummary = z.infer<typeof DriftSummarySchema>;
+
+/** The state lock Terraform reported as held when a step failed to take it (DESIGN.md section 12). */
+export const LockInfoSchema = z.object({
+  id: z.string(),
+  /** Terraform's `Who`: `user@host`, where host is the holder's pod name for our own Jobs. */
+  who: z.string().optional(),
+});
+export type LockInfo = z.infer<typeof LockInfoSchema>;
+
+/** The few module outputs the Cluster API contract needs; nothing else leaves the Job. */
+export const ContractOutputsSchema = z.object({
+  controlPlaneEndpoint: z.object({ host: z.string(), port: z.number().int() }).optional(),
+  providerID: z.string().optional(),
+  addresses: z.array(z.object({ type: z.string(), address: z.string() })).optional(),
+  providerIDList: z.array(z.string()).optional(),
+  replicas: z.number().int().nonnegative().optional(),
+});
+export type ContractOutputs = z.infer<typeof ContractOutputsSchema>;
+
+export const RunnerResultSchema = z.object({
+  version: z.literal(1),
+  op: OpSchema,
+  result: RunResultSchema,
+  steps: z.array(StepRecordSchema),
+  error: RunErrorSchema.optional(),
+  plan: PlanSummarySchema.optional(),
+  drift: DriftSummarySchema.optional(),
+  lock: LockInfoSchema.optional(),
+  outputs: ContractOutputsSchema.optional(),
+  /** The image digest the runner ran, when it can tell (used to pin `status.source.pinnedImage`). */
+  imageDigest: z.string().optional(),
+  /** Names of optional fields the runner dropped to fit RESULT_MAX_BYTES, in drop order. */
+  dropped: z.array(z.string()).optional(),
+});
+export type RunnerResult = z.infer<typeof RunnerResultSchema>;
+
+/** Outcome of reading a result document: a value, never a throw (STYLE.md habit 5). */
+export type ParsedResult =
+  | { ok: true; result: RunnerResult }
+  | { ok: false; reason: 'missing' | 'truncated' | 'not-json' | 'invalid'; message: string };
+
+/**
+ * Parses the text of a termination message into a runner result.
+ * `missing` for an empty text; `truncated` when the text reaches RESULT_MAX_BYTES and does not parse (the
+ * kubelet cut it); `not-json` for other JSON errors; `invalid` when JSON does not match the schema.
+ */
+export function parseRunnerResult(text: string | undefined | null): ParsedResult {
+  if (text === undefined || text === null || text.trim() === '') {
+    return { ok: false, reason: 'missing', message: 'read runner result: no termination message' };
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (cause) {
+    const truncated = new TextEncoder().encode(text).length >= RESULT_MAX_BYTES;
+    return {
+      ok: false,
+      reason: truncated ? 'truncated' : 'not-json',
+      message: `read runner result: ${truncated ? 'truncated at the termination-message cap' : 'not JSON'}: ${(cause as Error).message}`,
+    };
+  }
+  const parsed = RunnerResultSchema.safeParse(json);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0];
+    return {
+      ok: false,
+      reason: 'invalid',
+      message: `read runner result: ${first ? `${first.path.join('.') || '(root)'}: ${first.message}` : 'does not match version 1'}`,
+    };
+  }
+  return { ok: true, result: parsed.data };
+}
