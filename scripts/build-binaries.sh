@@ -5,9 +5,8 @@
 # Env:   CAPTF_CACHE (default ~/.cache/captf)
 set -euo pipefail
 
-K8S_VERSION=${K8S_VERSION:-1.36.3}
-ETCD_VERSION=${ETCD_VERSION:-3.6.16}
-TOFU_VERSION=${TOFU_VERSION:-1.12.6}
+# shellcheck source=versions.env
+source "$(dirname "${BASH_SOURCE[0]}")/versions.env"
 # OpenTofu's go.mod replaces hcl with its fork; a wrapper module must repeat that replace (go install refuses).
 TOFU_HCL_REPLACE=${TOFU_HCL_REPLACE:-github.com/hashicorp/hcl/v2=github.com/opentofu/hcl/v2@v2.20.2-0.20251021132045-587d123c2828}
 

@@ -12,7 +12,9 @@ try {
   process.exit(1);
 }
 const skipped = report.numPendingTests + report.numTodoTests;
-console.log(`${report.numPassedTests} passed, ${report.numFailedTests} failed${skipped ? `, ${skipped} skipped` : ''}`);
+console.log(
+  `${report.numPassedTests} passed, ${report.numFailedTests} failed${skipped ? `, ${skipped} skipped` : ''}`,
+);
 if (report.numPassedTests + report.numFailedTests === 0) {
   console.error('no test ran');
   process.exit(1);

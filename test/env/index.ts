@@ -17,6 +17,11 @@ export interface TestStack {
   apiServerUrl: string;
   /** Bearer token of the admin user (system:masters). */
   adminToken: string;
+  /** PEM file of the API server's serving certificate. */
+  caPath: string;
+  /** The stack's temp directory (logs under `logs/`). */
+  workDir: string;
+  versions: { kubernetes: string; etcd: string; tofu: string };
 }
 
 declare module 'vitest' {
@@ -28,6 +33,7 @@ declare module 'vitest' {
 /** Returns the running stack; throws if the global setup did not provide one. */
 export function testStack(): TestStack {
   const stack = inject('testStack');
-  if (!stack?.kubeconfigPath) throw new Error('test stack: not started (test/env/global-setup.ts did not run)');
+  if (!stack?.kubeconfigPath)
+    throw new Error('test stack: not started (test/env/global-setup.ts did not run)');
   return stack;
 }

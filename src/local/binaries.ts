@@ -1,0 +1,65 @@
+import { accessSync, constants, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Where the Go-built binaries live (scripts/build-binaries.sh writes them). */
+export interface BinaryPaths {
+  etcd: string;
+  kubeApiserver: string;
+  kubeControllerManager: string;
+  kubeScheduler: string;
+  tofu: string;
+  versions: { kubernetes: string; etcd: string; tofu: string };
+}
+
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** Reads scripts/versions.env (KEY=VALUE lines), the single source of the pinned versions. */
+function readVersions(): Record<string, string> {
+  const text = readFileSync(join(repoRoot, 'scripts', 'versions.env'), 'utf8');
+  const versions: Record<string, string> = {};
+  for (const line of text.split('\n')) {
+    const match = /^([A-Z0-9_]+)=(\S+)$/.exec(line.trim());
+    if (match?.[1] && match[2]) versions[match[1]] = match[2];
+  }
+  return versions;
+}
+
+/**
+ * Locates the pinned binaries in `$CAPTF_CACHE/bin` (default `~/.cache/captf/bin`).
+ * Throws an Error naming the missing file and the command that builds it.
+ */
+export function locateBinaries(env: NodeJS.ProcessEnv = process.env): BinaryPaths {
+  const versions = readVersions();
+  const k8s = versions.K8S_VERSION;
+  const etcd = versions.ETCD_VERSION;
+  const tofu = versions.TOFU_VERSION;
+  if (!k8s || !etcd || !tofu)
+    throw new Error('read scripts/versions.env: K8S_VERSION, ETCD_VERSION or TOFU_VERSION missing');
+  const bin = join(env.CAPTF_CACHE ?? join(homedir(), '.cache', 'captf'), 'bin');
+  const paths: BinaryPaths = {
+    etcd: join(bin, `etcd-v${etcd}`, 'etcd'),
+    kubeApiserver: join(bin, `k8s-v${k8s}`, 'kube-apiserver'),
+    kubeControllerManager: join(bin, `k8s-v${k8s}`, 'kube-controller-manager'),
+    kubeScheduler: join(bin, `k8s-v${k8s}`, 'kube-scheduler'),
+    tofu: join(bin, `tofu-v${tofu}`, 'tofu'),
+    versions: { kubernetes: k8s, etcd, tofu },
+  };
+  for (const path of [
+    paths.etcd,
+    paths.kubeApiserver,
+    paths.kubeControllerManager,
+    paths.kubeScheduler,
+    paths.tofu,
+  ]) {
+    try {
+      accessSync(path, constants.X_OK);
+    } catch {
+      throw new Error(
+        `locate binaries: ${path} is missing; build it with: bash scripts/build-binaries.sh all`,
+      );
+    }
+  }
+  return paths;
+}

@@ -1,0 +1,92 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createWriteStream, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** A long-running child process of the local stack, with its output in `<logDir>/<name>.log`. */
+export interface ManagedProcess {
+  name: string;
+  pid: number;
+  logPath: string;
+  /** Resolves when the process has exited (with its code or signal). */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** SIGTERM, then SIGKILL after `graceMs` milliseconds. Resolves once the process is gone. */
+  stop(graceMs?: number): Promise<void>;
+  /** The last `lines` lines of the log, for error messages. */
+  tail(lines?: number): string;
+}
+
+/** Starts `command args` with stdout and stderr appended to a log file. Throws if it cannot be spawned. */
+export function startProcess(
+  name: string,
+  command: string,
+  args: string[],
+  logDir: string,
+  env?: NodeJS.ProcessEnv,
+): ManagedProcess {
+  const logPath = join(logDir, `${name}.log`);
+  const log = createWriteStream(logPath, { flags: 'a' });
+  const child: ChildProcess = spawn(command, args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: env ?? process.env,
+  });
+  child.stdout?.pipe(log);
+  child.stderr?.pipe(log);
+  if (child.pid === undefined) throw new Error(`start ${name}: could not spawn ${command}`);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.on('exit', (code, signal) => resolve({ code, signal }));
+    child.on('error', () => resolve({ code: -1, signal: null }));
+  });
+  let running = true;
+  void exited.then(() => {
+    running = false;
+  });
+  const tail = (lines = 40): string => {
+    try {
+      return readFileSync(logPath, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+    } catch {
+      return '(no log)';
+    }
+  };
+  const stop = async (graceMs = 5000): Promise<void> => {
+    if (!running) return;
+    child.kill('SIGTERM');
+    const outcome = await Promise.race([
+      exited.then(() => 'exited' as const),
+      sleep(graceMs).then(() => 'timeout' as const),
+    ]);
+    if (outcome === 'timeout') {
+      child.kill('SIGKILL');
+      await exited;
+    }
+    log.end();
+  };
+  return { name, pid: child.pid, logPath, exited, stop, tail };
+}
+
+/**
+ * Polls `probe` every `intervalMs` until it returns true, the process exits, or `timeoutMs` passes.
+ * Throws an Error with the process's log tail on failure: a health wait, never a blind sleep.
+ */
+export async function waitUntilHealthy(
+  proc: ManagedProcess,
+  what: string,
+  probe: () => Promise<boolean>,
+  timeoutMs = 60_000,
+  intervalMs = 200,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let exitedEarly = false;
+  void proc.exited.then(() => {
+    exitedEarly = true;
+  });
+  while (Date.now() < deadline) {
+    if (exitedEarly)
+      throw new Error(`start ${proc.name}: exited before ${what}; log ${proc.logPath}:\n${proc.tail()}`);
+    if (await probe().catch(() => false)) return;
+    await sleep(intervalMs);
+  }
+  throw new Error(
+    `start ${proc.name}: not ${what} after ${timeoutMs} ms; log ${proc.logPath}:\n${proc.tail()}`,
+  );
+}

@@ -1,0 +1,66 @@
+import { mkdirSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { freePort } from './ports.ts';
+import { type ManagedProcess, startProcess, waitUntilHealthy } from './process.ts';
+
+/** A running redis-server on loopback without persistence. */
+export interface LocalRedis {
+  url: string;
+  port: number;
+  process: ManagedProcess;
+  stop(): Promise<void>;
+}
+
+/** Sends PING over a raw socket; true on `+PONG`. */
+function ping(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.setTimeout(1000);
+    socket.on('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (data) => {
+      socket.destroy();
+      resolve(data.toString().startsWith('+PONG'));
+    });
+    socket.on('timeout', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.on('error', () => resolve(false));
+  });
+}
+
+/**
+ * Starts Debian's `redis-server` on a free (or the given) loopback port with no persistence and
+ * `maxmemory-policy noeviction` (DESIGN.md section 8). Throws with the log tail if it does not answer PING.
+ */
+export async function startRedis(options: {
+  workDir: string;
+  port?: number;
+  name?: string;
+}): Promise<LocalRedis> {
+  const logs = join(options.workDir, 'logs');
+  mkdirSync(logs, { recursive: true });
+  const port = options.port ?? (await freePort());
+  const proc = startProcess(
+    options.name ?? 'redis-server',
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--maxmemory-policy',
+      'noeviction',
+      '--protected-mode',
+      'yes',
+    ],
+    logs,
+  );
+  await waitUntilHealthy(proc, 'answering PING', () => ping(port), 15_000, 50);
+  return { url: `redis://127.0.0.1:${port}`, port, process: proc, stop: () => proc.stop() };
+}
