@@ -1,0 +1,121 @@
+import { z } from 'zod';
+
+/**
+ * The controller's configuration, read once from the environment at start, validated by zod and passed in
+ * (STYLE.md habit 7). Nothing else reads `process.env`.
+ */
+
+/** A positive integer parsed from an environment string. */
+const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+
+/** `true`/`false` (also `1`/`0`, `yes`/`no`) from an environment string; anything else is rejected. */
+const envFlag = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .default('false')
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const EnvSchema = z
+  .object({
+    PORT: z.coerce.number().int().min(1).max(65535).default(8080),
+    HOST: z.string().min(1).default('0.0.0.0'),
+    /** Bearer token guarding the mutating routes (DESIGN.md section 13); at least 32 characters. */
+    CAPTF_AUTH_TOKEN: z.string().min(32, 'CAPTF_AUTH_TOKEN: at least 32 characters').optional(),
+    /** Explicit opt-out of bearer auth for cluster-local use only (DESIGN.md section 13). */
+    CAPTF_AUTH_DISABLED: envFlag,
+    REDIS_URL: z.string().regex(/^rediss?:\/\//, 'REDIS_URL: must start with redis:// or rediss://'),
+    /** Path of a kubeconfig; absent means in-cluster configuration (service account). */
+    KUBECONFIG: z.string().min(1).optional(),
+    /** DESIGN.md section 5: `--max-active-jobs` per installation. */
+    CAPTF_MAX_ACTIVE_JOBS: positiveInt(200),
+    /** DESIGN.md section 5: `--cluster-max-active-jobs` per Cluster API cluster. */
+    CAPTF_CLUSTER_MAX_ACTIVE_JOBS: positiveInt(20),
+    /** DESIGN.md section 8: `--sync-period` of the sweep, seconds (default 10 min). */
+    CAPTF_SYNC_PERIOD_SECONDS: positiveInt(600),
+    /** Wall-clock budget of one `/tick` call, milliseconds; below Knative's 300 s request timeout. */
+    CAPTF_TICK_BUDGET_MS: positiveInt(45_000),
+    /** Steps run at once by one `/tick` call. */
+    CAPTF_TICK_CONCURRENCY: positiveInt(8),
+    /** Due requeues claimed by one `/tick` call. */
+    CAPTF_TICK_BATCH: positiveInt(100),
+    /** DESIGN.md section 9: `--runner-image`, copied into every Job by its init container. */
+    CAPTF_RUNNER_IMAGE: z.string().min(1),
+    /** Prefix of every Redis key; keys are hash-tagged after it (DESIGN.md section 8). */
+    CAPTF_KEY_PREFIX: z
+      .string()
+      .regex(/^[a-z0-9-]{1,32}$/, 'CAPTF_KEY_PREFIX: 1-32 of a-z, 0-9, -')
+      .default('captf'),
+    /** Largest request body in bytes (DESIGN.md section 13); a resource-mode event carries one object. */
+    CAPTF_BODY_LIMIT_BYTES: positiveInt(1_048_576),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  })
+  .refine((env) => env.CAPTF_AUTH_DISABLED || env.CAPTF_AUTH_TOKEN !== undefined, {
+    message: 'CAPTF_AUTH_TOKEN: required unless CAPTF_AUTH_DISABLED=true',
+    path: ['CAPTF_AUTH_TOKEN'],
+  });
+
+/** Bearer auth: a token, or disabled by an explicit flag (never by a missing token). */
+export type AuthConfig = { mode: 'bearer'; token: string } | { mode: 'disabled' };
+
+/** The validated configuration; units in names. */
+export interface Config {
+  port: number;
+  host: string;
+  auth: AuthConfig;
+  redisUrl: string;
+  /** Kubeconfig path, or `in-cluster`. */
+  kube: { mode: 'kubeconfig'; path: string } | { mode: 'in-cluster' };
+  maxActiveJobs: number;
+  clusterMaxActiveJobs: number;
+  syncPeriodSeconds: number;
+  tickBudgetMs: number;
+  tickConcurrency: number;
+  tickBatch: number;
+  runnerImage: string;
+  keyPrefix: string;
+  bodyLimitBytes: number;
+  logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
+}
+
+/** The outcome of reading the configuration: a value, or every problem in one message. */
+export type ConfigResult = { ok: true; config: Config } | { ok: false; message: string };
+
+/**
+ * Reads the configuration from an environment map (normally `process.env`, passed in by the entry point).
+ * Returns every invalid variable at once, as `NAME: problem` lines.
+ */
+export function readConfig(env: Record<string, string | undefined>): ConfigResult {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const message = parsed.error.issues
+      .map((issue) => {
+        const name = issue.path.join('.');
+        return issue.message.startsWith(`${name}:`) ? issue.message : `${name}: ${issue.message}`;
+      })
+      .join('\n');
+    return { ok: false, message: `read config: ${message}` };
+  }
+  const e = parsed.data;
+  return {
+    ok: true,
+    config: {
+      port: e.PORT,
+      host: e.HOST,
+      auth:
+        e.CAPTF_AUTH_DISABLED || e.CAPTF_AUTH_TOKEN === undefined
+          ? { mode: 'disabled' }
+          : { mode: 'bearer', token: e.CAPTF_AUTH_TOKEN },
+      redisUrl: e.REDIS_URL,
+      kube: e.KUBECONFIG === undefined ? { mode: 'in-cluster' } : { mode: 'kubeconfig', path: e.KUBECONFIG },
+      maxActiveJobs: e.CAPTF_MAX_ACTIVE_JOBS,
+      clusterMaxActiveJobs: e.CAPTF_CLUSTER_MAX_ACTIVE_JOBS,
+      syncPeriodSeconds: e.CAPTF_SYNC_PERIOD_SECONDS,
+      tickBudgetMs: e.CAPTF_TICK_BUDGET_MS,
+      tickConcurrency: e.CAPTF_TICK_CONCURRENCY,
+      tickBatch: e.CAPTF_TICK_BATCH,
+      runnerImage: e.CAPTF_RUNNER_IMAGE,
+      keyPrefix: e.CAPTF_KEY_PREFIX,
+      bodyLimitBytes: e.CAPTF_BODY_LIMIT_BYTES,
+      logLevel: e.LOG_LEVEL,
+    },
+  };
+}

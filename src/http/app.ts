@@ -1,0 +1,68 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { instrumentStep } from '../metrics/instrument.ts';
+import type { AppDeps } from './deps.ts';
+import { AppError, normaliseError } from './errors.ts';
+import { createInFlight } from './in-flight.ts';
+import { eventsRoutes } from './routes/events.ts';
+import { healthRoutes } from './routes/health.ts';
+import { reconcileRoutes } from './routes/reconcile.ts';
+import { tickRoutes } from './routes/tick.ts';
+import type { StepCallDeps } from './step-call.ts';
+
+/** A caller's `x-request-id` is kept only when it is short and plain; otherwise we mint one. */
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
+/**
+ * Builds the HTTP application (DESIGN.md section 13) from injected dependencies; no global state, so tests
+ * build a fresh app each. Closing the app waits for in-flight steps (graceful shutdown).
+ */
+export function buildApp(deps: AppDeps): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: deps.logger,
+    bodyLimit: deps.config.bodyLimitBytes,
+    requestIdHeader: false,
+    requestIdLogLabel: 'requestId',
+    genReqId: (request) => {
+      const offered = request.headers['x-request-id'];
+      return typeof offered === 'string' && REQUEST_ID.test(offered) ? offered : randomUUID();
+    },
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  }) as unknown as FastifyInstance;
+  const inFlight = createInFlight();
+  const step = instrumentStep(deps.step, deps.metrics, deps.clock);
+  const stepCall: StepCallDeps = { step, schedule: deps.schedule, inFlight, clock: deps.clock };
+  const routeDeps: AppDeps = { ...deps, step };
+
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.addHook('onClose', async () => {
+    await inFlight.drain();
+  });
+  app.setNotFoundHandler(async (request) => {
+    throw new AppError(
+      'route-not-found',
+      `route ${request.method} ${request.url.split('?')[0]?.slice(0, 200)}: not found`,
+    );
+  });
+  app.setErrorHandler(async (error, request, reply) => {
+    const appError = normaliseError(error);
+    const fields = { code: appError.code, status: appError.status };
+    if (appError.status >= 500)
+      request.log.warn({ ...fields, err: appError.cause ?? appError }, appError.message);
+    else request.log.info(fields, appError.message);
+    if (appError.retryAfterSeconds !== undefined)
+      reply.header('retry-after', String(appError.retryAfterSeconds));
+    return reply
+      .code(appError.status)
+      .send({ error: { code: appError.code, message: appError.message }, requestId: request.id });
+  });
+
+  app.register(healthRoutes(routeDeps));
+  app.register(eventsRoutes(routeDeps, stepCall));
+  app.register(reconcileRoutes(routeDeps, stepCall));
+  app.register(tickRoutes(routeDeps, inFlight));
+  return app;
+}

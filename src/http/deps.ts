@@ -1,0 +1,70 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config.ts';
+import type { Metrics } from '../metrics/registry.ts';
+import type { RequeueSchedule } from '../schedule/ports.ts';
+import type { SweepReport } from '../schedule/sweep.ts';
+import type { ObjectRef, ReconcileStep } from '../step/contract.ts';
+
+/**
+ * Everything `buildApp` needs, injected (STYLE.md habit 7): no module reads env, clock or a global client.
+ * Ports throw UnavailableError (./errors.ts) on a Redis or API server outage.
+ */
+
+/** Objects the `/events` route may have to map to their owner by a live read (DESIGN.md section 13). */
+export type OwnedKind = 'Job' | 'Pod' | 'Secret' | 'TerraformPlan';
+
+/** An owned object named by an event that carried no owner labels (reference mode). */
+export interface OwnedObject {
+  kind: OwnedKind;
+  namespace: string;
+  name: string;
+}
+
+/** The owner lookup's answer: our object, or a literal reason why there is none. */
+export type OwnerLookup =
+  | { found: true; ref: ObjectRef }
+  | { found: false; reason: 'ObjectGone' | 'NotManaged' | 'OwnerNotOurs' };
+
+/**
+ * Reads an owned object live and returns its owner: from the `captf.io/owner-kind`/`owner-name` labels, else
+ * (Pods, per-run Secrets) through the Job they belong to.
+ */
+export interface OwnerResolver {
+  resolve(owned: OwnedObject): Promise<OwnerLookup>;
+}
+
+/**
+ * Event dedupe by `uid@resourceVersion` (DESIGN.md section 8): one cheap check per event during a replay
+ * storm. `remember` is called only after the event was handled, so a failed delivery is not remembered.
+ */
+export interface EventDedupe {
+  seen(key: string): Promise<boolean>;
+  remember(key: string): Promise<void>;
+}
+
+/** One dependency's readiness. */
+export type DependencyCheck = { ok: true } | { ok: false; message: string };
+
+/** `/readyz`: Redis and the API server reachable (DESIGN.md section 13). Must not throw. */
+export type ReadinessProbe = () => Promise<{ redis: DependencyCheck; apiServer: DependencyCheck }>;
+
+/** The configuration the HTTP layer reads. */
+export type AppConfig = Pick<
+  Config,
+  'auth' | 'bodyLimitBytes' | 'tickBudgetMs' | 'tickConcurrency' | 'tickBatch'
+>;
+
+export interface AppDeps {
+  config: AppConfig;
+  logger: Logger;
+  step: ReconcileStep;
+  schedule: RequeueSchedule;
+  dedupe: EventDedupe;
+  owners: OwnerResolver;
+  readiness: ReadinessProbe;
+  metrics: Metrics;
+  /** Runs the sweep when due (src/schedule/sweep.ts `runSweepIfDue` bound to its deps). */
+  sweep: (nowMs: number) => Promise<SweepReport>;
+  /** Milliseconds since the epoch. */
+  clock: () => number;
+}

@@ -1,0 +1,111 @@
+import type { EventSubject } from '../schemas/cloudevents.ts';
+import { OBJECT_KINDS, type ObjectKind, type ObjectRef } from '../step/contract.ts';
+import type { OwnedKind } from './deps.ts';
+
+/**
+ * Which object an event is about (DESIGN.md section 13): our kinds map to themselves; Jobs, Pods, Secrets
+ * and TerraformPlans map to their owner through the `captf.io/owner-kind`/`owner-name` labels or a
+ * controlling owner reference when the payload has them, else through a live read. Pure.
+ */
+
+/** The group of our kinds (DESIGN.md section 2). */
+export const OUR_GROUP = 'infrastructure.cluster.x-k8s.io';
+export const OWNER_KIND_LABEL = 'captf.io/owner-kind';
+export const OWNER_NAME_LABEL = 'captf.io/owner-name';
+export const MANAGED_LABEL = 'captf.io/managed';
+
+/** Owned kinds and the API group each must come from ('' is the core group). */
+const OWNED_GROUPS: Readonly<Record<OwnedKind, string>> = {
+  Job: 'batch',
+  Pod: '',
+  Secret: '',
+  TerraformPlan: OUR_GROUP,
+};
+
+/** Where an event leads. */
+export type EventTarget =
+  | { kind: 'object'; ref: ObjectRef; reason: 'OurKind' | 'OwnerLabels' | 'OwnerReference' }
+  | {
+      kind: 'lookup';
+      owned: { kind: OwnedKind; namespace: string; name: string };
+      reason: 'NoOwnerInPayload';
+    }
+  | { kind: 'ignored'; reason: 'NotManaged' }
+  | { kind: 'unsupported'; reason: 'UnknownKind'; message: string };
+
+/** Maps an event subject to its target. */
+export function targetOf(subject: EventSubject): EventTarget {
+  const group = groupOf(subject.apiVersion);
+  if (group === OUR_GROUP && isObjectKind(subject.kind)) {
+    return {
+      kind: 'object',
+      ref: { kind: subject.kind, namespace: subject.namespace, name: subject.name },
+      reason: 'OurKind',
+    };
+  }
+  const owned = ownedKindOf(subject.kind, group);
+  if (owned === undefined) {
+    return {
+      kind: 'unsupported',
+      reason: 'UnknownKind',
+      message: `route event: unknown kind ${subject.kind.slice(0, 63)} (${subject.apiVersion.slice(0, 80)}); expected one of ${[...OBJECT_KINDS, 'Job', 'Pod', 'Secret', 'TerraformPlan'].join(', ')}`,
+    };
+  }
+  if (subject.mode === 'ref' || subject.labels === undefined) {
+    return {
+      kind: 'lookup',
+      owned: { kind: owned, namespace: subject.namespace, name: subject.name },
+      reason: 'NoOwnerInPayload',
+    };
+  }
+  const ownerKind = subject.labels[OWNER_KIND_LABEL];
+  const ownerName = subject.labels[OWNER_NAME_LABEL];
+  if (isObjectKind(ownerKind) && ownerName !== undefined) {
+    return {
+      kind: 'object',
+      ref: { kind: ownerKind, namespace: subject.namespace, name: ownerName },
+      reason: 'OwnerLabels',
+    };
+  }
+  const ownerRef = subject.ownerReferences?.find(
+    (ref) => groupOf(ref.apiVersion) === OUR_GROUP && isObjectKind(ref.kind),
+  );
+  if (ownerRef !== undefined && isObjectKind(ownerRef.kind)) {
+    return {
+      kind: 'object',
+      ref: { kind: ownerRef.kind, namespace: subject.namespace, name: ownerRef.name },
+      reason: 'OwnerReference',
+    };
+  }
+  // A Pod or per-run Secret owned by a Job carries our labels only through its Job; read it live.
+  if (subject.labels[MANAGED_LABEL] === 'true') {
+    return {
+      kind: 'lookup',
+      owned: { kind: owned, namespace: subject.namespace, name: subject.name },
+      reason: 'NoOwnerInPayload',
+    };
+  }
+  return { kind: 'ignored', reason: 'NotManaged' };
+}
+
+/** The dedupe key `uid@resourceVersion`, when the payload has both (resource mode only). */
+export function dedupeKeyOf(subject: EventSubject): string | undefined {
+  return subject.uid !== undefined && subject.resourceVersion !== undefined
+    ? `${subject.uid}@${subject.resourceVersion}`
+    : undefined;
+}
+
+function groupOf(apiVersion: string): string {
+  const slash = apiVersion.indexOf('/');
+  return slash === -1 ? '' : apiVersion.slice(0, slash);
+}
+
+function ownedKindOf(kind: string, group: string): OwnedKind | undefined {
+  if (!Object.hasOwn(OWNED_GROUPS, kind)) return undefined;
+  const owned = kind as OwnedKind;
+  return OWNED_GROUPS[owned] === group ? owned : undefined;
+}
+
+function isObjectKind(kind: string | undefined): kind is ObjectKind {
+  return (OBJECT_KINDS as readonly string[]).includes(kind ?? '');
+}

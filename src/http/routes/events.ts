@@ -1,0 +1,55 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { bearerAuthHook } from '../auth.ts';
+import { parseCloudEvent } from '../cloudevent.ts';
+import type { AppDeps } from '../deps.ts';
+import { AppError } from '../errors.ts';
+import { dedupeKeyOf, targetOf } from '../event-target.ts';
+import { acceptRawText } from '../raw-body.ts';
+import { callStep, type StepCallDeps } from '../step-call.ts';
+
+/**
+ * `POST /events` (DESIGN.md section 13): one ApiServerSource CloudEvent → at most one step for the object it
+ * is about. The payload is only a hint; a duplicate (`uid@resourceVersion` seen) costs one cheap check.
+ */
+export function eventsRoutes(deps: AppDeps, stepCall: StepCallDeps): FastifyPluginAsync {
+  return async (app) => {
+    acceptRawText(app, deps.config.bodyLimitBytes);
+    app.addHook('onRequest', bearerAuthHook(deps.config.auth));
+    app.post('/events', async (request, reply) => {
+      const body = typeof request.body === 'string' ? request.body : '';
+      const parsed = parseCloudEvent(request.headers, body);
+      if (!parsed.ok) throw new AppError(parsed.code, parsed.message);
+      const { subject } = parsed;
+      const target = targetOf(subject);
+      const eventLog = request.log.child({
+        eventType: `${subject.mode}.${subject.verb}`,
+        eventKind: subject.kind,
+      });
+      if (target.kind === 'unsupported') throw new AppError('unsupported-event-kind', target.message);
+      if (target.kind === 'ignored') {
+        eventLog.debug({ reason: target.reason }, 'event ignored');
+        return reply.code(200).send({ handled: false, reason: target.reason });
+      }
+      let ref = target.kind === 'object' ? target.ref : undefined;
+      if (target.kind === 'lookup') {
+        const lookup = await deps.owners.resolve(target.owned);
+        if (!lookup.found) {
+          eventLog.debug({ reason: lookup.reason }, 'event ignored');
+          return reply.code(200).send({ handled: false, reason: lookup.reason });
+        }
+        ref = lookup.ref;
+      }
+      if (ref === undefined) throw new Error('route event: target without an object');
+      const dedupeKey = dedupeKeyOf(subject);
+      if (dedupeKey !== undefined && (await deps.dedupe.seen(dedupeKey))) {
+        eventLog.debug({ dedupeKey }, 'event ignored: duplicate');
+        return reply.code(200).send({ handled: false, reason: 'Duplicate' });
+      }
+      const answer = await callStep(stepCall, eventLog, ref);
+      if (dedupeKey !== undefined && answer.status !== 503) await deps.dedupe.remember(dedupeKey);
+      if (answer.retryAfterSeconds !== undefined)
+        reply.header('retry-after', String(answer.retryAfterSeconds));
+      return reply.code(answer.status).send({ handled: answer.status !== 503, outcome: answer.outcome });
+    });
+  };
+}

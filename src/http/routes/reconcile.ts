@@ -1,0 +1,39 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { formatIssues } from '../../schemas/cloudevents.ts';
+import { kindFromPath, ReconcileParamsSchema, ReconcileQuerySchema } from '../../schemas/http.ts';
+import { bearerAuthHook } from '../auth.ts';
+import type { AppDeps } from '../deps.ts';
+import { AppError } from '../errors.ts';
+import { acceptRawText } from '../raw-body.ts';
+import { callStep, type StepCallDeps } from '../step-call.ts';
+
+/**
+ * `POST /reconcile/{kind}/{namespace}/{name}` (DESIGN.md section 13): one step, answered as the StepOutcome;
+ * `?dryRun=true` explains the decision without acting (and schedules nothing).
+ */
+export function reconcileRoutes(deps: AppDeps, stepCall: StepCallDeps): FastifyPluginAsync {
+  return async (app) => {
+    acceptRawText(app, deps.config.bodyLimitBytes);
+    app.addHook('onRequest', bearerAuthHook(deps.config.auth));
+    app.post('/reconcile/:kind/:namespace/:name', async (request, reply) => {
+      const params = ReconcileParamsSchema.safeParse(request.params);
+      if (!params.success)
+        throw new AppError('invalid-request', `read path: ${formatIssues(params.error, 'path')}`);
+      const kind = kindFromPath(params.data.kind);
+      if (kind === undefined) {
+        throw new AppError(
+          'unknown-object-kind',
+          'read path: unknown kind; expected TerraformCluster, TerraformMachine or TerraformMachinePool',
+        );
+      }
+      const query = ReconcileQuerySchema.safeParse(request.query);
+      if (!query.success)
+        throw new AppError('invalid-request', `read query: ${formatIssues(query.error, 'query')}`);
+      const ref = { kind, namespace: params.data.namespace, name: params.data.name };
+      const answer = await callStep(stepCall, request.log, ref, { dryRun: query.data.dryRun });
+      if (answer.retryAfterSeconds !== undefined)
+        reply.header('retry-after', String(answer.retryAfterSeconds));
+      return reply.code(answer.status).send({ dryRun: query.data.dryRun, outcome: answer.outcome });
+    });
+  };
+}

@@ -1,0 +1,46 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { runTick } from '../../schedule/tick.ts';
+import { formatIssues } from '../../schemas/cloudevents.ts';
+import { TickBodySchema } from '../../schemas/http.ts';
+import { bearerAuthHook } from '../auth.ts';
+import type { AppDeps } from '../deps.ts';
+import { AppError } from '../errors.ts';
+import type { InFlight } from '../in-flight.ts';
+import { acceptRawText } from '../raw-body.ts';
+
+/**
+ * `POST /tick` (DESIGN.md section 8): the timer's call (PingSource or any scheduler). Runs due requeues
+ * within the budget, then the sweep when due; answers counts only.
+ */
+export function tickRoutes(deps: AppDeps, inFlight: InFlight): FastifyPluginAsync {
+  return async (app) => {
+    acceptRawText(app, deps.config.bodyLimitBytes);
+    app.addHook('onRequest', bearerAuthHook(deps.config.auth));
+    app.post('/tick', async (request, reply) => {
+      const text = typeof request.body === 'string' ? request.body.trim() : '';
+      let body: unknown;
+      try {
+        body = text === '' ? undefined : JSON.parse(text);
+      } catch (error) {
+        throw new AppError('invalid-request', 'read tick body: not JSON', { cause: error });
+      }
+      const parsed = TickBodySchema.safeParse(body);
+      if (!parsed.success)
+        throw new AppError('invalid-request', `read tick body: ${formatIssues(parsed.error, 'body')}`);
+      const report = await inFlight.track(() =>
+        runTick({
+          schedule: deps.schedule,
+          step: deps.step,
+          sweep: deps.sweep,
+          clock: deps.clock,
+          logger: request.log,
+          budgetMs: deps.config.tickBudgetMs,
+          concurrency: deps.config.tickConcurrency,
+          batch: deps.config.tickBatch,
+        }),
+      );
+      request.log.info({ tick: report }, 'tick done');
+      return reply.code(200).send(report);
+    });
+  };
+}

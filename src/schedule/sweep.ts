@@ -1,0 +1,159 @@
+import type { BaseLogger } from 'pino';
+import { resolveOutcome } from '../http/outcome.ts';
+import type { ObjectRef, ReconcileStep } from '../step/contract.ts';
+import { runBounded } from './pool.ts';
+import type { RequeueSchedule, SingleHolderLease } from './ports.ts';
+
+/**
+ * The sweep (DESIGN.md section 8): every sync period, one instance at a time, list our objects and Jobs,
+ * reconcile every object with a finished un-bookkept Job, delete per-run Secrets whose Job is gone, and give
+ * every object a requeue. This is how the system heals after lost events or a flushed Redis.
+ */
+
+/** One of our Jobs as the sweep sees it (label `captf.io/managed=true`). */
+export interface SweptJob {
+  namespace: string;
+  name: string;
+  /** From the `captf.io/owner-kind`/`owner-name` labels; undefined when they are missing or not ours. */
+  owner: ObjectRef | undefined;
+  /** The Job has a Complete or Failed condition. */
+  finished: boolean;
+  /** The Job carries `captf.io/bookkept` (DESIGN.md section 5 step 3). */
+  bookkept: boolean;
+}
+
+/** A per-run Secret `captf-run-<job>` and the Job it belongs to (its owner reference). */
+export interface RunSecret {
+  namespace: string;
+  name: string;
+  jobName: string;
+}
+
+/** Live reads and the one delete the sweep makes; each throws UnavailableError on an outage. */
+export interface SweepListers {
+  listObjects(): Promise<ObjectRef[]>;
+  listJobs(): Promise<SweptJob[]>;
+  listRunSecrets(): Promise<RunSecret[]>;
+  /** Deletes one per-run Secret; a Secret already gone is not an error. */
+  deleteRunSecret(secret: RunSecret): Promise<void>;
+}
+
+export interface SweepDeps {
+  /**
+   * The sweep lease; taken for one sync period and not released after a good sweep, so it doubles as the
+   * "sweep is due" timer across instances.
+   */
+  lease: SingleHolderLease;
+  /** This instance's lease holder id. */
+  holder: string;
+  listers: SweepListers;
+  step: ReconcileStep;
+  schedule: RequeueSchedule;
+  clock: () => number;
+  logger: Pick<BaseLogger, 'debug' | 'info' | 'warn' | 'error'>;
+  periodMs: number;
+  concurrency: number;
+}
+
+/** What one sweep call did. */
+export type SweepReport =
+  | { state: 'skipped'; reason: 'NotDueOrHeldElsewhere' }
+  | { state: 'failed'; reason: 'ListOrScheduleFailed'; message: string }
+  | {
+      state: 'ran';
+      reason: 'SyncPeriodElapsed';
+      objects: number;
+      jobs: number;
+      reconciled: number;
+      secretsDeleted: number;
+      requeued: number;
+      stepFailures: number;
+    };
+
+/** Objects owning a finished Job that bookkeeping has not recorded yet, each once, among live objects. */
+export function objectsNeedingBookkeeping(
+  objects: readonly ObjectRef[],
+  jobs: readonly SweptJob[],
+): ObjectRef[] {
+  const live = new Map(objects.map((ref) => [refKey(ref), ref]));
+  const wanted = new Map<string, ObjectRef>();
+  for (const job of jobs) {
+    if (!job.finished || job.bookkept || job.owner === undefined) continue;
+    const ref = live.get(refKey(job.owner));
+    if (ref !== undefined) wanted.set(refKey(ref), ref);
+  }
+  return [...wanted.values()];
+}
+
+/** Per-run Secrets whose Job is not in the list. */
+export function orphanedRunSecrets(secrets: readonly RunSecret[], jobs: readonly SweptJob[]): RunSecret[] {
+  const jobKeys = new Set(jobs.map((job) => `${job.namespace}/${job.name}`));
+  return secrets.filter((secret) => !jobKeys.has(`${secret.namespace}/${secret.jobName}`));
+}
+
+function refKey(ref: ObjectRef): string {
+  return `${ref.kind}/${ref.namespace}/${ref.name}`;
+}
+
+/** Runs the sweep if this instance gets the lease; never throws (failures come back in the report). */
+export async function runSweepIfDue(deps: SweepDeps): Promise<SweepReport> {
+  let acquired: boolean;
+  try {
+    acquired = await deps.lease.tryAcquire(deps.holder, deps.periodMs);
+  } catch (error) {
+    return {
+      state: 'failed',
+      reason: 'ListOrScheduleFailed',
+      message: `take sweep lease: ${messageOf(error)}`,
+    };
+  }
+  if (!acquired) return { state: 'skipped', reason: 'NotDueOrHeldElsewhere' };
+  try {
+    return await sweep(deps);
+  } catch (error) {
+    // Give the lease back so the next tick tries again instead of waiting a whole period.
+    await deps.lease.release(deps.holder).catch(() => undefined);
+    deps.logger.warn({ err: error }, 'sweep: failed');
+    return { state: 'failed', reason: 'ListOrScheduleFailed', message: `sweep: ${messageOf(error)}` };
+  }
+}
+
+async function sweep(deps: SweepDeps): Promise<SweepReport> {
+  // Secrets before Jobs: a Job is created before its Secret, so every Secret listed first has its Job in the
+  // later Job list unless that Job is really gone (no fresh Secret is mistaken for an orphan).
+  const secrets = await deps.listers.listRunSecrets();
+  const [objects, jobs] = await Promise.all([deps.listers.listObjects(), deps.listers.listJobs()]);
+  const toReconcile = objectsNeedingBookkeeping(objects, jobs);
+  const results = await runBounded(
+    toReconcile,
+    deps.concurrency,
+    () => true,
+    async (ref) => {
+      const resolved = resolveOutcome(await deps.step(ref), deps.clock());
+      deps.logger[resolved.log.level](resolved.log.fields, resolved.log.msg);
+      if (resolved.requeue !== undefined) await deps.schedule.add(ref, resolved.requeue.dueAtMs);
+    },
+  );
+  const stepFailures = results.filter((r) => r.state === 'failed').length;
+  for (const r of results) {
+    if (r.state === 'failed') deps.logger.warn({ err: r.error, ...r.item }, 'sweep step: failed');
+  }
+  const orphans = orphanedRunSecrets(secrets, jobs);
+  for (const secret of orphans) await deps.listers.deleteRunSecret(secret);
+  const dueAtMs = deps.clock() + deps.periodMs;
+  for (const ref of objects) await deps.schedule.add(ref, dueAtMs);
+  return {
+    state: 'ran',
+    reason: 'SyncPeriodElapsed',
+    objects: objects.length,
+    jobs: jobs.length,
+    reconciled: toReconcile.length - stepFailures,
+    secretsDeleted: orphans.length,
+    requeued: objects.length,
+    stepFailures,
+  };
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,84 @@
+import type { BaseLogger } from 'pino';
+import { resolveOutcome } from '../http/outcome.ts';
+import type { ReconcileStep, StepAction } from '../step/contract.ts';
+import { runBounded } from './pool.ts';
+import type { Claim, RequeueSchedule } from './ports.ts';
+import type { SweepReport } from './sweep.ts';
+
+/**
+ * One `/tick` (DESIGN.md section 8): claim due requeues, run their steps with bounded concurrency inside a
+ * time budget, complete each claim with the next due time its outcome asks for, then run the sweep when due.
+ */
+
+/** A step that threw (a bug, by the contract) is looked at again after this long, in ms. */
+export const FAILED_STEP_RETRY_MS = 60_000;
+/** Extra visibility beyond the budget, so a claim outlives the call that holds it, in ms. */
+const CLAIM_MARGIN_MS = 30_000;
+
+export interface TickDeps {
+  schedule: RequeueSchedule;
+  step: ReconcileStep;
+  /** Runs the sweep if it is due and nobody else runs it (src/schedule/sweep.ts). */
+  sweep: (nowMs: number) => Promise<SweepReport>;
+  /** Milliseconds since the epoch. */
+  clock: () => number;
+  logger: Pick<BaseLogger, 'debug' | 'info' | 'warn' | 'error'>;
+  budgetMs: number;
+  concurrency: number;
+  batch: number;
+}
+
+/** What one tick did; counts only, no object data. */
+export interface TickReport {
+  claimed: number;
+  completed: number;
+  /** Claims handed back because the budget ran out before their step started. */
+  handedBack: number;
+  /** Steps that threw (bugs) or claims that could not be completed. */
+  failed: number;
+  byAction: Partial<Record<StepAction, number>>;
+  sweep: SweepReport;
+}
+
+/**
+ * Runs one tick. Throws UnavailableError when the schedule cannot be claimed (the route answers 503);
+ * failures after the claim are counted, logged and left to the claim's visibility timeout.
+ */
+export async function runTick(deps: TickDeps): Promise<TickReport> {
+  const startMs = deps.clock();
+  const deadlineMs = startMs + deps.budgetMs;
+  const claims = await deps.schedule.claimDue(startMs, deps.batch, deps.budgetMs + CLAIM_MARGIN_MS);
+  const byAction: Partial<Record<StepAction, number>> = {};
+  const results = await runBounded(
+    claims,
+    deps.concurrency,
+    () => deps.clock() < deadlineMs,
+    async (claim: Claim) => {
+      const outcome = await deps.step(claim.ref);
+      const resolved = resolveOutcome(outcome, deps.clock());
+      deps.logger[resolved.log.level](resolved.log.fields, resolved.log.msg);
+      byAction[outcome.action] = (byAction[outcome.action] ?? 0) + 1;
+      await deps.schedule.complete(claim, resolved.claimNextDueAtMs);
+    },
+  );
+  let completed = 0;
+  let handedBack = 0;
+  let failed = 0;
+  for (const result of results) {
+    if (result.state === 'done') completed++;
+    else if (result.state === 'not-started') {
+      handedBack++;
+      await deps.schedule.complete(result.item, startMs).catch((error: unknown) => {
+        deps.logger.warn({ err: error, ...result.item.ref }, 'hand back claim: failed; it reappears later');
+      });
+    } else {
+      failed++;
+      deps.logger.error({ err: result.error, ...result.item.ref }, 'tick step: failed');
+      await deps.schedule.complete(result.item, deps.clock() + FAILED_STEP_RETRY_MS).catch(() => {
+        // The claim's visibility timeout brings it back; nothing else to do.
+      });
+    }
+  }
+  const sweep = await deps.sweep(deps.clock());
+  return { claimed: claims.length, completed, handedBack, failed, byAction, sweep };
+}

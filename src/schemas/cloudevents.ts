@@ -1,0 +1,145 @@
+import { z } from 'zod';
+
+/**
+ * The CloudEvents the Knative ApiServerSource (and our bundled relay) sends to `POST /events`
+ * (DESIGN.md section 13; notes SERVERLESS-FACTS section 1.1). The payload is only a hint: the step reads
+ * live state, so these schemas keep just what routing needs.
+ */
+
+/** The six ApiServerSource event types: `ref` (Reference mode, the default) and `resource` (Resource mode). */
+export const API_SERVER_EVENT_TYPES = [
+  'dev.knative.apiserver.resource.add',
+  'dev.knative.apiserver.resource.update',
+  'dev.knative.apiserver.resource.delete',
+  'dev.knative.apiserver.ref.add',
+  'dev.knative.apiserver.ref.update',
+  'dev.knative.apiserver.ref.delete',
+] as const;
+export const ApiServerEventTypeSchema = z.enum(API_SERVER_EVENT_TYPES);
+export type ApiServerEventType = z.infer<typeof ApiServerEventTypeSchema>;
+
+/** The delivery mode an event type belongs to. */
+export type ApiServerMode = 'ref' | 'resource';
+/** The watch verb an event type reports. */
+export type ApiServerVerb = 'add' | 'update' | 'delete';
+
+/** Splits an event type into its mode and verb. */
+export function describeEventType(type: ApiServerEventType): { mode: ApiServerMode; verb: ApiServerVerb } {
+  const [mode, verb] = type.slice('dev.knative.apiserver.'.length).split('.') as [
+    ApiServerMode,
+    ApiServerVerb,
+  ];
+  return { mode, verb };
+}
+
+/** Builds the event type of a mode and verb (the relay's side of describeEventType). */
+export function eventTypeOf(mode: ApiServerMode, verb: ApiServerVerb): ApiServerEventType {
+  return `dev.knative.apiserver.${mode}.${verb}`;
+}
+
+/** Kubernetes object names: DNS-1123 subdomain, at most 253 characters (rejects `../x`, unicode, spaces). */
+export const ObjectNameSchema = z
+  .string()
+  .max(253, 'at most 253 characters')
+  .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a DNS-1123 subdomain (a-z, 0-9, "-", ".")');
+
+/** Kubernetes namespace names: DNS-1123 label, at most 63 characters. */
+export const NamespaceSchema = z
+  .string()
+  .max(63, 'at most 63 characters')
+  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a DNS-1123 label (a-z, 0-9, "-")');
+
+const ApiVersionSchema = z
+  .string()
+  .max(253)
+  .regex(/^([a-z0-9.-]+\/)?v[0-9a-z]+$/, 'must look like group/version or version');
+const KindSchema = z
+  .string()
+  .max(63)
+  .regex(/^[A-Z][A-Za-z0-9]*$/, 'must be a CamelCase kind');
+
+/** Reference mode data: exactly a `corev1.ObjectReference` with these four fields (no uid, no resourceVersion). */
+export const RefDataSchema = z.object({
+  apiVersion: ApiVersionSchema,
+  kind: KindSchema,
+  name: ObjectNameSchema,
+  namespace: NamespaceSchema,
+});
+
+const OwnerReferenceSchema = z.object({
+  apiVersion: z.string().max(253),
+  kind: KindSchema,
+  name: ObjectNameSchema,
+});
+
+/** Resource mode data: the whole object; only the fields routing and dedupe need are kept. */
+export const ResourceDataSchema = z.object({
+  apiVersion: ApiVersionSchema,
+  kind: KindSchema,
+  metadata: z.object({
+    name: ObjectNameSchema,
+    namespace: NamespaceSchema,
+    uid: z.string().max(64).optional(),
+    resourceVersion: z.string().max(64).optional(),
+    labels: z.record(z.string().max(317), z.string().max(63)).optional(),
+    ownerReferences: z.array(OwnerReferenceSchema).max(64).optional(),
+  }),
+});
+
+/**
+ * What `POST /events` keeps of one event, whatever its mode: the object it names, and in resource mode the
+ * labels, owner references, uid and resourceVersion (for dedupe, DESIGN.md section 8).
+ */
+export interface EventSubject {
+  mode: ApiServerMode;
+  verb: ApiServerVerb;
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  name: string;
+  /** Resource mode only. */
+  labels?: Record<string, string>;
+  /** Resource mode only. */
+  ownerReferences?: Array<{ apiVersion: string; kind: string; name: string }>;
+  /** Resource mode only; `uid@resourceVersion` is the dedupe key. */
+  uid?: string;
+  resourceVersion?: string;
+}
+
+/** A data parse: the subject, or the zod issues as `path: message` lines. */
+export type SubjectParse = { ok: true; subject: EventSubject } | { ok: false; message: string };
+
+/** Validates an event's data against its mode's schema and flattens it into an EventSubject. */
+export function parseEventData(type: ApiServerEventType, data: unknown): SubjectParse {
+  const { mode, verb } = describeEventType(type);
+  if (mode === 'ref') {
+    const parsed = RefDataSchema.safeParse(data);
+    if (!parsed.success) return { ok: false, message: formatIssues(parsed.error) };
+    return { ok: true, subject: { mode, verb, ...parsed.data } };
+  }
+  const parsed = ResourceDataSchema.safeParse(data);
+  if (!parsed.success) return { ok: false, message: formatIssues(parsed.error) };
+  const { apiVersion, kind, metadata } = parsed.data;
+  return {
+    ok: true,
+    subject: {
+      mode,
+      verb,
+      apiVersion,
+      kind,
+      namespace: metadata.namespace,
+      name: metadata.name,
+      ...(metadata.labels === undefined ? {} : { labels: metadata.labels }),
+      ...(metadata.ownerReferences === undefined ? {} : { ownerReferences: metadata.ownerReferences }),
+      ...(metadata.uid === undefined ? {} : { uid: metadata.uid }),
+      ...(metadata.resourceVersion === undefined ? {} : { resourceVersion: metadata.resourceVersion }),
+    },
+  };
+}
+
+/** Renders zod issues as `data.path: message` lines; values are never echoed (they may be hostile or secret). */
+export function formatIssues(error: z.ZodError, root = 'data'): string {
+  return error.issues
+    .map((issue) => `${[root, ...issue.path.map(String)].join('.')}: ${issue.message}`)
+    .join('; ');
+}
