@@ -1,0 +1,72 @@
+import {
+  BatchV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  createConfiguration,
+  EventsV1Api,
+  KubeConfig,
+  type RequestContext,
+  type ResponseContext,
+  ServerConfiguration,
+} from '@kubernetes/client-node';
+import { type RequestCounter, requestKeyOf } from './request-count.ts';
+
+/** Where the adapter finds its credentials. */
+export type KubeConfigSource =
+  /** A kubeconfig file (local run, tests). */
+  | { kind: 'file'; path: string }
+  /** The pod's service account (in-cluster deployment). */
+  | { kind: 'in-cluster' }
+  /** An already loaded config. */
+  | { kind: 'loaded'; config: KubeConfig };
+
+/** Loads a KubeConfig from its source; throws when the file is missing or names no current cluster. */
+export function loadKubeConfig(source: KubeConfigSource): KubeConfig {
+  if (source.kind === 'loaded') return source.config;
+  const config = new KubeConfig();
+  if (source.kind === 'file') config.loadFromFile(source.path);
+  else config.loadFromCluster();
+  if (!config.getCurrentCluster()) throw new Error('load kubeconfig: no current cluster');
+  return config;
+}
+
+/** The generated API groups the adapter uses, all sharing one configuration. */
+export interface KubeApis {
+  core: CoreV1Api;
+  batch: BatchV1Api;
+  custom: CustomObjectsApi;
+  events: EventsV1Api;
+}
+
+/**
+ * Builds the API clients with two middlewares on every request: a per-request timeout (an abort signal,
+ * which client-node 2.x passes to undici's fetch and which also covers reading the body) and the request
+ * counter. Built like `KubeConfig.makeApiClient`, which offers no way to add middleware.
+ */
+export function makeKubeApis(
+  config: KubeConfig,
+  options: { requestTimeoutMs: number; counter: RequestCounter },
+): KubeApis {
+  const cluster = config.getCurrentCluster();
+  if (!cluster) throw new Error('make Kubernetes clients: no current cluster');
+  const configuration = createConfiguration({
+    baseServer: new ServerConfiguration(cluster.server, {}),
+    authMethods: { default: config },
+    promiseMiddleware: [
+      {
+        pre: async (context: RequestContext): Promise<RequestContext> => {
+          options.counter.record(requestKeyOf(context.getHttpMethod(), context.getUrl()));
+          context.setSignal(AbortSignal.timeout(options.requestTimeoutMs));
+          return context;
+        },
+        post: async (context: ResponseContext): Promise<ResponseContext> => context,
+      },
+    ],
+  });
+  return {
+    core: new CoreV1Api(configuration),
+    batch: new BatchV1Api(configuration),
+    custom: new CustomObjectsApi(configuration),
+    events: new EventsV1Api(configuration),
+  };
+}

@@ -1,0 +1,307 @@
+import {
+  type EventsV1Event,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Job,
+  V1MicroTime,
+  type V1Secret,
+} from '@kubernetes/client-node';
+import type { Clock } from '../clock.ts';
+import type { KubeApis } from './connection.ts';
+import { type CustomObject, type NewCustomObject, parseCustomObject } from './custom-object.ts';
+import { isKubeError, toKubeError } from './errors.ts';
+import { eventNameOf } from './event-name.ts';
+import { CUSTOM_RESOURCES, type CustomKind } from './resources.ts';
+
+/** The object a write targets, with the resourceVersion it was read at (the precondition). */
+export interface VersionedRef {
+  namespace: string;
+  name: string;
+  /** The write fails with Conflict unless the object is still at this version. */
+  resourceVersion: string;
+}
+
+/**
+ * A metadata change, as a JSON merge patch (RFC 7386): a `null` label or annotation removes it;
+ * `finalizers` replaces the whole list (the resourceVersion precondition makes that safe).
+ */
+export interface MetadataPatch {
+  labels?: Record<string, string | null>;
+  annotations?: Record<string, string | null>;
+  finalizers?: string[];
+}
+
+/** What a delete found: the object was there (deletion started) or was already gone. */
+export type DeleteResult = 'deleted' | 'absent';
+
+/** What an event create found: a new Event, or the same transition's Event from an earlier step. */
+export type EmitResult = 'created' | 'already-emitted';
+
+/** An object an Event is about (`regarding`) or mentions (`related`). */
+export interface EventObjectRef {
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  name: string;
+  uid: string;
+}
+
+/** One Event (events.k8s.io/v1). Never put credentials, variables, outputs or raw output in `note`. */
+export interface EventSpec {
+  regarding: EventObjectRef;
+  related?: EventObjectRef;
+  type: 'Normal' | 'Warning';
+  /** CamelCase reason from DESIGN.md section 7, e.g. `JobSucceeded`. */
+  reason: string;
+  /** What the controller did, e.g. `Bookkeep`, `CreateJob`, `Prune`. */
+  action: string;
+  /** A human sentence, at most 1 KiB (the API server's limit). */
+  note: string;
+  /** Names the transition; same object + reason + key = same Event name = emitted once. */
+  transitionKey: string;
+}
+
+/**
+ * Every mutation the step makes. Failures throw a KubeError; `error.outcome` says whether the write may
+ * have landed (DESIGN.md section 5 step 8). Deletes always use `propagationPolicy: Background` (C13) and
+ * treat NotFound as done.
+ */
+export interface KubeWriter {
+  /** Creates a Job in `job.metadata.namespace`. AlreadyExists when the (deterministic) name is taken. */
+  createJob(job: V1Job): Promise<V1Job>;
+  /** Creates a Secret in `secret.metadata.namespace`. */
+  createSecret(secret: V1Secret): Promise<V1Secret>;
+  /** Creates one of our objects (a TerraformPlan). */
+  createCustomObject(kind: CustomKind, object: NewCustomObject): Promise<CustomObject>;
+  /**
+   * Replaces the status subresource with `object.status`; `object.metadata.resourceVersion` is the
+   * precondition (Conflict when stale). Fields absent from `object.status` are removed.
+   */
+  replaceStatus(kind: CustomKind, object: CustomObject): Promise<CustomObject>;
+  /**
+   * Merge-patches the status subresource (`null` removes a field; arrays are replaced whole) under a
+   * resourceVersion precondition.
+   */
+  patchStatus(kind: CustomKind, target: VersionedRef, status: Record<string, unknown>): Promise<CustomObject>;
+  /** Merge-patches labels, annotations or finalizers of one of our objects under a resourceVersion precondition. */
+  patchCustomMetadata(kind: CustomKind, target: VersionedRef, patch: MetadataPatch): Promise<CustomObject>;
+  /** Merge-patches a Job's labels or annotations (e.g. `captf.io/bookkept`) under a resourceVersion precondition. */
+  patchJobMetadata(target: VersionedRef, patch: MetadataPatch): Promise<V1Job>;
+  /** Deletes a Job and (in the background) its pods; `uid` makes it delete only that incarnation. */
+  deleteJob(namespace: string, name: string, preconditions?: { uid?: string }): Promise<DeleteResult>;
+  deleteSecret(namespace: string, name: string, preconditions?: { uid?: string }): Promise<DeleteResult>;
+  deleteCustomObject(kind: CustomKind, namespace: string, name: string): Promise<DeleteResult>;
+  /** Creates the Event of one transition, once (deterministic name; AlreadyExists = emitted before). */
+  emitEvent(event: EventSpec): Promise<EmitResult>;
+}
+
+/** Name written to managedFields for every write. */
+const FIELD_MANAGER = 'captf';
+
+/** Who reports the Events (events.k8s.io/v1 requires both fields). */
+export interface EventReporter {
+  /** e.g. `captf.io/controller`. */
+  controller: string;
+  /** This instance, at most 128 characters, e.g. the pod or host name. */
+  instance: string;
+}
+
+const mergePatch = () => setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+async function deleting(action: string, run: () => Promise<unknown>): Promise<DeleteResult> {
+  try {
+    await run();
+    return 'deleted';
+  } catch (error) {
+    const normalised = toKubeError(error, action);
+    if (isKubeError(normalised, 'NotFound')) return 'absent';
+    throw normalised;
+  }
+}
+
+async function writing<T>(action: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    throw toKubeError(error, action);
+  }
+}
+
+function metadataPatchBody(target: VersionedRef, patch: MetadataPatch): object {
+  return { metadata: { resourceVersion: target.resourceVersion, ...patch } };
+}
+
+/** The KubeWriter over client-node's generated APIs. */
+export class ApiKubeWriter implements KubeWriter {
+  readonly #apis: KubeApis;
+  readonly #reporter: EventReporter;
+  readonly #clock: Clock;
+
+  constructor(apis: KubeApis, options: { reporter: EventReporter; clock: Clock }) {
+    this.#apis = apis;
+    this.#reporter = options.reporter;
+    this.#clock = options.clock;
+  }
+
+  createJob(job: V1Job): Promise<V1Job> {
+    const namespace = job.metadata?.namespace ?? '';
+    return writing(`create Job ${namespace}/${job.metadata?.name}`, () =>
+      this.#apis.batch.createNamespacedJob({ namespace, body: job, fieldManager: FIELD_MANAGER }),
+    );
+  }
+
+  createSecret(secret: V1Secret): Promise<V1Secret> {
+    const namespace = secret.metadata?.namespace ?? '';
+    return writing(`create Secret ${namespace}/${secret.metadata?.name}`, () =>
+      this.#apis.core.createNamespacedSecret({ namespace, body: secret, fieldManager: FIELD_MANAGER }),
+    );
+  }
+
+  async createCustomObject(kind: CustomKind, object: NewCustomObject): Promise<CustomObject> {
+    const { namespace, name } = object.metadata;
+    const action = `create ${kind} ${namespace}/${name}`;
+    const created: unknown = await writing(action, () =>
+      this.#apis.custom.createNamespacedCustomObject({
+        ...CUSTOM_RESOURCES[kind],
+        namespace,
+        body: object,
+        fieldManager: FIELD_MANAGER,
+      }),
+    );
+    return parseCustomObject(created, action);
+  }
+
+  async replaceStatus(kind: CustomKind, object: CustomObject): Promise<CustomObject> {
+    const { namespace = '', name } = object.metadata;
+    const action = `replace ${kind} ${namespace}/${name} status`;
+    const written: unknown = await writing(action, () =>
+      this.#apis.custom.replaceNamespacedCustomObjectStatus({
+        ...CUSTOM_RESOURCES[kind],
+        namespace,
+        name,
+        body: object,
+        fieldManager: FIELD_MANAGER,
+      }),
+    );
+    return parseCustomObject(written, action);
+  }
+
+  async patchStatus(
+    kind: CustomKind,
+    target: VersionedRef,
+    status: Record<string, unknown>,
+  ): Promise<CustomObject> {
+    const action = `patch ${kind} ${target.namespace}/${target.name} status`;
+    const written: unknown = await writing(action, () =>
+      this.#apis.custom.patchNamespacedCustomObjectStatus(
+        {
+          ...CUSTOM_RESOURCES[kind],
+          namespace: target.namespace,
+          name: target.name,
+          body: { metadata: { resourceVersion: target.resourceVersion }, status },
+          fieldManager: FIELD_MANAGER,
+        },
+        mergePatch(),
+      ),
+    );
+    return parseCustomObject(written, action);
+  }
+
+  async patchCustomMetadata(
+    kind: CustomKind,
+    target: VersionedRef,
+    patch: MetadataPatch,
+  ): Promise<CustomObject> {
+    const action = `patch ${kind} ${target.namespace}/${target.name} metadata`;
+    const written: unknown = await writing(action, () =>
+      this.#apis.custom.patchNamespacedCustomObject(
+        {
+          ...CUSTOM_RESOURCES[kind],
+          namespace: target.namespace,
+          name: target.name,
+          body: metadataPatchBody(target, patch),
+          fieldManager: FIELD_MANAGER,
+        },
+        mergePatch(),
+      ),
+    );
+    return parseCustomObject(written, action);
+  }
+
+  patchJobMetadata(target: VersionedRef, patch: MetadataPatch): Promise<V1Job> {
+    return writing(`patch Job ${target.namespace}/${target.name} metadata`, () =>
+      this.#apis.batch.patchNamespacedJob(
+        {
+          namespace: target.namespace,
+          name: target.name,
+          body: metadataPatchBody(target, patch),
+          fieldManager: FIELD_MANAGER,
+        },
+        mergePatch(),
+      ),
+    );
+  }
+
+  deleteJob(namespace: string, name: string, preconditions: { uid?: string } = {}): Promise<DeleteResult> {
+    // C13: without Background the Job's pods are orphaned (batch/v1 defaults to orphanDependents).
+    return deleting(`delete Job ${namespace}/${name}`, () =>
+      this.#apis.batch.deleteNamespacedJob({
+        namespace,
+        name,
+        propagationPolicy: 'Background',
+        body: { propagationPolicy: 'Background', preconditions },
+      }),
+    );
+  }
+
+  deleteSecret(namespace: string, name: string, preconditions: { uid?: string } = {}): Promise<DeleteResult> {
+    return deleting(`delete Secret ${namespace}/${name}`, () =>
+      this.#apis.core.deleteNamespacedSecret({
+        namespace,
+        name,
+        propagationPolicy: 'Background',
+        body: { propagationPolicy: 'Background', preconditions },
+      }),
+    );
+  }
+
+  deleteCustomObject(kind: CustomKind, namespace: string, name: string): Promise<DeleteResult> {
+    return deleting(`delete ${kind} ${namespace}/${name}`, () =>
+      this.#apis.custom.deleteNamespacedCustomObject({
+        ...CUSTOM_RESOURCES[kind],
+        namespace,
+        name,
+        propagationPolicy: 'Background',
+      }),
+    );
+  }
+
+  async emitEvent(event: EventSpec): Promise<EmitResult> {
+    const { namespace } = event.regarding;
+    const name = eventNameOf(event.regarding, event.reason, event.transitionKey);
+    const body: EventsV1Event = {
+      apiVersion: 'events.k8s.io/v1',
+      kind: 'Event',
+      metadata: { name, namespace },
+      // MicroTime: the API server rejects eventTime without exactly six fractional digits, which a plain
+      // Date (three digits) would send.
+      eventTime: new V1MicroTime(this.#clock.nowMs()),
+      type: event.type,
+      reason: event.reason,
+      action: event.action,
+      note: event.note,
+      regarding: event.regarding,
+      related: event.related,
+      reportingController: this.#reporter.controller,
+      reportingInstance: this.#reporter.instance,
+    };
+    try {
+      await this.#apis.events.createNamespacedEvent({ namespace, body });
+      return 'created';
+    } catch (error) {
+      const normalised = toKubeError(error, `create Event ${namespace}/${name}`);
+      if (isKubeError(normalised, 'AlreadyExists')) return 'already-emitted';
+      throw normalised;
+    }
+  }
+}
