@@ -1,0 +1,106 @@
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { OpSchema } from '../schemas/result.ts';
+import { ApplyPolicySchema, PlanDigestSchema } from '../schemas/run-config.ts';
+import type { RunOptions } from './run.ts';
+
+/**
+ * The runner's command line (DESIGN.md section 9):
+ *   runner copy <dest>
+ *   runner run --op=<apply|destroy|drift|refresh> [flags]
+ * Flags of `run` (defaults in RUN_DEFAULTS; durations in whole seconds):
+ *   --module-dir --runtime --config-dir --work-dir --result-file
+ *   --lock-timeout --stop-timeout --expected-plan-digest --apply-policy --force-unlock-id
+ * The last four override the run config's lockTimeoutSeconds, expectedPlanDigest, applyPolicy and
+ * forceUnlockId.
+ */
+
+/** Paths of the image contract (docs/image-contract.md) and the stop timeout. */
+export const RUN_DEFAULTS = {
+  moduleDir: '/captf/module',
+  runtimePath: '/captf/runtime',
+  configDir: '/captf/config',
+  /** An emptyDir the Job mounts: the module image may have no writable file system. */
+  workDir: '/captf/work',
+  resultFile: '/dev/termination-log',
+  /** terminationGracePeriodSeconds 600 minus the 30 s DESIGN.md section 10 keeps for writing the result. */
+  stopTimeoutSeconds: 570,
+} as const;
+
+/** A parsed command line. */
+export type Command =
+  | { command: 'copy'; dest: string }
+  | { command: 'run'; options: RunOptions; resultFile: string }
+  | { command: 'help' }
+  | { command: 'usage-error'; message: string };
+
+export const USAGE = `usage:
+  runner copy <dest>
+  runner run --op=<apply|destroy|drift|refresh> [--module-dir=${RUN_DEFAULTS.moduleDir}]
+             [--runtime=${RUN_DEFAULTS.runtimePath}] [--config-dir=${RUN_DEFAULTS.configDir}]
+             [--work-dir=${RUN_DEFAULTS.workDir}] [--result-file=${RUN_DEFAULTS.resultFile}]
+             [--lock-timeout=<seconds>] [--stop-timeout=<seconds, default ${RUN_DEFAULTS.stopTimeoutSeconds}>]
+             [--expected-plan-digest=sha256:<hex>] [--apply-policy=Automatic|Manual]
+             [--force-unlock-id=<lock id>]
+`;
+
+const SecondsSchema = z.coerce.number().int().min(0).max(86_400);
+
+const RunFlagsSchema = z.object({
+  op: OpSchema,
+  'module-dir': z.string().min(1).default(RUN_DEFAULTS.moduleDir),
+  runtime: z.string().min(1).default(RUN_DEFAULTS.runtimePath),
+  'config-dir': z.string().min(1).default(RUN_DEFAULTS.configDir),
+  'work-dir': z.string().min(1).default(RUN_DEFAULTS.workDir),
+  'result-file': z.string().min(1).default(RUN_DEFAULTS.resultFile),
+  'lock-timeout': SecondsSchema.max(3600).optional(),
+  'stop-timeout': SecondsSchema.default(RUN_DEFAULTS.stopTimeoutSeconds),
+  'expected-plan-digest': PlanDigestSchema.optional(),
+  'apply-policy': ApplyPolicySchema.optional(),
+  'force-unlock-id': z.string().min(1).optional(),
+});
+
+const RUN_FLAG_NAMES = Object.keys(RunFlagsSchema.shape) as (keyof typeof RunFlagsSchema.shape)[];
+
+/** Parses `argv` (without the executable and script); never throws. */
+export function parseCommandLine(argv: readonly string[]): Command {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === 'help' || command === '--help') return { command: 'help' };
+  if (command === 'copy') {
+    const [dest, ...extra] = rest;
+    if (dest === undefined || dest.startsWith('-') || extra.length > 0) {
+      return { command: 'usage-error', message: 'copy takes exactly one destination' };
+    }
+    return { command: 'copy', dest };
+  }
+  if (command !== 'run') return { command: 'usage-error', message: `unknown command ${command}` };
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    const options = Object.fromEntries(RUN_FLAG_NAMES.map((name) => [name, { type: 'string' as const }]));
+    values = parseArgs({ args: [...rest], options, strict: true, allowPositionals: false }).values;
+  } catch (cause) {
+    return { command: 'usage-error', message: (cause as Error).message };
+  }
+  const parsed = RunFlagsSchema.safeParse(values);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0];
+    return {
+      command: 'usage-error',
+      message: `--${first?.path.join('.') ?? '?'}: ${first?.message ?? 'invalid'}`,
+    };
+  }
+  const flags = parsed.data;
+  const options: RunOptions = {
+    op: flags.op,
+    moduleDir: flags['module-dir'],
+    runtimePath: flags.runtime,
+    configDir: flags['config-dir'],
+    workDir: flags['work-dir'],
+    stopTimeoutSeconds: flags['stop-timeout'],
+  };
+  if (flags['lock-timeout'] !== undefined) options.lockTimeoutSeconds = flags['lock-timeout'];
+  if (flags['expected-plan-digest'] !== undefined) options.expectedPlanDigest = flags['expected-plan-digest'];
+  if (flags['apply-policy'] !== undefined) options.applyPolicy = flags['apply-policy'];
+  if (flags['force-unlock-id'] !== undefined) options.forceUnlockId = flags['force-unlock-id'];
+  return { command: 'run', options, resultFile: flags['result-file'] };
+}

@@ -1,0 +1,78 @@
+import { writeFile } from 'node:fs/promises';
+import { performance } from 'node:perf_hooks';
+import type { RunnerResult, RunResult } from '../schemas/result.ts';
+import { parseCommandLine, USAGE } from './cli.ts';
+import { copySelf } from './copy.ts';
+import { Interruption } from './interruption.ts';
+import { RunnerLog } from './log.ts';
+import { runOp } from './run.ts';
+
+/**
+ * The runner's entry point: `node src/runner/main.ts …` in development, the single executable in a Job.
+ * The one place that turns outcomes into exit codes and the result file (STYLE.md habit 6).
+ */
+
+/** Exit code per result: 0 only for `succeeded` (DESIGN.md section 10); Terraform's own code never leaks. */
+export const RESULT_EXIT_CODES: Record<RunResult, number> = {
+  succeeded: 0,
+  failed: 1,
+  interrupted: 3,
+  blocked: 4,
+  'plan-changed': 5,
+};
+/** A command line the runner does not understand: a Job builder bug; no result is written. */
+const USAGE_EXIT_CODE = 2;
+/** The result could not be written: bookkeeping will find no result and count the run as `unknown`. */
+const RESULT_WRITE_EXIT_CODE = 6;
+
+async function writeResult(path: string, result: RunnerResult, log: RunnerLog): Promise<boolean> {
+  try {
+    await writeFile(path, JSON.stringify(result));
+    return true;
+  } catch (cause) {
+    log.error(`write result to ${path}: ${(cause as NodeJS.ErrnoException).code ?? 'failed'}`);
+    return false;
+  }
+}
+
+async function main(argv: readonly string[]): Promise<number> {
+  const log = new RunnerLog((stream, text) => process[stream].write(text));
+  const command = parseCommandLine(argv);
+  switch (command.command) {
+    case 'help':
+      process.stdout.write(USAGE);
+      return 0;
+    case 'usage-error':
+      process.stderr.write(`runner: ${command.message}\n${USAGE}`);
+      return USAGE_EXIT_CODE;
+    case 'copy': {
+      const copied = await copySelf(command.dest, process.execPath);
+      if (!copied.ok) {
+        log.error(copied.message);
+        return 1;
+      }
+      log.info(`copied runner to ${copied.path}`);
+      return 0;
+    }
+    case 'run': {
+      const interruption = new Interruption(command.options.stopTimeoutSeconds * 1000, (text) =>
+        log.info(text),
+      );
+      for (const signal of ['SIGTERM', 'SIGINT'] as const)
+        process.on(signal, () => interruption.request(signal));
+      const result = await runOp(command.options, {
+        log,
+        interruption,
+        nowMs: () => performance.now(),
+        env: process.env,
+      });
+      const written = await writeResult(command.resultFile, result, log);
+      return written ? RESULT_EXIT_CODES[result.result] : RESULT_WRITE_EXIT_CODE;
+    }
+  }
+}
+
+// No top-level await: the single executable is bundled as CommonJS (Node SEA runs a CommonJS script).
+void main(process.argv.slice(2)).then((code) => {
+  process.exitCode = code;
+});

@@ -1,0 +1,275 @@
+import type {
+  Op,
+  PlanSummary,
+  RunError,
+  RunnerResult,
+  RunResult,
+  StepName,
+  StepRecord,
+} from '../schemas/result.ts';
+import type { ApplyPolicy, RunConfig } from '../schemas/run-config.ts';
+import { readContractOutputs } from './contract-outputs.ts';
+import { decideGuard } from './guard.ts';
+import type { Interruption } from './interruption.ts';
+import { checkImageLayout } from './layout.ts';
+import { lockInfoFrom } from './lock-info.ts';
+import type { RunnerLog } from './log.ts';
+import { readUiStream, readValidateDocument, type UiReport, uiMessage } from './machine-ui.ts';
+import { readPlanDocument, summarizePlan } from './plan-digest.ts';
+import { createRedactor, type Redactor, redactJson, secretTexts } from './redaction.ts';
+import { fitResult } from './result-document.ts';
+import { readRunConfig } from './run-config-file.ts';
+import { runtimeEnv } from './runtime-env.ts';
+import { OP_STEPS, type StepCommand, type StepInputs, stepCommand, type TofuStep } from './steps.ts';
+import { curateSummary } from './summary.ts';
+import { runProcess } from './tofu-process.ts';
+import { prepareWorkspace, type Workspace } from './workspace.ts';
+
+/**
+ * One `run --op=…` (DESIGN.md sections 10 to 12): prepare, then the op's steps in order, each timed and
+ * recorded; the destructive guard between `show-json` and `apply`; a result document that is redacted and
+ * fitted to the termination-message cap. The imperative shell around the pure parts in this directory.
+ */
+
+/** What the command line says; the flags override the run config's settings of the same name. */
+export interface RunOptions {
+  op: Op;
+  moduleDir: string;
+  runtimePath: string;
+  configDir: string;
+  workDir: string;
+  lockTimeoutSeconds?: number;
+  stopTimeoutSeconds: number;
+  expectedPlanDigest?: string;
+  applyPolicy?: ApplyPolicy;
+  forceUnlockId?: string;
+}
+
+/** What the run needs from its surroundings (STYLE.md habit 7: time and environment injected). */
+export interface RunDeps {
+  log: RunnerLog;
+  interruption: Interruption;
+  /** Monotonic milliseconds, for step timing. */
+  nowMs: () => number;
+  env: NodeJS.ProcessEnv;
+}
+
+/** How one runtime step ended, as the run sees it. */
+type StepRun =
+  | { kind: 'ok'; exit: number; ui: UiReport; stdout: string }
+  | { kind: 'failed'; ui: UiReport; fallback: string }
+  | { kind: 'not-started'; code: string }
+  | { kind: 'interrupted' };
+
+/** Errnos of a runtime that cannot be executed: the image breaks the contract (docs/image-contract.md). */
+const IMAGE_LAYOUT_ERRNOS: ReadonlySet<string> = new Set([
+  'ENOENT',
+  'EACCES',
+  'ENOEXEC',
+  'EISDIR',
+  'ENOTDIR',
+]);
+
+/** Every secret of a run config: secret inputs, secret backend settings and the plan HMAC key. */
+export function runSecrets(config: RunConfig): string[] {
+  const inputs = config.secretInputs.flatMap((name) => {
+    const value = config.variables[name];
+    return value === undefined ? [] : secretTexts(value);
+  });
+  const backend = config.backend;
+  const backendSecrets = (backend?.secretKeys ?? []).flatMap((key) => {
+    const value = backend?.config[key];
+    return value === undefined ? [] : secretTexts(value);
+  });
+  return [...inputs, ...backendSecrets, config.planHmacKey];
+}
+
+function round(seconds: number): number {
+  return Math.round(seconds * 1000) / 1000;
+}
+
+/** Runs the op and returns its result document, redacted and fitted; never throws for expected failures. */
+export async function runOp(options: RunOptions, deps: RunDeps): Promise<RunnerResult> {
+  const { log, interruption, nowMs } = deps;
+  const steps: StepRecord[] = [];
+  let redactor: Redactor = createRedactor([]);
+
+  const finish = (result: RunResult, extra: Partial<RunnerResult> = {}): RunnerResult => {
+    const doc: RunnerResult = { version: 1, op: options.op, result, steps, ...extra };
+    const fitted = fitResult(redactJson(doc, redactor));
+    log.info(
+      `result ${fitted.result}${fitted.error ? ` (${fitted.error.step}: ${fitted.error.summary})` : ''}`,
+    );
+    return fitted;
+  };
+  const failure = (
+    kind: RunError['kind'],
+    step: StepName,
+    summary: string,
+    extra: Partial<RunnerResult> = {},
+  ) => finish('failed', { ...extra, error: { kind, step, summary: curateSummary([], summary, redactor) } });
+
+  // prepare: the image-layout checks, the run config, the work dir.
+  const prepareStarted = nowMs();
+  const recordPrepare = (exit: number) =>
+    steps.push({ name: 'prepare', exit, seconds: round((nowMs() - prepareStarted) / 1000) });
+  const layout = await checkImageLayout(options.moduleDir, options.runtimePath);
+  if (!layout.ok) {
+    recordPrepare(1);
+    return failure('image-layout', 'prepare', layout.summary);
+  }
+  const read = await readRunConfig(options.configDir);
+  if (!read.ok) {
+    recordPrepare(1);
+    return failure('step', 'prepare', read.message);
+  }
+  const config = read.config;
+  redactor = createRedactor(runSecrets(config));
+  log.useRedactor(redactor);
+  let workspace: Workspace;
+  try {
+    workspace = await prepareWorkspace(options.moduleDir, options.workDir, config);
+  } catch (cause) {
+    recordPrepare(1);
+    const code = (cause as NodeJS.ErrnoException).code ?? 'failed';
+    return failure('step', 'prepare', `prepare work dir ${options.workDir}: ${code}`);
+  }
+  recordPrepare(0);
+  if (interruption.requested) return finish('interrupted');
+
+  const inputs: StepInputs = {
+    lockTimeoutSeconds: options.lockTimeoutSeconds ?? config.lockTimeoutSeconds,
+    varFile: workspace.varFile,
+    planFile: workspace.planFile,
+  };
+  if (workspace.backendConfigFile !== undefined) inputs.backendConfigFile = workspace.backendConfigFile;
+  const forceUnlockId = options.forceUnlockId ?? config.forceUnlockId;
+  if (forceUnlockId !== undefined) inputs.forceUnlockId = forceUnlockId;
+  const env = runtimeEnv(deps.env, workspace.tmpDir);
+
+  const execute = async (step: TofuStep): Promise<StepRun> => {
+    const command = stepCommand(options.op, step, inputs);
+    log.info(`step ${step}: ${command.args[0] ?? ''} started`);
+    const started = nowMs();
+    const end = await runProcess({
+      file: options.runtimePath,
+      args: command.args,
+      cwd: workspace.moduleDir,
+      env,
+      onLine: (stream, line) => relayLine(log, step, command, stream, line),
+      onStart: (child) => interruption.attach(child),
+    });
+    interruption.detach();
+    const exit = end.kind === 'exited' ? end.exit : -1;
+    const seconds = round((nowMs() - started) / 1000);
+    steps.push({ name: step, exit, seconds });
+    log.info(`step ${step}: exit ${exit} after ${seconds}s`);
+    if (end.kind === 'not-started') return { kind: 'not-started', code: end.code };
+    const ui = readOutput(command, end.stdout);
+    const ok = end.kind === 'exited' && (command.okExits === 'all' || command.okExits.includes(end.exit));
+    // A step that still finished its job despite a late interrupt counts; anything else is the interruption.
+    if (interruption.requested && !ok) return { kind: 'interrupted' };
+    if (ok) return { kind: 'ok', exit, ui, stdout: end.stdout };
+    const fallback =
+      end.kind === 'signaled'
+        ? `${step} was killed by ${end.signal}`
+        : `${step} exited ${exit} without diagnostics`;
+    return { kind: 'failed', ui, fallback };
+  };
+
+  /** Turns a step that did not succeed into the run's result. */
+  const stopOn = (step: TofuStep, run: Exclude<StepRun, { kind: 'ok' }>, extra: Partial<RunnerResult>) => {
+    switch (run.kind) {
+      case 'interrupted':
+        return finish('interrupted', extra);
+      case 'not-started':
+        return IMAGE_LAYOUT_ERRNOS.has(run.code)
+          ? failure('image-layout', step, `start runtime ${options.runtimePath}: ${run.code}`, extra)
+          : failure('step', step, `start runtime ${options.runtimePath}: ${run.code}`, extra);
+      case 'failed': {
+        const lock = lockInfoFrom(run.ui.diagnostics);
+        const summary = curateSummary(run.ui.diagnostics, run.fallback, redactor);
+        return finish('failed', {
+          ...extra,
+          ...(lock ? { lock } : {}),
+          error: { kind: 'step', step, summary },
+        });
+      }
+    }
+  };
+
+  let plan: PlanSummary | undefined;
+  for (const step of OP_STEPS[options.op]) {
+    if (step === 'force-unlock' && inputs.forceUnlockId === undefined) continue;
+    if (interruption.requested) return finish('interrupted', plan ? { plan } : {});
+    const run = await execute(step);
+    if (run.kind !== 'ok') return stopOn(step, run, plan ? { plan } : {});
+
+    if (step === 'show-json') {
+      const parsed = readPlanDocument(run.stdout);
+      if (!parsed.ok) return failure('step', step, parsed.message);
+      plan = summarizePlan(parsed.changes, config.planHmacKey);
+      const expectedDigest = options.expectedPlanDigest ?? config.expectedPlanDigest;
+      const decision = decideGuard({
+        plan,
+        changeCount: parsed.changes.length,
+        policy: options.applyPolicy ?? config.applyPolicy,
+        ...(expectedDigest !== undefined ? { expectedDigest } : {}),
+      });
+      log.info(
+        `plan ${plan.digest}: +${plan.add} ~${plan.change} -${plan.destroy}: ${decision.kind} (${decision.reason})`,
+      );
+      if (decision.kind !== 'apply') return finish(decision.kind, { plan });
+    }
+    if (options.op === 'drift' && step === 'plan') {
+      const changes = run.ui.changes;
+      const drift =
+        run.exit === 2
+          ? {
+              detected: true,
+              add: changes?.add ?? 0,
+              change: changes?.change ?? 0,
+              destroy: changes?.remove ?? 0,
+            }
+          : { detected: false };
+      return finish('succeeded', { drift });
+    }
+    if (step === 'apply' || step === 'apply-refresh-only') {
+      const contract = readContractOutputs(run.ui.outputs);
+      if (contract.rejected.length > 0)
+        log.error(`outputs of the wrong shape ignored: ${contract.rejected.join(', ')}`);
+      const outputs = Object.keys(contract.outputs).length > 0 ? { outputs: contract.outputs } : {};
+      return finish('succeeded', { ...(plan ? { plan } : {}), ...outputs });
+    }
+  }
+  return finish('succeeded');
+}
+
+function readOutput(command: StepCommand, stdout: string): UiReport {
+  switch (command.output) {
+    case 'ui-stream':
+      return readUiStream(stdout.split('\n'));
+    case 'validate-document':
+      return readValidateDocument(stdout);
+    case 'plan-document':
+    case 'text':
+      return { diagnostics: [] };
+  }
+}
+
+/** Shows a runtime line in the runner's log: UI messages as text; plan and validate documents not at all. */
+function relayLine(
+  log: RunnerLog,
+  step: TofuStep,
+  command: StepCommand,
+  stream: 'stdout' | 'stderr',
+  line: string,
+): void {
+  if (stream === 'stderr' || command.output === 'text') {
+    log.relay(step, stream, line);
+    return;
+  }
+  if (command.output !== 'ui-stream') return;
+  const message = uiMessage(line);
+  if (message !== undefined) log.relay(step, stream, message);
+}
