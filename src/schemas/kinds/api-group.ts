@@ -1,0 +1,12 @@
+/**
+ * The API group and version of our kinds (DESIGN.md section 2). Cluster API finds infrastructure providers
+ * by this group.
+ */
+export const API_GROUP = 'infrastructure.cluster.x-k8s.io';
+export const API_VERSION_NAME = 'v1alpha1';
+/** `apiVersion` as written in manifests. */
+export const API_VERSION = `${API_GROUP}/${API_VERSION_NAME}`;
+
+/** The kinds whose operations run as Jobs (DESIGN.md section 2). */
+export const TARGET_KINDS = ['TerraformCluster', 'TerraformMachine', 'TerraformMachinePool'] as const;
+export type TargetKind = (typeof TARGET_KINDS)[number];

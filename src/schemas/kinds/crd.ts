@@ -1,0 +1,88 @@
+import { API_GROUP, API_VERSION_NAME } from './api-group.ts';
+import type { KindDefinition } from './kind-definition.ts';
+import { type CelRule, celValidation } from './rules.ts';
+import { type JsonSchemaNode, toStructuralSchema } from './structural.ts';
+import { terraformClusterKind } from './terraform-cluster.ts';
+import { terraformMachineKind } from './terraform-machine.ts';
+import { terraformMachinePoolKind } from './terraform-machine-pool.ts';
+import { terraformPlanKind } from './terraform-plan.ts';
+
+/**
+ * CustomResourceDefinitions built from the same zod schemas the code validates with (DESIGN.md section 2).
+ * scripts/gen-crds.ts writes them to infra/crds/; a unit test checks the committed files are current.
+ */
+
+/** Every kind we serve, in the order their CRDs are written. */
+export const KIND_DEFINITIONS: readonly KindDefinition[] = [
+  terraformClusterKind,
+  terraformMachineKind,
+  terraformMachinePoolKind,
+  terraformPlanKind,
+];
+
+/** A CustomResourceDefinition (apiextensions.k8s.io/v1), as plain data. */
+export interface CustomResourceDefinition {
+  apiVersion: 'apiextensions.k8s.io/v1';
+  kind: 'CustomResourceDefinition';
+  metadata: { name: string; labels: Record<string, string> };
+  spec: JsonSchemaNode;
+}
+
+function rootSchema(definition: KindDefinition): JsonSchemaNode {
+  const root: JsonSchemaNode = {
+    type: 'object',
+    description: definition.description,
+    properties: {
+      apiVersion: { type: 'string', description: 'APIVersion of this object.' },
+      kind: { type: 'string', description: 'Kind of this object.' },
+      metadata: { type: 'object' },
+      spec: toStructuralSchema(definition.spec, 'spec'),
+      status: toStructuralSchema(definition.status, 'status'),
+    },
+    required: ['spec'],
+  };
+  if (definition.rootRules.length > 0) {
+    root['x-kubernetes-validations'] = definition.rootRules.map((rule: CelRule) => celValidation(rule));
+  }
+  return root;
+}
+
+/** The CRD of one kind: one served and stored version, status subresource, printer columns. */
+export function buildCrd(definition: KindDefinition): CustomResourceDefinition {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: {
+      name: `${definition.plural}.${API_GROUP}`,
+      // Cluster API reads provider CRDs' contract label to find the matching version.
+      labels: { 'cluster.x-k8s.io/v1beta1': API_VERSION_NAME, 'cluster.x-k8s.io/v1beta2': API_VERSION_NAME },
+    },
+    spec: {
+      group: API_GROUP,
+      scope: 'Namespaced',
+      names: {
+        kind: definition.kind,
+        listKind: `${definition.kind}List`,
+        plural: definition.plural,
+        singular: definition.singular,
+        shortNames: definition.shortNames,
+        categories: ['captf', 'cluster-api'],
+      },
+      versions: [
+        {
+          name: API_VERSION_NAME,
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          additionalPrinterColumns: definition.printerColumns,
+          schema: { openAPIV3Schema: rootSchema(definition) },
+        },
+      ],
+    },
+  };
+}
+
+/** The file name of a kind's CRD under infra/crds/. */
+export function crdFileName(definition: KindDefinition): string {
+  return `${API_GROUP}_${definition.plural}.yaml`;
+}

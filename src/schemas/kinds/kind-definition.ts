@@ -1,0 +1,53 @@
+import type { z } from 'zod';
+import type { CelRule } from './rules.ts';
+
+/** A `kubectl get` column (CRD `additionalPrinterColumns`). */
+export interface PrinterColumn {
+  name: string;
+  type: 'string' | 'boolean' | 'integer' | 'number' | 'date';
+  jsonPath: string;
+  description?: string;
+  /** 0: always shown; 1: only with `-o wide`. */
+  priority?: 0 | 1;
+}
+
+/** Everything the CRD generator needs to know about one kind; each kind module exports one. */
+export interface KindDefinition {
+  kind: string;
+  plural: string;
+  singular: string;
+  shortNames: string[];
+  /** What `kubectl explain <kind>` prints first. */
+  description: string;
+  spec: z.ZodType;
+  status: z.ZodType;
+  /** Rules over the whole object (they read spec and status together). */
+  rootRules: readonly CelRule[];
+  printerColumns: readonly PrinterColumn[];
+}
+
+/** Ready, Op, Reason, Age (DESIGN.md section 2), plus the wait and the Job with `-o wide`. */
+export const TARGET_PRINTER_COLUMNS: readonly PrinterColumn[] = [
+  {
+    name: 'Ready',
+    type: 'boolean',
+    jsonPath: '.status.ready',
+    description: 'The infrastructure is provisioned.',
+  },
+  { name: 'Op', type: 'string', jsonPath: '.status.activeJob.op', description: 'The op of the running Job.' },
+  {
+    name: 'Reason',
+    type: 'string',
+    jsonPath: '.status.conditions[?(@.type=="Ready")].reason',
+    description: 'Reason of the Ready condition.',
+  },
+  { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+  {
+    name: 'Waiting',
+    type: 'string',
+    jsonPath: '.status.waitReason',
+    priority: 1,
+    description: 'Why nothing happens.',
+  },
+  { name: 'Job', type: 'string', jsonPath: '.status.activeJob.name', priority: 1 },
+];

@@ -1,0 +1,180 @@
+import type { z } from 'zod';
+
+/**
+ * Every cross-field rule of our kinds, in one place (DESIGN.md section 2, issue 3). Each rule carries the
+ * same check twice: as CEL for the API server (`x-kubernetes-validations`, so `kubectl apply` is rejected
+ * before anything runs) and as TypeScript for zod (so the controller and tests see the same verdict with the
+ * same message). Transition rules compare with the stored object (`oldSelf`); only the API server can check
+ * them, so they have no TypeScript side.
+ */
+
+/** What the API server checks: one `x-kubernetes-validations` entry. */
+export interface CelRule {
+  /** CEL expression over `self` (and `oldSelf` for transition rules); true means valid. */
+  cel: string;
+  /** The message a person reads when the rule is broken; says what to change. */
+  message: string;
+  /** A CEL string expression building a message with the offending value, when one helps. */
+  messageExpression?: string;
+  /** The field the message points at, relative to the object the rule is attached to (e.g. `.name`). */
+  fieldPath?: string;
+}
+
+/** A rule over one value, checked by the API server (CEL) and by zod (`holds`) alike. */
+export interface CrossFieldRule<T> extends CelRule {
+  /** The same check in TypeScript; true means valid. */
+  holds: (value: T) => boolean;
+  /** The same message for zod, with the offending value; defaults to `message`. */
+  describe?: (value: T) => string;
+}
+
+/**
+ * A rule comparing the new object with the stored one (`oldSelf`); only the API server can check it, so it
+ * has no TypeScript side.
+ */
+export type TransitionRule = CelRule;
+
+/** The message of a broken rule for one value. */
+export function ruleMessage<T>(rule: CrossFieldRule<T>, value: T): string {
+  return rule.describe ? rule.describe(value) : rule.message;
+}
+
+/** Env names the runner owns: Terraform reads `TF_*`, the kubernetes backend reads `KUBE_*`. */
+export const RESERVED_ENV_PREFIXES = ['TF_', 'KUBE_'] as const;
+
+interface LockTimeoutView {
+  lockTimeoutSeconds?: number | undefined;
+  activeDeadlineSeconds?: number | undefined;
+}
+
+/**
+ * `lockTimeoutSeconds` below `activeDeadlineSeconds`: a Job that waits out a held state lock must still
+ * have time to run. Checked where both are set on one object; the merged policy of a machine (its own
+ * `jobs` over the cluster's `defaults.jobs`) is checked again by the controller (`JobPolicyInvalid`).
+ */
+export const lockTimeoutBelowDeadline: CrossFieldRule<LockTimeoutView> = {
+  cel: '!has(self.lockTimeoutSeconds) || !has(self.activeDeadlineSeconds) || self.lockTimeoutSeconds < self.activeDeadlineSeconds',
+  message:
+    'lockTimeoutSeconds must be below activeDeadlineSeconds: a Job waiting for the state lock would be killed before it runs; lower lockTimeoutSeconds or raise activeDeadlineSeconds',
+  fieldPath: '.lockTimeoutSeconds',
+  holds: (v) =>
+    v.lockTimeoutSeconds === undefined ||
+    v.activeDeadlineSeconds === undefined ||
+    v.lockTimeoutSeconds < v.activeDeadlineSeconds,
+  describe: (v) =>
+    `lockTimeoutSeconds (${v.lockTimeoutSeconds}) must be below activeDeadlineSeconds (${v.activeDeadlineSeconds}): a Job waiting for the state lock would be killed before it runs; lower lockTimeoutSeconds or raise activeDeadlineSeconds`,
+};
+
+/** Env names starting `TF_` or `KUBE_` are rejected, never dropped silently (DESIGN.md section 2). */
+export const envNameNotReserved: CrossFieldRule<{ name: string }> = {
+  cel: "!self.name.startsWith('TF_') && !self.name.startsWith('KUBE_')",
+  message:
+    'env names starting TF_ or KUBE_ are reserved for the runner; pass Terraform inputs through spec.variables and backend settings through spec.backend',
+  messageExpression:
+    "'env name ' + self.name + ' is reserved (TF_ and KUBE_ belong to the runner); pass Terraform inputs through spec.variables and backend settings through spec.backend'",
+  fieldPath: '.name',
+  holds: (v) => !RESERVED_ENV_PREFIXES.some((prefix) => v.name.startsWith(prefix)),
+  describe: (v) =>
+    `env name ${v.name} is reserved (TF_ and KUBE_ belong to the runner); pass Terraform inputs through spec.variables and backend settings through spec.backend`,
+};
+
+/** An env entry has a literal value or a reference, not both (the kubelet would pick one silently). */
+export const envValueOrValueFrom: CrossFieldRule<{ value?: string | undefined; valueFrom?: unknown }> = {
+  cel: '!(has(self.value) && has(self.valueFrom))',
+  message: 'set value or valueFrom, not both',
+  fieldPath: '.valueFrom',
+  holds: (v) => !(v.value !== undefined && v.valueFrom !== undefined),
+};
+
+/** A drift check runs on an interval or on a cron schedule, not both. */
+export const driftIntervalOrSchedule: CrossFieldRule<{
+  interval?: string | undefined;
+  schedule?: string | undefined;
+}> = {
+  cel: '!(has(self.interval) && has(self.schedule))',
+  message: 'set driftCheck.interval or driftCheck.schedule, not both',
+  fieldPath: '.schedule',
+  holds: (v) => !(v.interval !== undefined && v.schedule !== undefined),
+};
+
+/** Approving names the approver (DESIGN.md section 11); the admission policy checks it is the caller. */
+export const approvedByWhenApproved: CrossFieldRule<{ approved: boolean; approvedBy?: string | undefined }> =
+  {
+    cel: "!self.approved || (has(self.approvedBy) && self.approvedBy != '')",
+    message: 'set spec.approvedBy to your own user name when you set spec.approved: true',
+    fieldPath: '.approvedBy',
+    holds: (v) => !v.approved || (v.approvedBy !== undefined && v.approvedBy !== ''),
+  };
+
+/** Approval is irreversible (DESIGN.md section 11): a transition rule on `spec.approved`. */
+export const approvalIrreversible: TransitionRule = {
+  cel: 'self || !oldSelf',
+  message:
+    'an approval cannot be withdrawn; leave the plan alone and it is superseded by the next input change',
+};
+
+/** The approver of an approved plan never changes (a transition rule on the plan's spec). */
+export const approverFixed: TransitionRule = {
+  cel: '!oldSelf.approved || (has(self.approvedBy) && has(oldSelf.approvedBy) && self.approvedBy == oldSelf.approvedBy)',
+  message: 'spec.approvedBy cannot change once the plan is approved',
+  fieldPath: '.approvedBy',
+};
+
+/** What a plan binds (target, inputs, digest, counts) is fixed once written (a transition rule). */
+export const planBindingFixed: TransitionRule = {
+  cel: 'self.targetRef == oldSelf.targetRef && self.inputsHash == oldSelf.inputsHash && self.digest == oldSelf.digest && self.add == oldSelf.add && self.change == oldSelf.change && self.destroy == oldSelf.destroy',
+  message:
+    'a plan binds one target, inputs hash and digest; these fields cannot change (a new plan is created instead)',
+};
+
+/**
+ * Only a `Pending` plan can be approved (DESIGN.md section 11: applied, superseded and failed plans cannot).
+ * A transition rule on the whole object, since it reads `status.phase`.
+ */
+export const approveOnlyPending: TransitionRule = {
+  cel: "!self.spec.approved || oldSelf.spec.approved || !has(self.status) || !has(self.status.phase) || self.status.phase == 'Pending'",
+  message: 'only a Pending plan can be approved; this plan is Applied, Superseded or Failed',
+  messageExpression:
+    "'only a Pending plan can be approved; this plan is ' + (has(self.status) && has(self.status.phase) ? self.status.phase : 'not pending')",
+  fieldPath: '.spec.approved',
+};
+
+/** The CRD form of a rule (`x-kubernetes-validations` entry). */
+export interface CelValidation {
+  rule: string;
+  message: string;
+  messageExpression?: string;
+  fieldPath?: string;
+}
+
+/** The `x-kubernetes-validations` entry of one rule. */
+export function celValidation(rule: CelRule): CelValidation {
+  return {
+    rule: rule.cel,
+    message: rule.message,
+    ...(rule.messageExpression ? { messageExpression: rule.messageExpression } : {}),
+    ...(rule.fieldPath ? { fieldPath: rule.fieldPath } : {}),
+  };
+}
+
+/**
+ * Attaches rules to a schema: zod checks the TypeScript side of each cross-field rule (issue at the rule's
+ * field) and the CRD generator reads every rule's CEL side from the schema's metadata.
+ */
+export function withRules<S extends z.ZodType>(
+  schema: S,
+  rules: readonly (CrossFieldRule<z.output<S>> | TransitionRule)[],
+): S {
+  const checked = schema.superRefine((value, ctx) => {
+    for (const rule of rules) {
+      if ('holds' in rule && !rule.holds(value)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: ruleMessage(rule, value),
+          path: rule.fieldPath ? rule.fieldPath.slice(1).split('.') : [],
+        });
+      }
+    }
+  });
+  return checked.meta({ 'x-kubernetes-validations': rules.map(celValidation) }) as S;
+}

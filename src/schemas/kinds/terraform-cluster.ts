@@ -1,0 +1,58 @@
+import { z } from 'zod';
+import { API_VERSION } from './api-group.ts';
+import { JobsPolicySchema } from './jobs-policy.ts';
+import { type KindDefinition, TARGET_PRINTER_COLUMNS } from './kind-definition.ts';
+import { ObjectMetaSchema } from './object-meta.ts';
+import { commonSpecShape } from './spec.ts';
+import { commonStatusShape } from './status.ts';
+
+/** Cluster API contract: where the control plane answers (filled from module outputs). */
+export const ApiEndpointSchema = z.object({
+  host: z.string().max(512),
+  port: z.number().int().min(1).max(65_535),
+});
+
+export const TerraformClusterSpecSchema = z
+  .object({
+    ...commonSpecShape,
+    controlPlaneEndpoint: ApiEndpointSchema.optional().describe(
+      'Cluster API contract: written by the controller from the module output controlPlaneEndpoint.',
+    ),
+    defaults: z
+      .object({
+        jobs: JobsPolicySchema.optional().describe(
+          'Job policy of this cluster’s machines and pools, merged field by field under their own spec.jobs.',
+        ),
+      })
+      .optional()
+      .describe('Defaults for the TerraformMachines and TerraformMachinePools of this cluster.'),
+  })
+  .describe('Desired state of a TerraformCluster.');
+export type TerraformClusterSpec = z.infer<typeof TerraformClusterSpecSchema>;
+
+export const TerraformClusterStatusSchema = z
+  .object({ ...commonStatusShape })
+  .describe('Observed state of a TerraformCluster.');
+export type TerraformClusterStatus = z.infer<typeof TerraformClusterStatusSchema>;
+
+export const TerraformClusterSchema = z.object({
+  apiVersion: z.literal(API_VERSION),
+  kind: z.literal('TerraformCluster'),
+  metadata: ObjectMetaSchema,
+  spec: TerraformClusterSpecSchema,
+  status: TerraformClusterStatusSchema.optional(),
+});
+export type TerraformCluster = z.infer<typeof TerraformClusterSchema>;
+
+export const terraformClusterKind: KindDefinition = {
+  kind: 'TerraformCluster',
+  plural: 'terraformclusters',
+  singular: 'terraformcluster',
+  shortNames: ['tfc'],
+  description:
+    'Cluster infrastructure of a Cluster API cluster, built by a Terraform/OpenTofu module that runs as Kubernetes Jobs.',
+  spec: TerraformClusterSpecSchema,
+  status: TerraformClusterStatusSchema,
+  rootRules: [],
+  printerColumns: TARGET_PRINTER_COLUMNS,
+};
