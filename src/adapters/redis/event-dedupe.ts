@@ -1,0 +1,22 @@
+import type { Redis } from 'ioredis';
+import type { KeyLayout } from './keys.ts';
+import { attempt, type Unknown } from './unknown.ts';
+
+/**
+ * Event dedupe (DESIGN.md section 8): a replay storm costs one SET NX EX per event. Only events that carry
+ * a uid and resourceVersion can be deduplicated; reference-mode events carry neither (section 13).
+ */
+export type SeenCheck = { kind: 'first' } | { kind: 'seen' } | Unknown;
+
+/** Marks `uid@resourceVersion` seen for `ttlSeconds`; `first` only for the first caller. */
+export async function markEventSeen(
+  client: Redis,
+  keys: KeyLayout,
+  event: { uid: string; resourceVersion: string },
+  ttlSeconds: number,
+): Promise<SeenCheck> {
+  const key = keys.seen(event.uid, event.resourceVersion);
+  const answer = await attempt(() => client.set(key, '1', 'EX', ttlSeconds, 'NX'));
+  if (answer.kind === 'unknown') return answer;
+  return answer.reply === 'OK' ? { kind: 'first' } : { kind: 'seen' };
+}
