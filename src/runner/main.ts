@@ -51,7 +51,7 @@ async function main(argv: readonly string[]): Promise<number> {
         log.error(copied.message);
         return 1;
       }
-      log.info(`copied runner to ${copied.path}`);
+      log.info(`copied the runner (${copied.files} files) to ${command.dest}`);
       return 0;
     }
     case 'run': {
