@@ -1,5 +1,11 @@
 import { HTTP } from 'cloudevents';
-import { ApiServerEventTypeSchema, type EventSubject, parseEventData } from '../schemas/cloudevents.ts';
+import {
+  ApiServerEventTypeSchema,
+  CloudEventAttributesSchema,
+  type EventSubject,
+  formatIssues,
+  parseEventData,
+} from '../schemas/cloudevents.ts';
 import type { ErrorCode } from './errors.ts';
 
 /**
@@ -16,6 +22,23 @@ export function parseCloudEvent(
   headers: Record<string, string | string[] | undefined>,
   body: string,
 ): EventParse {
+  const sent = contextAttributes(headers, body);
+  if (sent === undefined) {
+    return {
+      ok: false,
+      code: 'invalid-event',
+      message:
+        'parse CloudEvent: no cloud event detected (expected ce-* headers or application/cloudevents+json)',
+    };
+  }
+  const attributes = CloudEventAttributesSchema.safeParse(sent);
+  if (!attributes.success) {
+    return {
+      ok: false,
+      code: 'invalid-event',
+      message: `parse CloudEvent: ${formatIssues(attributes.error, 'attributes')}`,
+    };
+  }
   let decoded: unknown;
   try {
     decoded = HTTP.toEvent({ headers, body });
@@ -49,9 +72,40 @@ export function parseCloudEvent(
   return { ok: true, subject: subject.subject, id: typeof event.id === 'string' ? event.id : '' };
 }
 
+/**
+ * The context attributes as sent: from the body in structured mode (content type
+ * `application/cloudevents+json`), else from the `ce-*` headers (binary mode). Batches fall through to the
+ * SDK, which reports them. Undefined when the request carries no CloudEvent at all.
+ */
+function contextAttributes(
+  headers: Record<string, string | string[] | undefined>,
+  body: string,
+): unknown | undefined {
+  const contentType = String(headers['content-type'] ?? '').toLowerCase();
+  if (contentType.startsWith('application/cloudevents-batch')) return batchPlaceholder;
+  if (contentType.startsWith('application/cloudevents')) {
+    const parsed = decodeText(body);
+    return parsed.ok ? parsed.value : {};
+  }
+  const header = (name: string) => {
+    const value = headers[name];
+    return Array.isArray(value) ? value[0] : value;
+  };
+  if (Object.keys(headers).every((name) => !name.toLowerCase().startsWith('ce-'))) return undefined;
+  return {
+    specversion: header('ce-specversion'),
+    id: header('ce-id'),
+    source: header('ce-source'),
+    type: header('ce-type'),
+  };
+}
+
+/** Lets a batch reach the SDK, which answers "batched events are not accepted" below. */
+const batchPlaceholder = { specversion: '1.0', id: 'batch', source: 'batch', type: 'batch' };
+
 /** The SDK parses JSON data only for JSON content types; anything else arrives as text and must be JSON. */
 function decodeData(data: unknown): { ok: true; value: unknown } | { ok: false; message: string } {
-  if (data === undefined || data === null) return { ok: false, message: 'data is missing' };
+  if (data === undefined || data === null || data === '') return { ok: false, message: 'data is missing' };
   if (Buffer.isBuffer(data) || data instanceof Uint8Array)
     return decodeText(Buffer.from(data).toString('utf8'));
   if (typeof data === 'string') return decodeText(data);

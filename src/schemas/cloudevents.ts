@@ -37,6 +37,18 @@ export function eventTypeOf(mode: ApiServerMode, verb: ApiServerVerb): ApiServer
   return `dev.knative.apiserver.${mode}.${verb}`;
 }
 
+/**
+ * The required CloudEvents 1.0 context attributes. The SDK's HTTP parser is lenient (it invents a missing
+ * `id` and does not insist on `source`), so these are checked first, from the `ce-*` headers in binary mode
+ * or the body in structured mode.
+ */
+export const CloudEventAttributesSchema = z.object({
+  specversion: z.literal('1.0', { error: 'must be "1.0"' }),
+  id: z.string({ error: 'is required' }).min(1, 'is required').max(256),
+  source: z.string({ error: 'is required' }).min(1, 'is required').max(2048),
+  type: z.string({ error: 'is required' }).min(1, 'is required').max(256),
+});
+
 /** Kubernetes object names: DNS-1123 subdomain, at most 253 characters (rejects `../x`, unicode, spaces). */
 export const ObjectNameSchema = z
   .string()

@@ -1,0 +1,235 @@
+import { describe, expect, it } from 'vitest';
+import { API_SERVER_EVENT_TYPES } from '../../../src/schemas/cloudevents.ts';
+import { OBJECT_KINDS, type ObjectRef } from '../../../src/step/contract.ts';
+import { auth, binaryHeaders, structuredBody, T0, testApp } from './in-memory.ts';
+
+const GROUP_VERSION = 'infrastructure.cluster.x-k8s.io/v1alpha1';
+
+function dataFor(type: string, kind: string, name: string, extra: Record<string, unknown> = {}) {
+  return type.includes('.ref.')
+    ? { apiVersion: GROUP_VERSION, kind, name, namespace: 'team-a' }
+    : {
+        apiVersion: GROUP_VERSION,
+        kind,
+        metadata: { name, namespace: 'team-a', uid: 'u-1', resourceVersion: '7', ...extra },
+      };
+}
+
+const modes = ['binary', 'structured'] as const;
+const rows = API_SERVER_EVENT_TYPES.flatMap((type) =>
+  modes.flatMap((mode) =>
+    OBJECT_KINDS.map((kind) => ({ id: `${mode} ${type}`, name: kind, type, mode, kind })),
+  ),
+);
+
+function send(t: ReturnType<typeof testApp>, mode: 'binary' | 'structured', type: string, data: unknown) {
+  return mode === 'binary'
+    ? t.app.inject({
+        method: 'POST',
+        url: '/events',
+        headers: binaryHeaders(type),
+        payload: JSON.stringify(data),
+      })
+    : t.app.inject({
+        method: 'POST',
+        url: '/events',
+        headers: { ...auth, 'content-type': 'application/cloudevents+json' },
+        payload: structuredBody(type, data),
+      });
+}
+
+describe('POST /events: our kinds', () => {
+  it.each(rows)(
+    '$id $name: runs one step for the object and schedules its requeue',
+    async ({ type, mode, kind }) => {
+      const t = testApp();
+      const response = await send(t, mode, type, dataFor(type, kind, 'c1'));
+      expect(response.statusCode).toBe(200);
+      const ref = { kind, namespace: 'team-a', name: 'c1' } as ObjectRef;
+      expect(t.calls).toEqual([{ ref, options: {} }]);
+      expect(t.schedule.dueAt(ref)).toBe(T0 + 600_000);
+      expect(response.json()).toMatchObject({
+        handled: true,
+        outcome: { ref, action: 'none', reason: 'UpToDate' },
+      });
+    },
+  );
+});
+
+describe('POST /events: owned objects map to their owner', () => {
+  const owner: ObjectRef = { kind: 'TerraformMachine', namespace: 'team-a', name: 'm1' };
+  const labels = {
+    'captf.io/managed': 'true',
+    'captf.io/owner-kind': 'TerraformMachine',
+    'captf.io/owner-name': 'm1',
+  };
+  const owned = [
+    { id: 'Job', name: 'batch/v1', kind: 'Job', apiVersion: 'batch/v1' },
+    { id: 'Pod', name: 'v1', kind: 'Pod', apiVersion: 'v1' },
+    { id: 'Secret', name: 'v1', kind: 'Secret', apiVersion: 'v1' },
+    { id: 'TerraformPlan', name: GROUP_VERSION, kind: 'TerraformPlan', apiVersion: GROUP_VERSION },
+  ];
+
+  it.each(owned)(
+    '$id ($name) resource mode with owner labels: step for the owner, no live read',
+    async (row) => {
+      const t = testApp();
+      const data = {
+        apiVersion: row.apiVersion,
+        kind: row.kind,
+        metadata: { name: 'x-1', namespace: 'team-a', labels },
+      };
+      const response = await send(t, 'binary', 'dev.knative.apiserver.resource.update', data);
+      expect(response.statusCode).toBe(200);
+      expect(t.calls.map((c) => c.ref)).toEqual([owner]);
+      expect(t.owners.calls).toEqual([]);
+    },
+  );
+
+  it.each(owned)('$id ($name) reference mode: owner read live through the resolver', async (row) => {
+    const t = testApp();
+    t.owners.owners.set(`${row.kind}/team-a/x-1`, owner);
+    const data = { apiVersion: row.apiVersion, kind: row.kind, name: 'x-1', namespace: 'team-a' };
+    const response = await send(t, 'structured', 'dev.knative.apiserver.ref.add', data);
+    expect(response.statusCode).toBe(200);
+    expect(t.owners.calls).toEqual([{ kind: row.kind, namespace: 'team-a', name: 'x-1' }]);
+    expect(t.calls.map((c) => c.ref)).toEqual([owner]);
+  });
+
+  it('a Job owned through an ownerReference (no owner labels) maps to that owner', async () => {
+    const t = testApp();
+    const data = {
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: {
+        name: 'captf-m-m1-apply-a1-abcdef',
+        namespace: 'team-a',
+        labels: { 'captf.io/managed': 'true' },
+        ownerReferences: [{ apiVersion: GROUP_VERSION, kind: 'TerraformMachine', name: 'm1' }],
+      },
+    };
+    const response = await send(t, 'binary', 'dev.knative.apiserver.resource.delete', data);
+    expect(response.statusCode).toBe(200);
+    expect(t.calls.map((c) => c.ref)).toEqual([owner]);
+  });
+
+  it('a reference-mode event whose object is gone is answered 200 and runs no step (the sweep heals)', async () => {
+    const t = testApp();
+    const data = { apiVersion: 'v1', kind: 'Pod', name: 'gone-pod', namespace: 'team-a' };
+    const response = await send(t, 'binary', 'dev.knative.apiserver.ref.delete', data);
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual({ handled: false, reason: 'ObjectGone' });
+    expect(t.calls).toEqual([]);
+  });
+
+  it('a Secret without our labels is not ours: 200, ignored', async () => {
+    const t = testApp();
+    const data = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 's', namespace: 'team-a', labels: { app: 'x' } },
+    };
+    const response = await send(t, 'binary', 'dev.knative.apiserver.resource.add', data);
+    expect(response.json()).toEqual({ handled: false, reason: 'NotManaged' });
+    expect(t.calls).toEqual([]);
+  });
+
+  it.each([
+    { id: 'ConfigMap', name: 'core kind we do not watch', apiVersion: 'v1', kind: 'ConfigMap' },
+    {
+      id: 'Job/foreign-group',
+      name: 'a Job kind from another group',
+      apiVersion: 'example.com/v1',
+      kind: 'Job',
+    },
+    {
+      id: 'TerraformCluster/foreign-group',
+      name: 'our kind name in another group',
+      apiVersion: 'example.com/v1',
+      kind: 'TerraformCluster',
+    },
+  ])('$id $name: 400 unsupported-event-kind naming the kind', async ({ apiVersion, kind }) => {
+    const t = testApp();
+    const response = await send(t, 'binary', 'dev.knative.apiserver.ref.add', {
+      apiVersion,
+      kind,
+      name: 'a',
+      namespace: 'n',
+    });
+    expect(response.statusCode).toBe(400);
+    expect(response.json().error.code).toBe('unsupported-event-kind');
+    expect(response.json().error.message).toContain(`unknown kind ${kind}`);
+    expect(t.calls).toEqual([]);
+  });
+});
+
+describe('POST /events: duplicated, reordered and replayed deliveries', () => {
+  const ref: ObjectRef = { kind: 'TerraformCluster', namespace: 'team-a', name: 'c1' };
+  const resource = (rv: string) => ({
+    apiVersion: GROUP_VERSION,
+    kind: 'TerraformCluster',
+    metadata: { name: 'c1', namespace: 'team-a', uid: 'uid-1', resourceVersion: rv },
+  });
+
+  it('the same uid@resourceVersion twice runs one step; the second answers Duplicate', async () => {
+    const t = testApp();
+    const first = await send(t, 'binary', 'dev.knative.apiserver.resource.update', resource('10'));
+    const second = await send(t, 'structured', 'dev.knative.apiserver.resource.update', resource('10'));
+    expect([first.statusCode, second.statusCode]).toEqual([200, 200]);
+    expect(second.json()).toEqual({ handled: false, reason: 'Duplicate' });
+    expect(t.calls).toHaveLength(1);
+  });
+
+  it('reordered deliveries (rv 12 before rv 11) each run a step and leave one requeue at the earliest time', async () => {
+    const t = testApp();
+    await send(t, 'binary', 'dev.knative.apiserver.resource.update', resource('12'));
+    await send(t, 'binary', 'dev.knative.apiserver.resource.update', resource('11'));
+    expect(t.calls.map((c) => c.ref)).toEqual([ref, ref]);
+    expect(t.schedule.due.size).toBe(1);
+    expect(t.schedule.dueAt(ref)).toBe(T0 + 600_000);
+  });
+
+  it('a replay storm of reference-mode events (new ce-id each) converges to one schedule entry', async () => {
+    const t = testApp();
+    for (let i = 0; i < 5; i++) {
+      const response = await send(
+        t,
+        'binary',
+        'dev.knative.apiserver.ref.update',
+        dataFor('dev.knative.apiserver.ref.update', 'TerraformCluster', 'c1'),
+      );
+      expect(response.statusCode).toBe(200);
+    }
+    expect(t.schedule.due.size).toBe(1);
+    expect(t.schedule.dueAt(ref)).toBe(T0 + 600_000);
+  });
+
+  it('an event answered 503 is not remembered, so its redelivery runs the step again', async () => {
+    let unavailable = true;
+    const t = testApp({
+      answer: () =>
+        unavailable ? { action: 'unavailable', reason: 'RedisUnavailable', requeueAfterSeconds: 3 } : {},
+    });
+    const first = await send(t, 'binary', 'dev.knative.apiserver.resource.update', resource('20'));
+    expect(first.statusCode).toBe(503);
+    expect(first.headers['retry-after']).toBe('3');
+    unavailable = false;
+    const second = await send(t, 'binary', 'dev.knative.apiserver.resource.update', resource('20'));
+    expect(second.statusCode).toBe(200);
+    expect(t.calls).toHaveLength(2);
+  });
+
+  it('a deferred step (step lock held elsewhere) answers 202 and schedules the short requeue', async () => {
+    const t = testApp({
+      answer: () => ({ action: 'deferred', reason: 'StepLockHeld', requeueAfterSeconds: 2 }),
+    });
+    const response = await send(
+      t,
+      'binary',
+      'dev.knative.apiserver.ref.update',
+      dataFor('dev.knative.apiserver.ref.update', 'TerraformCluster', 'c1'),
+    );
+    expect(response.statusCode).toBe(202);
+    expect(t.schedule.dueAt(ref)).toBe(T0 + 2000);
+  });
+});

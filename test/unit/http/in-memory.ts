@@ -1,0 +1,198 @@
+import { Writable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../../src/http/app.ts';
+import type {
+  AppConfig,
+  AppDeps,
+  EventDedupe,
+  OwnedObject,
+  OwnerLookup,
+  OwnerResolver,
+} from '../../../src/http/deps.ts';
+import { createLogger } from '../../../src/http/logger.ts';
+import type { FleetMetricsReader } from '../../../src/metrics/fleet.ts';
+import { createMetrics } from '../../../src/metrics/registry.ts';
+import type { Claim, RequeueSchedule } from '../../../src/schedule/ports.ts';
+import type { SweepReport } from '../../../src/schedule/sweep.ts';
+import type { ObjectRef, ReconcileStep, StepOptions, StepOutcome } from '../../../src/step/contract.ts';
+
+/**
+ * In-memory implementations of the HTTP layer's injected ports, for test/unit/http only (STYLE.md habit 9:
+ * a fresh app per test through `app.inject`). Integration tests use the real Redis and API server.
+ */
+
+export const T0 = Date.parse('2026-11-29T12:00:00Z');
+export const TOKEN = 'test-token-0123456789abcdef0123456789abcdef';
+
+const keyOf = (ref: ObjectRef) => `${ref.kind}/${ref.namespace}/${ref.name}`;
+
+/** A sorted-set-like schedule keeping the earliest due time, with claims hidden until completed. */
+export class MemorySchedule implements RequeueSchedule {
+  readonly due = new Map<string, { ref: ObjectRef; dueAtMs: number }>();
+  readonly claimed = new Map<string, ObjectRef>();
+  available = true;
+
+  async add(ref: ObjectRef, dueAtMs: number): Promise<void> {
+    this.check();
+    const old = this.due.get(keyOf(ref));
+    if (old === undefined || dueAtMs < old.dueAtMs) this.due.set(keyOf(ref), { ref, dueAtMs });
+  }
+  async claimDue(nowMs: number, limit: number): Promise<Claim[]> {
+    this.check();
+    const ready = [...this.due.values()]
+      .filter((e) => e.dueAtMs <= nowMs)
+      .sort((a, b) => a.dueAtMs - b.dueAtMs);
+    return ready.slice(0, limit).map((e) => {
+      this.due.delete(keyOf(e.ref));
+      this.claimed.set(keyOf(e.ref), e.ref);
+      return { ref: e.ref, token: String(e.dueAtMs) };
+    });
+  }
+  async complete(claim: Claim, nextDueAtMs: number | undefined): Promise<void> {
+    this.check();
+    this.claimed.delete(keyOf(claim.ref));
+    if (nextDueAtMs !== undefined) await this.add(claim.ref, nextDueAtMs);
+  }
+  dueAt(ref: ObjectRef): number | undefined {
+    return this.due.get(keyOf(ref))?.dueAtMs;
+  }
+  private check(): void {
+    if (!this.available) throw new UnavailableRedis();
+  }
+}
+
+/** Stands in for the adapter's typed outage. */
+class UnavailableRedis extends Error {}
+
+export class MemoryDedupe implements EventDedupe {
+  readonly keys = new Set<string>();
+  async seen(key: string): Promise<boolean> {
+    return this.keys.has(key);
+  }
+  async remember(key: string): Promise<void> {
+    this.keys.add(key);
+  }
+}
+
+/** Owner lookups answered from a table of `Kind/namespace/name`. */
+export class MemoryOwners implements OwnerResolver {
+  readonly owners = new Map<string, ObjectRef>();
+  readonly calls: OwnedObject[] = [];
+  async resolve(owned: OwnedObject): Promise<OwnerLookup> {
+    this.calls.push(owned);
+    const ref = this.owners.get(`${owned.kind}/${owned.namespace}/${owned.name}`);
+    return ref === undefined ? { found: false, reason: 'ObjectGone' } : { found: true, ref };
+  }
+}
+
+/** A step that records its calls and answers from a function of the ref. */
+export function recordingStep(
+  answer: (ref: ObjectRef, options?: StepOptions) => Partial<StepOutcome> = () => ({}),
+) {
+  const calls: Array<{ ref: ObjectRef; options: StepOptions | undefined }> = [];
+  const step: ReconcileStep = async (ref, options) => {
+    calls.push({ ref, options });
+    return { ref, action: 'none', reason: 'UpToDate', requeueAfterSeconds: 600, ...answer(ref, options) };
+  };
+  return { step, calls };
+}
+
+/** Collects pino lines as parsed objects. */
+export function logSink() {
+  const lines: Array<Record<string, unknown>> = [];
+  const raw: string[] = [];
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of String(chunk).split('\n').filter(Boolean)) {
+        raw.push(line);
+        lines.push(JSON.parse(line) as Record<string, unknown>);
+      }
+      done();
+    },
+  });
+  return { stream, lines, raw };
+}
+
+export const emptyFleet: FleetMetricsReader = {
+  jobTotals: async () => [],
+  jobsActive: async () => 0,
+  lastSuccesses: async () => [],
+};
+
+export interface TestApp {
+  app: FastifyInstance;
+  deps: AppDeps;
+  schedule: MemorySchedule;
+  dedupe: MemoryDedupe;
+  owners: MemoryOwners;
+  calls: ReturnType<typeof recordingStep>['calls'];
+  logs: ReturnType<typeof logSink>;
+  sweeps: number[];
+}
+
+/** A fresh app over in-memory ports; `overrides` replaces any dependency. */
+export function testApp(
+  overrides: Partial<AppDeps> & {
+    config?: Partial<AppConfig>;
+    answer?: Parameters<typeof recordingStep>[0];
+  } = {},
+): TestApp {
+  const schedule = new MemorySchedule();
+  const dedupe = new MemoryDedupe();
+  const owners = new MemoryOwners();
+  const { step, calls } = recordingStep(overrides.answer);
+  const logs = logSink();
+  const sweeps: number[] = [];
+  const { config: configOverride, answer: _answer, ...rest } = overrides;
+  const deps: AppDeps = {
+    config: {
+      auth: { mode: 'bearer', token: TOKEN },
+      bodyLimitBytes: 64 * 1024,
+      tickBudgetMs: 10_000,
+      tickConcurrency: 4,
+      tickBatch: 50,
+      ...configOverride,
+    },
+    logger: createLogger('debug', logs.stream),
+    step,
+    schedule,
+    dedupe,
+    owners,
+    readiness: async () => ({ redis: { ok: true }, apiServer: { ok: true } }),
+    metrics: createMetrics(emptyFleet, () => undefined),
+    sweep: async (nowMs): Promise<SweepReport> => {
+      sweeps.push(nowMs);
+      return { state: 'skipped', reason: 'NotDueOrHeldElsewhere' };
+    },
+    clock: () => T0,
+    ...rest,
+  };
+  return { app: buildApp(deps), deps, schedule, dedupe, owners, calls, logs, sweeps };
+}
+
+export const auth = { authorization: `Bearer ${TOKEN}` };
+
+/** Binary-mode ApiServerSource headers (what the Knative adapter sends). */
+export function binaryHeaders(type: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    ...auth,
+    'content-type': 'application/json',
+    'ce-specversion': '1.0',
+    'ce-id': crypto.randomUUID(),
+    'ce-source': 'https://10.96.0.1:443',
+    'ce-type': type,
+    ...extra,
+  };
+}
+
+/** A structured-mode body for the same event. */
+export function structuredBody(type: string, data: unknown): string {
+  return JSON.stringify({
+    specversion: '1.0',
+    id: crypto.randomUUID(),
+    source: 'https://10.96.0.1:443',
+    type,
+    datacontenttype: 'application/json',
+    data,
+  });
+}

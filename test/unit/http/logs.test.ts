@@ -1,0 +1,61 @@
+import { expect, it } from 'vitest';
+import { binaryHeaders, TOKEN, testApp } from './in-memory.ts';
+
+const SECRET_VALUE = 'c3VwZXItc2VjcmV0LXBhc3N3b3Jk';
+
+it('log lines are JSON objects with a request id and carry no token, Secret data or authorization header', async () => {
+  const t = testApp();
+  t.owners.owners.set('Secret/team-a/captf-run-x', {
+    kind: 'TerraformCluster',
+    namespace: 'team-a',
+    name: 'c1',
+  });
+  await t.app.inject({
+    method: 'POST',
+    url: '/events',
+    headers: binaryHeaders('dev.knative.apiserver.resource.update', { 'x-request-id': 'req-123' }),
+    payload: JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'captf-run-x', namespace: 'team-a', labels: { 'captf.io/managed': 'true' } },
+      data: { password: SECRET_VALUE },
+      stringData: { token: SECRET_VALUE },
+    }),
+  });
+  await t.app.inject({
+    method: 'POST',
+    url: '/events',
+    headers: { authorization: 'Bearer wrong-token-value' },
+  });
+  expect(t.logs.lines.length).toBeGreaterThan(3);
+  const joined = t.logs.raw.join('\n');
+  expect(joined).not.toContain(SECRET_VALUE);
+  expect(joined).not.toContain(TOKEN);
+  expect(joined).not.toContain('wrong-token-value');
+  expect(joined.toLowerCase()).not.toContain('"authorization"');
+  const stepLine = t.logs.lines.find((line) => String(line.msg).startsWith('step '));
+  expect(stepLine).toMatchObject({
+    requestId: 'req-123',
+    kind: 'TerraformCluster',
+    name: 'c1',
+    action: 'none',
+  });
+  for (const line of t.logs.lines) expect(line.requestId ?? line.service).toBeTruthy();
+});
+
+it('redacts secret-ish fields handed to the logger', () => {
+  const t = testApp();
+  t.deps.logger.info({ token: 'abc', nested: { password: 'p', data: { k: 'v' } } }, 'x');
+  const line = t.logs.lines.at(-1);
+  expect(line).toMatchObject({ token: '[redacted]', nested: { password: '[redacted]', data: '[redacted]' } });
+});
+
+it('a hostile x-request-id is replaced by a generated one', async () => {
+  const t = testApp();
+  const response = await t.app.inject({
+    method: 'GET',
+    url: '/healthz',
+    headers: { 'x-request-id': 'a\u0001b'.repeat(40) },
+  });
+  expect(response.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+});

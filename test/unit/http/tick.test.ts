@@ -1,0 +1,260 @@
+import { describe, expect, it } from 'vitest';
+import type { SingleHolderLease } from '../../../src/schedule/ports.ts';
+import {
+  objectsNeedingBookkeeping,
+  orphanedRunSecrets,
+  runSweepIfDue,
+  type SweepListers,
+  type SweptJob,
+} from '../../../src/schedule/sweep.ts';
+import type { ObjectRef } from '../../../src/step/contract.ts';
+import { auth, MemorySchedule, recordingStep, T0, testApp } from './in-memory.ts';
+
+const c = (name: string): ObjectRef => ({ kind: 'TerraformCluster', namespace: 'team-a', name });
+
+describe('POST /tick', () => {
+  it('claims due requeues, runs their steps, and schedules each next requeue from its outcome', async () => {
+    const t = testApp({
+      answer: (ref) =>
+        ref.name === 'busy'
+          ? { action: 'watching', reason: 'JobActive', requeueAfterSeconds: 60 }
+          : { action: 'none', reason: 'UpToDate', requeueAfterSeconds: 600 },
+    });
+    await t.schedule.add(c('busy'), T0 - 1000);
+    await t.schedule.add(c('idle'), T0 - 500);
+    await t.schedule.add(c('later'), T0 + 5000);
+    const response = await t.app.inject({ method: 'POST', url: '/tick', headers: auth });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toMatchObject({
+      claimed: 2,
+      completed: 2,
+      handedBack: 0,
+      failed: 0,
+      byAction: { watching: 1, none: 1 },
+    });
+    expect(t.calls.map((call) => call.ref.name)).toEqual(['busy', 'idle']);
+    expect(t.schedule.dueAt(c('busy'))).toBe(T0 + 60_000);
+    expect(t.schedule.dueAt(c('idle'))).toBe(T0 + 600_000);
+    expect(t.schedule.dueAt(c('later'))).toBe(T0 + 5000);
+    expect(t.schedule.claimed.size).toBe(0);
+    expect(t.sweeps).toEqual([T0]);
+  });
+
+  it('runs at most `concurrency` steps at once', async () => {
+    let running = 0;
+    let peak = 0;
+    const t = testApp({
+      config: { tickConcurrency: 3 },
+      step: async (ref) => {
+        running++;
+        peak = Math.max(peak, running);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        running--;
+        return { ref, action: 'none', reason: 'UpToDate', requeueAfterSeconds: 600 };
+      },
+    });
+    for (let i = 0; i < 10; i++) await t.schedule.add(c(`o${i}`), T0 - i);
+    const response = await t.app.inject({ method: 'POST', url: '/tick', headers: auth });
+    expect(response.json().completed).toBe(10);
+    expect(peak).toBe(3);
+  });
+
+  it('hands back claims whose step did not start within the budget; they are due again at once', async () => {
+    let now = T0;
+    const t = testApp({
+      config: { tickBudgetMs: 1000, tickConcurrency: 1 },
+      clock: () => now,
+      step: async (ref) => {
+        now += 600;
+        return { ref, action: 'none', reason: 'UpToDate', requeueAfterSeconds: 600 };
+      },
+    });
+    for (const name of ['a', 'b', 'c', 'd']) await t.schedule.add(c(name), T0 - 1);
+    const response = await t.app.inject({ method: 'POST', url: '/tick', headers: auth });
+    expect(response.json()).toMatchObject({ claimed: 4, completed: 2, handedBack: 2 });
+    expect(t.schedule.dueAt(c('c'))).toBe(T0);
+    expect(t.schedule.dueAt(c('d'))).toBe(T0);
+  });
+
+  it('an unavailable outcome keeps the member due after its Retry-After; a throwing step (bug) after 60 s', async () => {
+    const t = testApp({
+      step: async (ref) => {
+        if (ref.name === 'bug') throw new TypeError('boom');
+        return { ref, action: 'unavailable', reason: 'RedisUnavailable', requeueAfterSeconds: 4 };
+      },
+    });
+    await t.schedule.add(c('down'), T0 - 1);
+    await t.schedule.add(c('bug'), T0 - 1);
+    const response = await t.app.inject({ method: 'POST', url: '/tick', headers: auth });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toMatchObject({ completed: 1, failed: 1 });
+    expect(t.schedule.dueAt(c('down'))).toBe(T0 + 4000);
+    expect(t.schedule.dueAt(c('bug'))).toBe(T0 + 60_000);
+  });
+
+  it('a schedule outage answers 503 with Retry-After (the PingSource retries), never 500', async () => {
+    const { UnavailableError } = await import('../../../src/http/errors.ts');
+    const t = testApp();
+    t.deps.schedule.claimDue = async () => {
+      throw new UnavailableError('redis', 'Connection is closed.');
+    };
+    const response = await t.app.inject({ method: 'POST', url: '/tick', headers: auth });
+    expect(response.statusCode).toBe(503);
+    expect(response.headers['retry-after']).toBe('5');
+  });
+
+  it.each([
+    { id: 'T01', name: 'empty body', payload: '', status: 200 },
+    { id: 'T02', name: 'PingSource JSON data', payload: '{"source":"ping"}', status: 200 },
+    { id: 'T03', name: 'non-JSON body', payload: 'tick!', status: 400 },
+    { id: 'T04', name: 'a JSON array', payload: '[1]', status: 400 },
+  ])('$id $name → $status', async ({ payload, status }) => {
+    const t = testApp();
+    const response = await t.app.inject({
+      method: 'POST',
+      url: '/tick',
+      headers: { ...auth, 'content-type': 'application/json' },
+      payload,
+    });
+    expect(response.statusCode).toBe(status);
+  });
+});
+
+describe('sweep', () => {
+  const job = (name: string, owner: string, finished: boolean, bookkept: boolean): SweptJob => ({
+    namespace: 'team-a',
+    name,
+    owner: c(owner),
+    finished,
+    bookkept,
+  });
+
+  it('selects each live object with a finished, un-bookkept Job once', () => {
+    const jobs = [
+      job('j1', 'a', true, false),
+      job('j2', 'a', true, false),
+      job('j3', 'b', true, true),
+      job('j4', 'c', false, false),
+      job('j5', 'gone', true, false),
+    ];
+    expect(objectsNeedingBookkeeping([c('a'), c('b'), c('c')], jobs)).toEqual([c('a')]);
+  });
+
+  it('finds per-run Secrets whose Job is gone', () => {
+    const secrets = [
+      { namespace: 'team-a', name: 'captf-run-j1', jobName: 'j1' },
+      { namespace: 'team-a', name: 'captf-run-j9', jobName: 'j9' },
+      { namespace: 'team-b', name: 'captf-run-j1', jobName: 'j1' },
+    ];
+    expect(
+      orphanedRunSecrets(secrets, [job('j1', 'a', false, false)]).map((s) => `${s.namespace}/${s.name}`),
+    ).toEqual(['team-a/captf-run-j9', 'team-b/captf-run-j1']);
+  });
+
+  function lease(held: boolean): SingleHolderLease & { released: number } {
+    return {
+      released: 0,
+      tryAcquire: async () => !held,
+      renew: async () => !held,
+      async release() {
+        this.released++;
+      },
+    };
+  }
+
+  function listers(over: Partial<SweepListers> = {}): SweepListers & { deleted: string[] } {
+    const deleted: string[] = [];
+    return {
+      deleted,
+      listObjects: async () => [c('a'), c('b')],
+      listJobs: async () => [job('j1', 'a', true, false)],
+      listRunSecrets: async () => [{ namespace: 'team-a', name: 'captf-run-old', jobName: 'old' }],
+      deleteRunSecret: async (s) => {
+        deleted.push(s.name);
+      },
+      ...over,
+    };
+  }
+
+  const silent = {
+    debug: () => undefined,
+    info: () => undefined,
+    warn: () => undefined,
+    error: () => undefined,
+  };
+
+  it('with the lease: reconciles, deletes orphaned Secrets, and gives every object a requeue', async () => {
+    const schedule = new MemorySchedule();
+    const { step, calls } = recordingStep(() => ({
+      action: 'bookkept',
+      reason: 'JobSucceeded',
+      requeueAfterSeconds: 30,
+    }));
+    const l = listers();
+    const report = await runSweepIfDue({
+      lease: lease(false),
+      holder: 'i1',
+      listers: l,
+      step,
+      schedule,
+      clock: () => T0,
+      logger: silent,
+      periodMs: 600_000,
+      concurrency: 2,
+    });
+    expect(report).toEqual({
+      state: 'ran',
+      reason: 'SyncPeriodElapsed',
+      objects: 2,
+      jobs: 1,
+      reconciled: 1,
+      secretsDeleted: 1,
+      requeued: 2,
+      stepFailures: 0,
+    });
+    expect(calls.map((call) => call.ref)).toEqual([c('a')]);
+    expect(l.deleted).toEqual(['captf-run-old']);
+    expect(schedule.dueAt(c('a'))).toBe(T0 + 30_000);
+    expect(schedule.dueAt(c('b'))).toBe(T0 + 600_000);
+  });
+
+  it('without the lease: does nothing', async () => {
+    const schedule = new MemorySchedule();
+    const { step, calls } = recordingStep();
+    const report = await runSweepIfDue({
+      lease: lease(true),
+      holder: 'i2',
+      listers: listers(),
+      step,
+      schedule,
+      clock: () => T0,
+      logger: silent,
+      periodMs: 600_000,
+      concurrency: 2,
+    });
+    expect(report).toEqual({ state: 'skipped', reason: 'NotDueOrHeldElsewhere' });
+    expect(calls).toEqual([]);
+    expect(schedule.due.size).toBe(0);
+  });
+
+  it('a listing outage fails the sweep without throwing and gives the lease back for the next tick', async () => {
+    const l = lease(false);
+    const report = await runSweepIfDue({
+      lease: l,
+      holder: 'i1',
+      listers: listers({
+        listJobs: async () => {
+          throw new Error('connect ECONNREFUSED');
+        },
+      }),
+      step: recordingStep().step,
+      schedule: new MemorySchedule(),
+      clock: () => T0,
+      logger: silent,
+      periodMs: 600_000,
+      concurrency: 2,
+    });
+    expect(report).toMatchObject({ state: 'failed', reason: 'ListOrScheduleFailed' });
+    expect(l.released).toBe(1);
+  });
+});
