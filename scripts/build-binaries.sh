@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the local control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) and the
+# Builds the local control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl) and the
 # OpenTofu binary from the Go module proxy into a versioned cache outside the repo. Nothing built is committed.
 # Usage: scripts/build-binaries.sh [k8s|etcd|tofu|all]   (default: all)
 # Env:   CAPTF_CACHE (default ~/.cache/captf)
@@ -18,7 +18,7 @@ elapsed() { local s=$1; echo "$(( $(date +%s) - s ))s"; }
 
 build_k8s() {
   local out="$CACHE/bin/k8s-v$K8S_VERSION"
-  if [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/kube-scheduler" ]]; then
+  if [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/kube-scheduler" && -x "$out/kubectl" ]]; then
     log "kubernetes v$K8S_VERSION: cached in $out"; return 0
   fi
   local start; start=$(date +%s)
@@ -41,13 +41,15 @@ build_k8s() {
   log "kubernetes v$K8S_VERSION: downloading modules (go $goline)"
   go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@v$K8S_VERSION" \
     "k8s.io/kubernetes/cmd/kube-controller-manager@v$K8S_VERSION" \
-    "k8s.io/kubernetes/cmd/kube-scheduler@v$K8S_VERSION"
+    "k8s.io/kubernetes/cmd/kube-scheduler@v$K8S_VERSION" \
+    "k8s.io/kubernetes/cmd/kubectl@v$K8S_VERSION"
   local ldf="-s -w" p
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ldf="$ldf -X $p.gitVersion=v$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
   done
   local c
-  for c in kube-apiserver kube-controller-manager kube-scheduler; do
+  for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+    [[ -x "$out/$c" ]] && continue
     log "kubernetes v$K8S_VERSION: building $c (a cold build takes many minutes on 2 cores)"
     go build -trimpath -tags selinux,notest -ldflags "$ldf" -o "$out/$c.tmp" "k8s.io/kubernetes/cmd/$c"
     mv "$out/$c.tmp" "$out/$c"

@@ -9,6 +9,7 @@ export interface BinaryPaths {
   kubeApiserver: string;
   kubeControllerManager: string;
   kubeScheduler: string;
+  kubectl: string;
   tofu: string;
   versions: { kubernetes: string; etcd: string; tofu: string };
 }
@@ -43,6 +44,7 @@ export function locateBinaries(env: NodeJS.ProcessEnv = process.env): BinaryPath
     kubeApiserver: join(bin, `k8s-v${k8s}`, 'kube-apiserver'),
     kubeControllerManager: join(bin, `k8s-v${k8s}`, 'kube-controller-manager'),
     kubeScheduler: join(bin, `k8s-v${k8s}`, 'kube-scheduler'),
+    kubectl: join(bin, `k8s-v${k8s}`, 'kubectl'),
     tofu: join(bin, `tofu-v${tofu}`, 'tofu'),
     versions: { kubernetes: k8s, etcd, tofu },
   };

@@ -13,7 +13,7 @@ async function up(): Promise<void> {
   log(`  redis       ${info.redisUrl}`);
   log(`  tofu        ${info.tofuPath} (v${info.versions.tofu})`);
   log(`  logs        ${info.workDir}/logs`);
-  log(`try:  kubectl --kubeconfig ${info.kubeconfigPath} get --raw /readyz?verbose`);
+  log(`try:  ${info.kubectlPath} --kubeconfig ${info.kubeconfigPath} get --raw '/readyz?verbose'`);
   log(`reuse it in tests:  CAPTF_TEST_STACK=${info.workDir}/stack.json npm test`);
   log('press Ctrl-C to stop');
   let stopping = false;

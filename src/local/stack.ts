@@ -13,6 +13,8 @@ export interface StackInfo {
   caPath: string;
   redisUrl: string;
   tofuPath: string;
+  /** kubectl of the same Kubernetes release (for kustomize, explain and manual checks). */
+  kubectlPath: string;
   binDir: string;
   workDir: string;
   versions: BinaryPaths['versions'];
@@ -55,6 +57,7 @@ export async function startLocalStack(
     caPath: controlPlane.caPath,
     redisUrl: redis.url,
     tofuPath: binaries.tofu,
+    kubectlPath: binaries.kubectl,
     binDir: join(binaries.kubeApiserver, '..'),
     workDir,
     versions: binaries.versions,

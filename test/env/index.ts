@@ -11,6 +11,8 @@ export interface TestStack {
   redisUrl: string;
   /** Absolute path of the tofu binary built from the Go module proxy. */
   tofuPath: string;
+  /** kubectl built from the same Kubernetes release (kustomize, explain); never the machine's own. */
+  kubectlPath: string;
   /** Directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler. */
   binDir: string;
   /** The API server's URL, e.g. `https://127.0.0.1:<port>`. */
