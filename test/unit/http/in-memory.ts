@@ -132,7 +132,7 @@ export interface TestApp {
 
 /** A fresh app over in-memory ports; `overrides` replaces any dependency. */
 export function testApp(
-  overrides: Partial<AppDeps> & {
+  overrides: Partial<Omit<AppDeps, 'config'>> & {
     config?: Partial<AppConfig>;
     answer?: Parameters<typeof recordingStep>[0];
   } = {},
