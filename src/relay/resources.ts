@@ -1,0 +1,31 @@
+/**
+ * What the relay watches (DESIGN.md section 15; the same set the ApiServerSource in infra/knative watches):
+ * our kinds, and the Jobs, Pods and Secrets labelled `captf.io/managed=true`, in all namespaces.
+ */
+export interface RelayResource {
+  apiVersion: string;
+  kind: string;
+  /** The resource's plural, for the watch path. */
+  plural: string;
+  labelSelector?: string;
+}
+
+const OUR_API_VERSION = 'infrastructure.cluster.x-k8s.io/v1alpha1';
+const MANAGED = 'captf.io/managed=true';
+
+export const RELAY_RESOURCES: readonly RelayResource[] = [
+  { apiVersion: OUR_API_VERSION, kind: 'TerraformCluster', plural: 'terraformclusters' },
+  { apiVersion: OUR_API_VERSION, kind: 'TerraformMachine', plural: 'terraformmachines' },
+  { apiVersion: OUR_API_VERSION, kind: 'TerraformMachinePool', plural: 'terraformmachinepools' },
+  { apiVersion: OUR_API_VERSION, kind: 'TerraformPlan', plural: 'terraformplans' },
+  { apiVersion: 'batch/v1', kind: 'Job', plural: 'jobs', labelSelector: MANAGED },
+  { apiVersion: 'v1', kind: 'Pod', plural: 'pods', labelSelector: MANAGED },
+  { apiVersion: 'v1', kind: 'Secret', plural: 'secrets', labelSelector: MANAGED },
+];
+
+/** The cluster-wide collection path of a resource: `/api/v1/pods`, `/apis/batch/v1/jobs`. */
+export function collectionPath(resource: RelayResource): string {
+  return resource.apiVersion.includes('/')
+    ? `/apis/${resource.apiVersion}/${resource.plural}`
+    : `/api/${resource.apiVersion}/${resource.plural}`;
+}
