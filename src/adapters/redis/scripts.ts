@@ -50,6 +50,7 @@ return 0`,
    * Roles: 'solo' (run lease only), 'cluster-writer' (run + cluster lease, reports live member leases),
    * 'member-writer' (refused while the cluster lease is live; registers in members),
    * 'member-reader' (refused while the cluster lease is live).
+   * Fences come from the group's counter (INCR), seeded from the server clock when the counter is new.
    * Returns {'acquired', fence, liveMembers, retaken} | {'held', holder, fence} | {'cluster-busy', holder, fence}.
    */
   captfRunTake: {
@@ -76,7 +77,16 @@ elseif (role == 'member-writer' or role == 'member-reader') and cluster and reta
   local fence, owner = split(cluster)
   return {'cluster-busy', owner, fence}
 end
-if not value then value = redis.call('INCR', KEYS[4]) .. ' ' .. holder end
+if not value then
+  local fence = redis.call('INCR', KEYS[4])
+  -- A fresh counter (first grant, or Redis flushed/restarted) starts from the server clock, so fences
+  -- stay monotonic across a flush as long as the clock moves faster than one grant per ms per group.
+  if fence == 1 then
+    fence = now
+    redis.call('SET', KEYS[4], now)
+  end
+  value = fence .. ' ' .. holder
+end
 redis.call('SET', KEYS[1], value, 'PX', ttl)
 local live = 0
 if role == 'cluster-writer' then
