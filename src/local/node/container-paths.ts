@@ -53,3 +53,14 @@ export function rewriteArgument(argument: string, fs: ContainerFilesystem): stri
   if (flag?.[1] && flag[2]) return flag[1] + hostPathOf(flag[2], fs);
   return argument;
 }
+
+/**
+ * Rewrites an env value: like an argument, and a colon-separated list of absolute paths (`PATH`-like)
+ * element by element.
+ */
+export function rewriteEnvValue(value: string, fs: ContainerFilesystem): string {
+  const parts = value.split(':');
+  if (parts.length > 1 && parts.every((part) => part.startsWith('/')))
+    return parts.map((part) => hostPathOf(part, fs)).join(':');
+  return rewriteArgument(value, fs);
+}

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { accessSync, constants, openSync, closeSync, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, openSync, statSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 
@@ -45,7 +45,10 @@ export function findExecutable(command: string, pathVariable: string, cwd: strin
     const path = isAbsolute(command) ? command : join(cwd, command);
     return executable(path)
       ? { kind: 'found', path }
-      : { kind: 'missing', message: `exec: "${command}": stat ${path}: no such file or directory or not executable` };
+      : {
+          kind: 'missing',
+          message: `exec: "${command}": stat ${path}: no such file or directory or not executable`,
+        };
   }
   for (const dir of pathVariable.split(':')) {
     if (dir && executable(join(dir, command))) return { kind: 'found', path: join(dir, command) };
@@ -81,7 +84,10 @@ export function startContainerProcess(input: {
   const wrapped =
     input.hostname === undefined
       ? { file, args }
-      : { file: 'unshare', args: ['--uts', '--', '/bin/sh', '-c', setHostnameThenExec, input.hostname, file, ...args] };
+      : {
+          file: 'unshare',
+          args: ['--uts', '--', '/bin/sh', '-c', setHostnameThenExec, input.hostname, file, ...args],
+        };
   const child = spawn(wrapped.file, wrapped.args, {
     cwd: input.cwd,
     env: input.env,

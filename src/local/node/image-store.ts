@@ -1,5 +1,14 @@
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  symlinkSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
 
@@ -83,7 +92,10 @@ export function pullLocalImage(
 ): PullResult {
   const dir = imageDirs.map((root) => join(root, name)).find((path) => existsSync(path));
   if (dir === undefined || !lstatSync(dir).isDirectory())
-    return { kind: 'failed', message: `manifest unknown: no image directory ${name} in ${imageDirs.join(', ')}` };
+    return {
+      kind: 'failed',
+      message: `manifest unknown: no image directory ${name} in ${imageDirs.join(', ')}`,
+    };
   const configPath = join(dir, configFile);
   const configText = existsSync(configPath) ? readFileSync(configPath, 'utf8') : '{}';
   let parsedJson: unknown;
@@ -94,17 +106,26 @@ export function pullLocalImage(
   }
   const parsed = ImageConfigSchema.safeParse(parsedJson);
   if (!parsed.success)
-    return { kind: 'failed', message: `invalid image config ${configPath}: ${z.prettifyError(parsed.error)}` };
+    return {
+      kind: 'failed',
+      message: `invalid image config ${configPath}: ${z.prettifyError(parsed.error)}`,
+    };
   const links: Record<string, string> = {};
   for (const [path, tool] of Object.entries(parsed.data.links ?? {})) {
     const target = tools[tool];
     if (target === undefined)
-      return { kind: 'failed', message: `image ${name} links ${path} to tool ${tool}, which this node lacks` };
+      return {
+        kind: 'failed',
+        message: `image ${name} links ${path} to tool ${tool}, which this node lacks`,
+      };
     links[path] = target;
   }
   const contentDigest = treeDigest(dir, JSON.stringify(parsed.data));
   if (digest !== undefined && digest !== contentDigest)
-    return { kind: 'failed', message: `manifest unknown: ${name}@${digest} (the directory is ${contentDigest})` };
+    return {
+      kind: 'failed',
+      message: `manifest unknown: ${name}@${digest} (the directory is ${contentDigest})`,
+    };
   return { kind: 'pulled', image: { name, dir, config: parsed.data, digest: contentDigest, links } };
 }
 

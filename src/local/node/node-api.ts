@@ -71,7 +71,12 @@ export function nodeApi(config: KubeConfig, nodeName: string): NodeApi {
             spec: {
               audiences: audience ? [audience] : [],
               expirationSeconds,
-              boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: pod.metadata?.name, uid: pod.metadata?.uid },
+              boundObjectRef: {
+                apiVersion: 'v1',
+                kind: 'Pod',
+                name: pod.metadata?.name,
+                uid: pod.metadata?.uid,
+              },
             },
           },
         }),

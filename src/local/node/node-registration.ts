@@ -4,9 +4,9 @@ import {
   CoordinationV1Api,
   CoreV1Api,
   type KubeConfig,
+  V1MicroTime,
   type V1Node,
   type V1NodeCondition,
-  V1MicroTime,
 } from '@kubernetes/client-node';
 import { httpStatusOf } from './node-api.ts';
 import { localNodeIp } from './pod-status.ts';
@@ -105,7 +105,7 @@ export async function registerNode(
             { type: 'InternalIP', address: localNodeIp },
             { type: 'Hostname', address: nodeName },
           ],
-          daemonEndpoints: { kubeletEndpoint: { port: 0 } },
+          daemonEndpoints: { kubeletEndpoint: { Port: 0 } },
           nodeInfo: {
             architecture: body.metadata?.labels?.['kubernetes.io/arch'] ?? 'amd64',
             bootID: randomUUID(),
@@ -143,7 +143,9 @@ export async function registerNode(
           metadata: {
             name: nodeName,
             namespace: leaseNamespace,
-            ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: nodeName, uid: node.metadata?.uid ?? '' }],
+            ownerReferences: [
+              { apiVersion: 'v1', kind: 'Node', name: nodeName, uid: node.metadata?.uid ?? '' },
+            ],
           },
           spec,
         },

@@ -33,7 +33,6 @@ export type ContainerState =
   | {
       kind: 'terminated';
       exitCode: number;
-      signal?: number;
       reason: TerminatedReason;
       message?: string;
       startedAt?: Date;
@@ -118,7 +117,6 @@ function containerStatus(name: string, image: string, state: ContainerState): V1
         state: {
           terminated: {
             exitCode: state.exitCode,
-            ...(state.signal ? { signal: state.signal } : {}),
             reason: state.reason,
             ...(state.message ? { message: state.message } : {}),
             ...(state.startedAt ? { startedAt: state.startedAt } : {}),
@@ -213,7 +211,10 @@ export function podStatus(pod: V1Pod, runtime: PodRuntime, now: Date): V1PodStat
     podIPs: [{ ip: localNodeIp }],
     startTime: old.startTime ?? runtime.startTime,
     ...(runtime.deadlineExceeded
-      ? { reason: 'DeadlineExceeded', message: 'Pod was active on the node longer than the specified deadline' }
+      ? {
+          reason: 'DeadlineExceeded',
+          message: 'Pod was active on the node longer than the specified deadline',
+        }
       : {}),
     ...(initContainers.length > 0 ? { initContainerStatuses: statuses(initContainers, runtime.init) } : {}),
     containerStatuses: statuses(pod.spec?.containers, runtime.app),

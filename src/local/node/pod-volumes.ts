@@ -47,7 +47,8 @@ function keyed(
   const files: FileSet = [];
   for (const item of items) {
     const content = data[item.key];
-    if (content === undefined) return { kind: 'missing', message: `couldn't find key ${item.key} in ${what}` };
+    if (content === undefined)
+      return { kind: 'missing', message: `couldn't find key ${item.key} in ${what}` };
     files.push({ path: item.path, content, mode: item.mode ?? mode });
   }
   return { kind: 'files', files };
@@ -96,14 +97,21 @@ async function projection(
       source.serviceAccountToken.expirationSeconds ?? 3607,
     );
     if (token === undefined)
-      return { kind: 'missing', message: `service account token for ${pod.spec?.serviceAccountName} not issued` };
-    return { kind: 'files', files: [{ path: source.serviceAccountToken.path, content: Buffer.from(token), mode }] };
+      return {
+        kind: 'missing',
+        message: `service account token for ${pod.spec?.serviceAccountName} not issued`,
+      };
+    return {
+      kind: 'files',
+      files: [{ path: source.serviceAccountToken.path, content: Buffer.from(token), mode }],
+    };
   }
   if (source.downwardAPI) {
     const files: FileSet = [];
     for (const item of source.downwardAPI.items ?? []) {
       const value = item.fieldRef ? downwardValue(pod, item.fieldRef.fieldPath) : undefined;
-      if (value === undefined) return { kind: 'missing', message: `unsupported downward API item ${item.path}` };
+      if (value === undefined)
+        return { kind: 'missing', message: `unsupported downward API item ${item.path}` };
       files.push({ path: item.path, content: Buffer.from(value), mode: item.mode ?? mode });
     }
     return { kind: 'files', files };
@@ -116,14 +124,31 @@ async function gather(pod: V1Pod, volume: V1Volume, reader: VolumeSourceReader):
     const mode = volume.secret.defaultMode ?? defaultFileMode;
     return projection(
       pod,
-      { secret: { name: volume.secret.secretName ?? '', items: volume.secret.items, optional: volume.secret.optional } },
+      {
+        secret: {
+          name: volume.secret.secretName ?? '',
+          items: volume.secret.items,
+          optional: volume.secret.optional,
+        },
+      },
       reader,
       mode,
     );
   }
-  if (volume.configMap) return projection(pod, { configMap: volume.configMap }, reader, volume.configMap.defaultMode ?? defaultFileMode);
+  if (volume.configMap)
+    return projection(
+      pod,
+      { configMap: volume.configMap },
+      reader,
+      volume.configMap.defaultMode ?? defaultFileMode,
+    );
   if (volume.downwardAPI)
-    return projection(pod, { downwardAPI: volume.downwardAPI }, reader, volume.downwardAPI.defaultMode ?? defaultFileMode);
+    return projection(
+      pod,
+      { downwardAPI: volume.downwardAPI },
+      reader,
+      volume.downwardAPI.defaultMode ?? defaultFileMode,
+    );
   if (volume.projected) {
     const files: FileSet = [];
     for (const source of volume.projected.sources ?? []) {
@@ -133,7 +158,10 @@ async function gather(pod: V1Pod, volume: V1Volume, reader: VolumeSourceReader):
     }
     return { kind: 'files', files };
   }
-  return { kind: 'missing', message: `volume ${volume.name}: this volume type is not supported by the local node` };
+  return {
+    kind: 'missing',
+    message: `volume ${volume.name}: this volume type is not supported by the local node`,
+  };
 }
 
 /** Writes `files` under `dir`, refusing paths that escape it, then makes the tree read-only. */
@@ -155,13 +183,20 @@ function writeReadOnly(dir: string, files: FileSet): void {
  * and answers `waiting`: the caller retries, as the kubelet retries a failed mount. Throws only on
  * filesystem errors and API outages.
  */
-export async function setUpVolumes(pod: V1Pod, podDir: string, reader: VolumeSourceReader): Promise<VolumeSetup> {
+export async function setUpVolumes(
+  pod: V1Pod,
+  podDir: string,
+  reader: VolumeSourceReader,
+): Promise<VolumeSetup> {
   const gathered: { volume: V1Volume; result: Gathered }[] = [];
   for (const volume of pod.spec?.volumes ?? []) {
     if (volume.emptyDir || volume.hostPath) continue;
     const result = await gather(pod, volume, reader);
     if (result.kind === 'missing')
-      return { kind: 'waiting', message: `MountVolume.SetUp failed for volume "${volume.name}" : ${result.message}` };
+      return {
+        kind: 'waiting',
+        message: `MountVolume.SetUp failed for volume "${volume.name}" : ${result.message}`,
+      };
     gathered.push({ volume, result });
   }
   const hostPaths = new Map<string, string>();
