@@ -37,6 +37,13 @@ export type VariableFrom = z.infer<typeof VariableFromSchema>;
 
 export const BackendSchema = z
   .object({
+    type: z
+      .string()
+      .regex(/^[a-z][a-z0-9_]*$/)
+      .default('kubernetes')
+      .describe(
+        'Backend type (default kubernetes: state in Secrets, lock in a Lease, suffix from the object UID).',
+      ),
     config: z
       .record(z.string(), z.string())
       .optional()

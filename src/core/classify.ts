@@ -1,0 +1,428 @@
+import type { ConditionStatus } from '../schemas/kinds/condition.ts';
+import type { RecordedResult, RunErrorKind } from '../schemas/kinds/status.ts';
+import {
+  type Op,
+  type ParsedResult,
+  parseRunnerResult,
+  type RunnerResult,
+  type StepName,
+} from '../schemas/result.ts';
+import { type JobView, type PodView, type Timestamp, timestampMs } from './views.ts';
+
+/**
+ * Bookkeeping classification (DESIGN.md section 7): what a finished Job's evidence means. The runner's result
+ * document is the primary evidence; the exit code and the Job's conditions are cross-checks. Evidence that
+ * is missing, cut or contradictory is classified too, never thrown.
+ */
+
+/** The rows of the section 7 table, one per kind of evidence. */
+export const EVIDENCE = [
+  'succeeded',
+  'deadline-race',
+  'step-failed',
+  'image-layout',
+  'image-pull',
+  'deadline',
+  'interrupted',
+  'destructive-blocked',
+  'awaiting-approval',
+  'plan-changed',
+  'lock-contended',
+  'unknown',
+] as const;
+export type Evidence = (typeof EVIDENCE)[number];
+
+/** Warnings recorded next to a result when the evidence disagreed. */
+export type ClassificationWarning = 'DeadlineRace' | 'RunnerContractViolation' | 'ExtraPod';
+
+interface EvidenceRow {
+  result: RecordedResult;
+  /** Counts toward backoff (DESIGN.md section 4). */
+  counted: boolean;
+  /** An interruption that is not a deadline kill: retried at once, with its own cap. */
+  interruption: boolean;
+  /** Success of the run (the success conditions of section 7). */
+  success: boolean;
+  conditionStatus: ConditionStatus;
+  errorKind?: RunErrorKind;
+  reason: Readonly<Record<Op, string>>;
+}
+
+const SAME = (reason: string): Readonly<Record<Op, string>> => ({
+  apply: reason,
+  destroy: reason,
+  drift: reason,
+  refresh: reason,
+});
+const SUCCEEDED_REASONS = {
+  apply: 'ApplySucceeded',
+  destroy: 'DestroySucceeded',
+  drift: 'DriftChecked',
+  refresh: 'Refreshed',
+};
+const FAILED_REASONS = {
+  apply: 'ApplyFailed',
+  destroy: 'DestroyFailed',
+  drift: 'DriftJobFailed',
+  refresh: 'DriftJobFailed',
+};
+const DEADLINE_REASONS = {
+  apply: 'JobDeadlineExceeded',
+  destroy: 'JobDeadlineExceeded',
+  drift: 'DriftJobDeadlineExceeded',
+  refresh: 'DriftJobDeadlineExceeded',
+};
+
+/** DESIGN.md section 7, one row per evidence; "is it counted?" is answered here and nowhere else. */
+export const EVIDENCE_TABLE: Readonly<Record<Evidence, EvidenceRow>> = {
+  succeeded: {
+    result: 'succeeded',
+    counted: false,
+    interruption: false,
+    success: true,
+    conditionStatus: 'True',
+    reason: SUCCEEDED_REASONS,
+  },
+  'deadline-race': {
+    result: 'succeeded',
+    counted: false,
+    interruption: false,
+    success: true,
+    conditionStatus: 'True',
+    reason: SUCCEEDED_REASONS,
+  },
+  'step-failed': {
+    result: 'failed',
+    counted: true,
+    interruption: false,
+    success: false,
+    conditionStatus: 'False',
+    errorKind: 'step',
+    reason: FAILED_REASONS,
+  },
+  'image-layout': {
+    result: 'failed',
+    counted: true,
+    interruption: false,
+    success: false,
+    conditionStatus: 'False',
+    errorKind: 'image-layout',
+    reason: SAME('ImageInvalid'),
+  },
+  'image-pull': {
+    result: 'failed',
+    counted: true,
+    interruption: false,
+    success: false,
+    conditionStatus: 'False',
+    errorKind: 'image-pull',
+    reason: SAME('ImagePullFailed'),
+  },
+  deadline: {
+    result: 'failed',
+    counted: true,
+    interruption: false,
+    success: false,
+    conditionStatus: 'False',
+    errorKind: 'deadline',
+    reason: DEADLINE_REASONS,
+  },
+  interrupted: {
+    result: 'interrupted',
+    counted: false,
+    interruption: true,
+    success: false,
+    conditionStatus: 'Unknown',
+    reason: SAME('JobInterrupted'),
+  },
+  'destructive-blocked': {
+    result: 'blocked',
+    counted: false,
+    interruption: false,
+    success: false,
+    conditionStatus: 'Unknown',
+    reason: SAME('DestructivePlanBlocked'),
+  },
+  'awaiting-approval': {
+    result: 'blocked',
+    counted: false,
+    interruption: false,
+    success: false,
+    conditionStatus: 'Unknown',
+    reason: SAME('PlanAwaitingApproval'),
+  },
+  'plan-changed': {
+    result: 'blocked',
+    counted: false,
+    interruption: false,
+    success: false,
+    conditionStatus: 'Unknown',
+    reason: SAME('PlanChanged'),
+  },
+  // A lock held by a live holder waits (30 s) and is not counted (DESIGN.md section 4).
+  'lock-contended': {
+    result: 'failed',
+    counted: false,
+    interruption: false,
+    success: false,
+    conditionStatus: 'Unknown',
+    errorKind: 'step',
+    reason: SAME('LockContended'),
+  },
+  unknown: {
+    result: 'failed',
+    counted: true,
+    interruption: false,
+    success: false,
+    conditionStatus: 'False',
+    errorKind: 'unknown',
+    reason: FAILED_REASONS,
+  },
+};
+
+/** The container that runs the runner (DESIGN.md section 9). */
+export const SOURCE_CONTAINER = 'source';
+/** Waiting reasons that mean the module image cannot be pulled (DESIGN.md section 7). */
+export const PULL_FAILURE_REASONS: readonly string[] = [
+  'ErrImagePull',
+  'ImagePullBackOff',
+  'InvalidImageName',
+];
+/** The exit code of a SIGKILL (OOM kill or a kill after the grace period). */
+const EXIT_SIGKILL = 137;
+
+/** What bookkeeping needs to classify one finished Job. */
+export interface ClassifyInput {
+  op: Op;
+  job: JobView;
+  /** Every pod of the Job (label `job-name`), in any order. */
+  pods: readonly PodView[];
+  /** The controller saw the pull trouble while the Job ran (`status.waitReason: ImagePullBackOff`). */
+  observedPullTrouble?: boolean;
+  /** The controller itself enforced the deadline because the Job controller was late (section 5, step 4). */
+  deadlineEnforced?: boolean;
+  /** The holder of a lock the run reported is alive (read live by the shell, DESIGN.md section 12). */
+  lockHolderAlive?: boolean;
+  /** The clock, used only when the Job carries no finish time. */
+  now: Date;
+}
+
+/** The verdict on one finished Job. */
+export interface Classification {
+  op: Op;
+  evidence: Evidence;
+  result: RecordedResult;
+  /** Condition reason of section 7, e.g. `ApplySucceeded`, `JobDeadlineExceeded`. */
+  reason: string;
+  counted: boolean;
+  interruption: boolean;
+  success: boolean;
+  conditionStatus: ConditionStatus;
+  error?: { kind: RunErrorKind; step?: StepName; summary: string };
+  warnings: ClassificationWarning[];
+  /** The pod whose evidence decided; absent when no pod was left. */
+  pod?: string;
+  /** Other pods of the same Job (C01); named by the `ExtraPod` warning. */
+  extraPods: string[];
+  /** The runner's result document, when one parsed. */
+  runnerResult?: RunnerResult;
+  finishedAt: Date;
+}
+
+interface PodEvidence {
+  name: string;
+  createdMs: number;
+  exitCode?: number;
+  terminationReason?: string;
+  finishedAt?: Timestamp;
+  parsed: ParsedResult;
+  pullReason?: string;
+  disrupted: boolean;
+  deadline: boolean;
+}
+
+function podEvidence(pod: PodView): PodEvidence {
+  const source = pod.status?.containerStatuses?.find((c) => c.name === SOURCE_CONTAINER);
+  const terminated = source?.state?.terminated;
+  const waitingReason = source?.state?.waiting?.reason;
+  return {
+    name: pod.metadata.name,
+    createdMs: timestampMs(pod.metadata.creationTimestamp) ?? 0,
+    ...(terminated ? { exitCode: terminated.exitCode, finishedAt: terminated.finishedAt } : {}),
+    ...(terminated?.reason ? { terminationReason: terminated.reason } : {}),
+    parsed: parseRunnerResult(terminated?.message),
+    ...(waitingReason && PULL_FAILURE_REASONS.includes(waitingReason) ? { pullReason: waitingReason } : {}),
+    disrupted:
+      pod.status?.conditions?.some((c) => c.type === 'DisruptionTarget' && c.status === 'True') ?? false,
+    deadline: pod.status?.reason === 'DeadlineExceeded',
+  };
+}
+
+/** The pod with exit 0 and a valid `succeeded` result wins (C01); otherwise the newest pod. */
+function pickWinner(pods: PodEvidence[]): PodEvidence | undefined {
+  const succeeded = pods.find(
+    (p) => p.exitCode === 0 && p.parsed.ok && p.parsed.result.result === 'succeeded',
+  );
+  if (succeeded) return succeeded;
+  return [...pods].sort((a, b) => b.createdMs - a.createdMs || a.name.localeCompare(b.name))[0];
+}
+
+function jobDeadlineExceeded(job: JobView): boolean {
+  return (
+    job.status?.conditions?.some(
+      (c) =>
+        (c.type === 'Failed' || c.type === 'FailureTarget') &&
+        c.status === 'True' &&
+        c.reason === 'DeadlineExceeded',
+    ) ?? false
+  );
+}
+
+function finishTime(job: JobView, winner: PodEvidence | undefined, now: Date): Date {
+  const finishedCondition = job.status?.conditions?.find(
+    (c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True',
+  );
+  const ms =
+    timestampMs(job.status?.completionTime) ??
+    timestampMs(finishedCondition?.lastTransitionTime) ??
+    timestampMs(winner?.finishedAt);
+  return ms === undefined ? now : new Date(ms);
+}
+
+interface Verdict {
+  evidence: Evidence;
+  summary?: string;
+  step?: StepName;
+  violation?: boolean;
+}
+
+/** The verdict from a result document that parsed (section 7, rows with a result). */
+function fromResult(
+  result: RunnerResult,
+  op: Op,
+  winner: PodEvidence,
+  deadline: boolean,
+  lockHolderAlive: boolean,
+): Verdict {
+  const exitZero = winner.exitCode === 0;
+  if (result.op !== op) {
+    return {
+      evidence: deadline ? 'deadline' : 'unknown',
+      violation: true,
+      summary: `runner reported op ${result.op} for a ${op} Job`,
+    };
+  }
+  switch (result.result) {
+    case 'succeeded':
+      if (exitZero) return { evidence: deadline ? 'deadline-race' : 'succeeded' };
+      // The stricter reading wins: a succeeded result with a non-zero exit is not a success.
+      return {
+        evidence: deadline ? 'deadline' : 'unknown',
+        violation: true,
+        summary: `runner exited ${winner.exitCode ?? 'without an exit code'} but reported succeeded`,
+      };
+    case 'failed': {
+      const base = { violation: exitZero };
+      if (deadline) return { ...base, evidence: 'deadline' };
+      if (!result.error)
+        return {
+          ...base,
+          evidence: 'unknown',
+          violation: true,
+          summary: 'runner reported failed without an error',
+        };
+      const withError = { ...base, step: result.error.step, summary: result.error.summary };
+      if (result.error.kind === 'image-layout') return { ...withError, evidence: 'image-layout' };
+      if (result.lock && lockHolderAlive) return { ...withError, evidence: 'lock-contended' };
+      return { ...withError, evidence: 'step-failed' };
+    }
+    case 'interrupted':
+      return { evidence: deadline ? 'deadline' : 'interrupted', violation: exitZero };
+    case 'blocked':
+      if (deadline) return { evidence: 'deadline', violation: exitZero };
+      return {
+        evidence: result.plan?.destructive ? 'destructive-blocked' : 'awaiting-approval',
+        violation: exitZero,
+      };
+    case 'plan-changed':
+      return { evidence: deadline ? 'deadline' : 'plan-changed', violation: exitZero };
+  }
+}
+
+/** The verdict when no valid result came back (missing, cut, not JSON, killed). */
+function withoutResult(
+  winner: PodEvidence | undefined,
+  deadline: boolean,
+  pullTrouble: boolean,
+  parsed: ParsedResult,
+): Verdict {
+  if (pullTrouble)
+    return { evidence: 'image-pull', summary: 'the module image could not be pulled before the deadline' };
+  // C08: a deadline kill often leaves no container status and no result; that is not a parse error.
+  if (deadline)
+    return { evidence: 'deadline', summary: 'the Job ran past activeDeadlineSeconds and was killed' };
+  if (winner?.disrupted)
+    return { evidence: 'interrupted', summary: 'the pod was disrupted (drain, eviction or preemption)' };
+  if (!winner) return { evidence: 'unknown', summary: 'the Job left no pod to read a result from' };
+  if (winner.terminationReason === 'OOMKilled') {
+    return {
+      evidence: 'unknown',
+      summary: 'the source container was OOM-killed; raise spec.jobs.resources.limits.memory',
+    };
+  }
+  if (winner.exitCode === EXIT_SIGKILL)
+    return { evidence: 'unknown', summary: 'the source container was killed (exit 137) without a result' };
+  if (!parsed.ok && parsed.reason !== 'missing') return { evidence: 'unknown', summary: parsed.message };
+  if (winner.exitCode === 0)
+    return { evidence: 'unknown', violation: true, summary: 'runner exited 0 without a result' };
+  return {
+    evidence: 'unknown',
+    summary: `runner exited ${winner.exitCode ?? 'without an exit code'} without a result`,
+  };
+}
+
+/**
+ * Classifies a finished Job from its conditions, its pods and the runner's result (DESIGN.md section 7).
+ * Pure; never throws for any evidence, however incomplete.
+ */
+export function classifyJob(input: ClassifyInput): Classification {
+  const pods = input.pods.map(podEvidence);
+  const winner = pickWinner(pods);
+  const deadline =
+    input.deadlineEnforced === true || jobDeadlineExceeded(input.job) || (winner?.deadline ?? false);
+  const parsed: ParsedResult = winner?.parsed ?? parseRunnerResult(undefined);
+  const pullTrouble = input.observedPullTrouble === true || winner?.pullReason !== undefined;
+  const verdict = winner?.parsed.ok
+    ? fromResult(winner.parsed.result, input.op, winner, deadline, input.lockHolderAlive === true)
+    : withoutResult(winner, deadline, pullTrouble, parsed);
+  const row = EVIDENCE_TABLE[verdict.evidence];
+  const extraPods = pods.filter((p) => p !== winner).map((p) => p.name);
+  const warnings: ClassificationWarning[] = [];
+  if (verdict.evidence === 'deadline-race') warnings.push('DeadlineRace');
+  if (verdict.violation) warnings.push('RunnerContractViolation');
+  if (extraPods.length > 0) warnings.push('ExtraPod');
+  return {
+    op: input.op,
+    evidence: verdict.evidence,
+    result: row.result,
+    reason: row.reason[input.op],
+    counted: row.counted,
+    interruption: row.interruption,
+    success: row.success,
+    conditionStatus: row.conditionStatus,
+    ...(row.errorKind
+      ? {
+          error: {
+            kind: row.errorKind,
+            ...(verdict.step ? { step: verdict.step } : {}),
+            summary: verdict.summary ?? row.reason[input.op],
+          },
+        }
+      : {}),
+    warnings,
+    ...(winner ? { pod: winner.name } : {}),
+    extraPods,
+    ...(parsed.ok ? { runnerResult: parsed.result } : {}),
+    finishedAt: finishTime(input.job, winner, input.now),
+  };
+}

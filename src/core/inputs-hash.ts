@@ -1,0 +1,63 @@
+import { createHash } from 'node:crypto';
+import type { EnvVar } from '../schemas/kinds/jobs-policy.ts';
+import type { Backend, VariableFrom } from '../schemas/kinds/spec.ts';
+
+/**
+ * The inputs hash (DESIGN.md sections 3 and 4): the one measure of "the inputs changed". It covers what
+ * Terraform sees (module image, variables, variable sources and their resolved data, backend, env of the
+ * `source` container) and nothing else: not annotations, not status, not scheduling policy, not the
+ * Cluster API fields the controller writes back, and never the approval fields (approving must not start a
+ * new plan).
+ */
+
+/** The fields that make up the inputs hash, taken from an object's spec. */
+export interface Inputs {
+  image: string;
+  variables?: Record<string, unknown>;
+  variablesFrom?: readonly VariableFrom[];
+  backend?: Backend;
+  env?: readonly EnvVar[];
+  /**
+   * A digest of the data the references resolve to (Secret keys of variablesFrom and backend.secretRef),
+   * computed by the shell; so a rotated Secret is an input change. Absent when nothing is referenced.
+   */
+  referencedDataDigest?: string;
+}
+
+/** JSON with object keys sorted at every level, so equal inputs give equal text. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/** The inputs of an object's spec (any target kind). */
+export function inputsOf(
+  spec: {
+    source: { image: string };
+    variables?: Record<string, unknown>;
+    variablesFrom?: VariableFrom[];
+    backend?: Backend;
+    jobs?: { env?: EnvVar[] };
+  },
+  referencedDataDigest?: string,
+): Inputs {
+  return {
+    image: spec.source.image,
+    ...(spec.variables ? { variables: spec.variables } : {}),
+    ...(spec.variablesFrom ? { variablesFrom: spec.variablesFrom } : {}),
+    ...(spec.backend ? { backend: spec.backend } : {}),
+    ...(spec.jobs?.env ? { env: spec.jobs.env } : {}),
+    ...(referencedDataDigest ? { referencedDataDigest } : {}),
+  };
+}
+
+/** SHA-256 (hex) of the canonical JSON of the inputs. */
+export function inputsHash(inputs: Inputs): string {
+  return createHash('sha256').update(canonicalJson(inputs)).digest('hex');
+}

@@ -1,0 +1,32 @@
+import type { TargetKind } from '../schemas/kinds/api-group.ts';
+
+/** Label and annotation keys on our Jobs, pods and per-run Secrets (DESIGN.md section 9). */
+export const LABELS = {
+  managed: 'captf.io/managed',
+  ownerKind: 'captf.io/owner-kind',
+  ownerName: 'captf.io/owner-name',
+  ownerUid: 'captf.io/owner-uid',
+  op: 'captf.io/op',
+  attempt: 'captf.io/attempt',
+  clusterName: 'cluster.x-k8s.io/cluster-name',
+} as const;
+
+export const ANNOTATIONS = {
+  /** The inputs hash the Job runs with (section 3: input changes are compared against it). */
+  inputsHash: 'captf.io/inputs-hash',
+  /** The object generation the Job was started for (section 7: lastRun records it). */
+  generation: 'captf.io/generation',
+  /** Set only after the status write that recorded the Job succeeded (section 5, step 3). */
+  bookkept: 'captf.io/bookkept',
+  /** The classification evidence written at bookkeeping; retry accounting reads it (section 4). */
+  outcome: 'captf.io/outcome',
+  /** When the Job finished, as bookkeeping saw it (RFC 3339). */
+  finishedAt: 'captf.io/finished-at',
+} as const;
+
+/** The short kind code in Job names (section 9). */
+export const KIND_CODES: Readonly<Record<TargetKind, 'c' | 'm' | 'mp'>> = {
+  TerraformCluster: 'c',
+  TerraformMachine: 'm',
+  TerraformMachinePool: 'mp',
+};

@@ -1,0 +1,69 @@
+import { createHash } from 'node:crypto';
+import type { TargetKind } from '../schemas/kinds/api-group.ts';
+import type { Op } from '../schemas/result.ts';
+import { KIND_CODES } from './job-labels.ts';
+import type { JobRecord } from './job-record.ts';
+
+/**
+ * Deterministic Job names (DESIGN.md section 9): a retry after a crash computes the same name and finds the
+ * Job it created (`AlreadyExists` → adopt), so one decision never makes two Jobs.
+ */
+
+/** 57: the Job controller adds `-xxxxx` to pod names, pod hostnames are cut at 63, and Terraform records
+ * the hostname as the lock holder (section 12 matches it). */
+export const MAX_JOB_NAME_LENGTH = 57;
+/** Hex characters of SHA-256(name) that stand in for a name too long to fit. */
+export const HASHED_NAME_LENGTH = 16;
+
+function sha256Hex(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** What a Job name is made of. */
+export interface JobNameInput {
+  kind: TargetKind;
+  /** The object's name. */
+  name: string;
+  op: Op;
+  attempt: number;
+  inputsHash: string;
+  /** Separates runs with equal inputs: the op's newest success time (RFC 3339), or '' before any. */
+  tick: string;
+}
+
+/** `hash6`: the first 6 hex of SHA-256 over inputs hash, op, attempt and tick. */
+export function hash6(input: Pick<JobNameInput, 'inputsHash' | 'op' | 'attempt' | 'tick'>): string {
+  return sha256Hex([input.inputsHash, input.op, String(input.attempt), input.tick].join('\n')).slice(0, 6);
+}
+
+/**
+ * `captf-<c|m|mp>-<name>-<op>-a<attempt>-<hash6>`, at most 57 characters; `name` becomes the first 16 hex of
+ * its SHA-256 when the whole would be longer.
+ */
+export function jobName(input: JobNameInput): string {
+  const build = (name: string): string =>
+    `captf-${KIND_CODES[input.kind]}-${name}-${input.op}-a${input.attempt}-${hash6(input)}`;
+  const full = build(input.name);
+  return full.length <= MAX_JOB_NAME_LENGTH
+    ? full
+    : build(sha256Hex(input.name).slice(0, HASHED_NAME_LENGTH));
+}
+
+/**
+ * The prefixes this object's Job names start with: with its name and with its hashed name (a long name is
+ * hashed only in the Jobs where the whole would pass 57 characters). Lock holders are matched against them.
+ */
+export function jobNamePrefixes(kind: TargetKind, name: string): string[] {
+  const code = KIND_CODES[kind];
+  return [`captf-${code}-${name}-`, `captf-${code}-${sha256Hex(name).slice(0, HASHED_NAME_LENGTH)}-`];
+}
+
+/** `attempt` = 1 + the highest attempt among the retained Jobs of that op (section 9). */
+export function nextAttempt(records: readonly JobRecord[], op: Op): number {
+  return 1 + records.filter((r) => r.op === op).reduce((highest, r) => Math.max(highest, r.attempt), 0);
+}
+
+/** The per-run Secret of a Job (section 9): `captf-run-<job>`. */
+export function runSecretName(job: string): string {
+  return `captf-run-${job}`;
+}

@@ -1,0 +1,96 @@
+import type { ApplyPolicy, Backend } from '../schemas/kinds/spec.ts';
+import { RUN_CONFIG_FILE, type RunConfigInput } from '../schemas/run-config.ts';
+import { type OwnerReference, ownerReference } from './job-manifest.ts';
+import { runSecretName } from './names.ts';
+
+/**
+ * The per-run Secret `captf-run-<job>` (DESIGN.md section 9): the run config the runner reads from
+ * `/captf/config`. Owned by its Job, so it goes when the Job goes; bookkeeping deletes it sooner.
+ */
+
+/** What the shell has resolved for one run; values from Secrets are already read. */
+export interface RunConfigSource {
+  namespace: string;
+  /** The object's UID: the kubernetes backend's state suffix, so renaming never loses state. */
+  uid: string;
+  /** `spec.variables`. */
+  variables: Record<string, unknown>;
+  /** Values of `spec.variablesFrom`, by variable name; they win over `variables` of the same name. */
+  secretVariables: Record<string, unknown>;
+  backend: Backend | undefined;
+  /** The keys of `spec.backend.secretRef`, read from the Secret; passed as secret backend config. */
+  backendSecretData: Record<string, string>;
+  lockTimeoutSeconds: number;
+  applyPolicy: ApplyPolicy;
+  /** The approved plan's digest (section 11), when the apply runs an approved plan. */
+  expectedPlanDigest?: string;
+  /** A stale lock id to force-unlock after init (section 12). */
+  forceUnlockId?: string;
+  /** The per-object HMAC key of plan digests (section 11). */
+  planHmacKey: string;
+}
+
+/**
+ * The run config of one run. The default backend is Terraform's `kubernetes` backend in the object's
+ * namespace with the object UID as state suffix (DESIGN.md section 2).
+ */
+export function buildRunConfig(source: RunConfigSource): RunConfigInput {
+  const type = source.backend?.type ?? 'kubernetes';
+  const defaults: Record<string, string | boolean> =
+    type === 'kubernetes'
+      ? { secret_suffix: source.uid, namespace: source.namespace, in_cluster_config: true }
+      : {};
+  return {
+    version: 1,
+    variables: { ...source.variables, ...source.secretVariables } as RunConfigInput['variables'],
+    secretInputs: Object.keys(source.secretVariables).sort(),
+    backend: {
+      type,
+      config: { ...defaults, ...source.backend?.config, ...source.backendSecretData },
+      secretKeys: Object.keys(source.backendSecretData).sort(),
+    },
+    lockTimeoutSeconds: source.lockTimeoutSeconds,
+    applyPolicy: source.applyPolicy,
+    ...(source.expectedPlanDigest ? { expectedPlanDigest: source.expectedPlanDigest } : {}),
+    ...(source.forceUnlockId ? { forceUnlockId: source.forceUnlockId } : {}),
+    planHmacKey: source.planHmacKey,
+  };
+}
+
+/** core/v1 Secret, as far as we create it. */
+export interface RunSecretManifest {
+  apiVersion: 'v1';
+  kind: 'Secret';
+  type: 'Opaque';
+  metadata: {
+    name: string;
+    namespace: string;
+    labels: Record<string, string>;
+    ownerReferences: OwnerReference[];
+  };
+  stringData: Record<string, string>;
+}
+
+/**
+ * The per-run Secret of a created Job (the Job's UID is known only after its create). Carries the Job's
+ * labels so the sweep finds Secrets whose Job is gone.
+ */
+export function buildRunSecret(input: {
+  job: { name: string; namespace: string; uid: string; labels: Record<string, string> };
+  config: RunConfigInput;
+}): RunSecretManifest {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    type: 'Opaque',
+    metadata: {
+      name: runSecretName(input.job.name),
+      namespace: input.job.namespace,
+      labels: input.job.labels,
+      ownerReferences: [
+        ownerReference({ apiVersion: 'batch/v1', kind: 'Job', name: input.job.name, uid: input.job.uid }),
+      ],
+    },
+    stringData: { [RUN_CONFIG_FILE]: JSON.stringify(input.config) },
+  };
+}

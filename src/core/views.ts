@@ -1,0 +1,70 @@
+/**
+ * The minimal shapes of Kubernetes objects the core reads. They match the API's JSON and the objects of
+ * @kubernetes/client-node alike (timestamps may be strings or Dates), so the shell passes what it read.
+ */
+
+/** A metav1.Time as JSON text or as a Date (client-node deserialises to Date). */
+export type Timestamp = string | Date;
+
+export interface MetaView {
+  name: string;
+  namespace?: string;
+  uid?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  creationTimestamp?: Timestamp;
+  deletionTimestamp?: Timestamp;
+}
+
+export interface JobConditionView {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+  lastTransitionTime?: Timestamp;
+}
+
+/** batch/v1 Job, as far as the core reads it. */
+export interface JobView {
+  metadata: MetaView;
+  spec?: { activeDeadlineSeconds?: number };
+  status?: {
+    conditions?: JobConditionView[];
+    active?: number;
+    succeeded?: number;
+    failed?: number;
+    startTime?: Timestamp;
+    completionTime?: Timestamp;
+  };
+}
+
+export interface ContainerStateView {
+  waiting?: { reason?: string; message?: string };
+  running?: { startedAt?: Timestamp };
+  terminated?: { exitCode: number; reason?: string; message?: string; finishedAt?: Timestamp };
+}
+
+export interface ContainerStatusView {
+  name: string;
+  state?: ContainerStateView;
+  restartCount?: number;
+}
+
+/** core/v1 Pod, as far as the core reads it. */
+export interface PodView {
+  metadata: MetaView;
+  status?: {
+    phase?: string;
+    reason?: string;
+    conditions?: { type: string; status: string; reason?: string }[];
+    containerStatuses?: ContainerStatusView[];
+    initContainerStatuses?: ContainerStatusView[];
+  };
+}
+
+/** Milliseconds since the epoch of a timestamp; undefined when absent or unreadable. */
+export function timestampMs(value: Timestamp | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = value instanceof Date ? value.getTime() : Date.parse(value);
+  return Number.isNaN(ms) ? undefined : ms;
+}
