@@ -38,8 +38,14 @@ export interface OwnerResolver {
  * storm. `remember` is called only after the event was handled, so a failed delivery is not remembered.
  */
 export interface EventDedupe {
-  seen(key: string): Promise<boolean>;
-  remember(key: string): Promise<void>;
+  seen(event: ObjectVersion): Promise<boolean>;
+  remember(event: ObjectVersion): Promise<void>;
+}
+
+/** One version of one object: the dedupe key `uid@resourceVersion`. */
+export interface ObjectVersion {
+  uid: string;
+  resourceVersion: string;
 }
 
 /** One dependency's readiness. */

@@ -1,6 +1,6 @@
 import type { EventSubject } from '../schemas/cloudevents.ts';
 import { OBJECT_KINDS, type ObjectKind, type ObjectRef } from '../step/contract.ts';
-import type { OwnedKind } from './deps.ts';
+import type { ObjectVersion, OwnedKind } from './deps.ts';
 
 /**
  * Which object an event is about (DESIGN.md section 13): our kinds map to themselves; Jobs, Pods, Secrets
@@ -89,9 +89,9 @@ export function targetOf(subject: EventSubject): EventTarget {
 }
 
 /** The dedupe key `uid@resourceVersion`, when the payload has both (resource mode only). */
-export function dedupeKeyOf(subject: EventSubject): string | undefined {
+export function dedupeKeyOf(subject: EventSubject): ObjectVersion | undefined {
   return subject.uid !== undefined && subject.resourceVersion !== undefined
-    ? `${subject.uid}@${subject.resourceVersion}`
+    ? { uid: subject.uid, resourceVersion: subject.resourceVersion }
     : undefined;
 }
 

@@ -5,6 +5,7 @@ import type {
   AppConfig,
   AppDeps,
   EventDedupe,
+  ObjectVersion,
   OwnedObject,
   OwnerLookup,
   OwnerResolver,
@@ -66,11 +67,11 @@ class UnavailableRedis extends Error {}
 
 export class MemoryDedupe implements EventDedupe {
   readonly keys = new Set<string>();
-  async seen(key: string): Promise<boolean> {
-    return this.keys.has(key);
+  async seen(event: ObjectVersion): Promise<boolean> {
+    return this.keys.has(`${event.uid}@${event.resourceVersion}`);
   }
-  async remember(key: string): Promise<void> {
-    this.keys.add(key);
+  async remember(event: ObjectVersion): Promise<void> {
+    this.keys.add(`${event.uid}@${event.resourceVersion}`);
   }
 }
 
