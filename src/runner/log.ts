@@ -30,6 +30,8 @@ export class RunnerLog {
 
   /** A line of Terraform's own output, prefixed with the step it came from. */
   relay(step: string, stream: 'stdout' | 'stderr', text: string): void {
-    this.#write(stream, `[${step}] ${this.#redactor.redact(text)}\n`);
+    // A UI message may span lines (the interrupt notice does): each line keeps its step prefix.
+    const lines = this.#redactor.redact(text).trim().split('\n');
+    this.#write(stream, lines.map((line) => `[${step}] ${line}\n`).join(''));
   }
 }

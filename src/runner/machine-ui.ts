@@ -104,14 +104,27 @@ export function readUiStream(lines: readonly string[]): UiReport {
   return report;
 }
 
+/**
+ * The JSON document a command printed (`validate -json`, `show -json`). OpenTofu prints CLI-configuration
+ * warnings as text on stdout before it, so the document starts at the first line opening a JSON object
+ * from which the rest parses. Undefined when there is none.
+ */
+export function jsonDocument(stdout: string): JsonValue | undefined {
+  const lines = stdout.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    if (!lines[i]?.startsWith('{')) continue;
+    try {
+      return JSON.parse(lines.slice(i).join('\n'));
+    } catch {
+      // Not the document yet: a warning line may start with a brace too.
+    }
+  }
+  return undefined;
+}
+
 /** Reads the single document of `validate -json`; anything unreadable yields no diagnostics. */
 export function readValidateDocument(stdout: string): UiReport {
-  let doc: JsonValue;
-  try {
-    doc = JSON.parse(stdout);
-  } catch {
-    return { diagnostics: [] };
-  }
+  const doc = jsonDocument(stdout);
   if (!isJsonObject(doc) || !Array.isArray(doc.diagnostics)) return { diagnostics: [] };
   return { diagnostics: doc.diagnostics.flatMap((d) => toDiagnostic(d) ?? []) };
 }

@@ -1,6 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import type { PlanSummary } from '../schemas/result.ts';
 import { isJsonObject, type JsonValue } from './json.ts';
+import { jsonDocument } from './machine-ui.ts';
 
 /**
  * The plan digest (DESIGN.md section 11): one line per resource change,
@@ -30,13 +31,8 @@ export type ParsedPlan = { ok: true; changes: PlannedChange[] } | { ok: false; m
  * Errors name what is missing, never a value.
  */
 export function readPlanDocument(stdout: string): ParsedPlan {
-  let doc: JsonValue;
-  try {
-    doc = JSON.parse(stdout);
-  } catch {
-    return { ok: false, message: 'read plan: show -json did not print JSON' };
-  }
-  if (!isJsonObject(doc)) return { ok: false, message: 'read plan: not a JSON object' };
+  const doc = jsonDocument(stdout);
+  if (!isJsonObject(doc)) return { ok: false, message: 'read plan: show -json printed no JSON object' };
   const raw = doc.resource_changes ?? [];
   if (!Array.isArray(raw)) return { ok: false, message: 'read plan: resource_changes is not a list' };
   const changes: PlannedChange[] = [];

@@ -57,9 +57,16 @@ export interface RunDeps {
 /** How one runtime step ended, as the run sees it. */
 type StepRun =
   | { kind: 'ok'; exit: number; ui: UiReport; stdout: string }
-  | { kind: 'failed'; ui: UiReport; fallback: string }
+  | { kind: 'failed'; ui: UiReport; fallback: string; exit?: number }
   | { kind: 'not-started'; code: string }
   | { kind: 'interrupted' };
+
+/**
+ * Exit codes of a runtime that never ran: the C library runs a file the kernel refuses (wrong
+ * architecture) through /bin/sh, which exits 126 (cannot execute) or 127 (not found). Terraform and
+ * OpenTofu themselves exit 0, 1 or 2 only.
+ */
+const NOT_EXECUTED_EXITS: ReadonlySet<number> = new Set([126, 127]);
 
 /** Errnos of a runtime that cannot be executed: the image breaks the contract (docs/image-contract.md). */
 const IMAGE_LAYOUT_ERRNOS: ReadonlySet<string> = new Set([
@@ -174,7 +181,7 @@ export async function runOp(options: RunOptions, deps: RunDeps): Promise<RunnerR
       end.kind === 'signaled'
         ? `${step} was killed by ${end.signal}`
         : `${step} exited ${exit} without diagnostics`;
-    return { kind: 'failed', ui, fallback };
+    return { kind: 'failed', ui, fallback, ...(end.kind === 'exited' ? { exit: end.exit } : {}) };
   };
 
   /** Turns a step that did not succeed into the run's result. */
@@ -187,6 +194,14 @@ export async function runOp(options: RunOptions, deps: RunDeps): Promise<RunnerR
           ? failure('image-layout', step, `start runtime ${options.runtimePath}: ${run.code}`, extra)
           : failure('step', step, `start runtime ${options.runtimePath}: ${run.code}`, extra);
       case 'failed': {
+        if (run.ui.diagnostics.length === 0 && run.exit !== undefined && NOT_EXECUTED_EXITS.has(run.exit)) {
+          return failure(
+            'image-layout',
+            step,
+            `runtime ${options.runtimePath} could not be executed (exit ${run.exit})`,
+            extra,
+          );
+        }
         const lock = lockInfoFrom(run.ui.diagnostics);
         const summary = curateSummary(run.ui.diagnostics, run.fallback, redactor);
         return finish('failed', {
