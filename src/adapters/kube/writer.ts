@@ -83,6 +83,11 @@ export interface KubeWriter {
    * resourceVersion precondition.
    */
   patchStatus(kind: CustomKind, target: VersionedRef, status: Record<string, unknown>): Promise<CustomObject>;
+  /**
+   * Merge-patches `spec` of one of our objects under a resourceVersion precondition: only for the Cluster API
+   * contract fields the provider owns there (`controlPlaneEndpoint`, `providerID`, `providerIDList`).
+   */
+  patchSpec(kind: CustomKind, target: VersionedRef, spec: Record<string, unknown>): Promise<CustomObject>;
   /** Merge-patches labels, annotations or finalizers of one of our objects under a resourceVersion precondition. */
   patchCustomMetadata(kind: CustomKind, target: VersionedRef, patch: MetadataPatch): Promise<CustomObject>;
   /** Merge-patches a Job's labels or annotations (e.g. `captf.io/bookkept`) under a resourceVersion precondition. */
@@ -199,6 +204,27 @@ export class ApiKubeWriter implements KubeWriter {
           namespace: target.namespace,
           name: target.name,
           body: { metadata: { resourceVersion: target.resourceVersion }, status },
+          fieldManager: FIELD_MANAGER,
+        },
+        mergePatch(),
+      ),
+    );
+    return parseCustomObject(written, action);
+  }
+
+  async patchSpec(
+    kind: CustomKind,
+    target: VersionedRef,
+    spec: Record<string, unknown>,
+  ): Promise<CustomObject> {
+    const action = `patch ${kind} ${target.namespace}/${target.name} spec`;
+    const written: unknown = await writing(action, () =>
+      this.#apis.custom.patchNamespacedCustomObject(
+        {
+          ...CUSTOM_RESOURCES[kind],
+          namespace: target.namespace,
+          name: target.name,
+          body: { metadata: { resourceVersion: target.resourceVersion }, spec },
           fieldManager: FIELD_MANAGER,
         },
         mergePatch(),

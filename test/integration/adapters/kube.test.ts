@@ -284,6 +284,23 @@ describe('writes with resourceVersion preconditions', () => {
     expect(created.metadata.uid).toBe(cleared.metadata.uid);
   });
 
+  it('the Cluster API contract fields in spec are patched under the precondition; a stale one is Conflict', async () => {
+    const read = await adapter.reader.getCustomObject('TerraformMachine', namespace, 'm-a');
+    if (!read) throw new Error('m-a not found');
+    const target = { namespace, name: 'm-a', resourceVersion: read.metadata.resourceVersion };
+    const patched = await adapter.writer.patchSpec('TerraformMachine', target, {
+      providerID: 'captf://team-a/m-a',
+    });
+    expect(patched.spec).toMatchObject({
+      providerID: 'captf://team-a/m-a',
+      source: { image: 'registry.invalid/module:1' },
+    });
+    const stale = await rejectionOf(
+      adapter.writer.patchSpec('TerraformMachine', target, { providerID: 'other' }),
+    );
+    expect(stale.code).toBe('Conflict');
+  });
+
   it('a Job is marked bookkept under the precondition; a stale mark is Conflict', async () => {
     const job = await adapter.writer.createJob(jobNamed('to-bookkeep'));
     const resourceVersion = job.metadata?.resourceVersion ?? '';
