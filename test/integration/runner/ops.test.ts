@@ -194,7 +194,8 @@ describe('image layout (docs/image-contract.md)', () => {
     const run = await runRunner({ flags: ['--op=drift'], module: 'machine', runtime, config: {} });
     expect(run.exitCode).toBe(1);
     expect(run.result.error).toMatchObject({ kind: 'image-layout', step: 'init' });
-    expect(run.result.error?.summary).toMatch(/could not be executed \(exit 12[67]\)$|: ENOEXEC$/);
+    // The C library hands the refused file to /bin/sh (this machine has one), which exits 126 or 127.
+    expect(run.result.error?.summary).toMatch(/could not be executed \(exit 12[67]\)$/);
   });
 });
 
