@@ -77,8 +77,9 @@ export function targetOf(subject: EventSubject): EventTarget {
       reason: 'OwnerReference',
     };
   }
-  // A Pod or per-run Secret owned by a Job carries our labels only through its Job; read it live.
-  if (subject.labels[MANAGED_LABEL] === 'true') {
+  // A Pod or per-run Secret owned by a Job carries our labels only through its Job, and a TerraformPlan names
+  // its target in spec.targetRef: read them live.
+  if (subject.labels[MANAGED_LABEL] === 'true' || owned === 'TerraformPlan') {
     return {
       kind: 'lookup',
       owned: { kind: owned, namespace: subject.namespace, name: subject.name },

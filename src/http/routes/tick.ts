@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { runTick } from '../../schedule/tick.ts';
 import { formatIssues } from '../../schemas/cloudevents.ts';
 import { TickBodySchema } from '../../schemas/http.ts';
@@ -8,6 +8,9 @@ import { AppError } from '../errors.ts';
 import type { InFlight } from '../in-flight.ts';
 import { acceptRawText } from '../raw-body.ts';
 
+/** The CloudEvent type a Knative PingSource (and a serverless.yml `cron` event) sends. */
+export const PING_EVENT_TYPE = 'dev.knative.sources.ping';
+
 /**
  * `POST /tick` (DESIGN.md section 8): the timer's call (PingSource or any scheduler). Runs due requeues
  * within the budget, then the sweep when due; answers counts only.
@@ -16,7 +19,7 @@ export function tickRoutes(deps: AppDeps, inFlight: InFlight): FastifyPluginAsyn
   return async (app) => {
     acceptRawText(app, deps.config.bodyLimitBytes);
     app.addHook('onRequest', bearerAuthHook(deps.config.auth));
-    app.post('/tick', async (request, reply) => {
+    const tick = async (request: FastifyRequest, reply: FastifyReply) => {
       const text = typeof request.body === 'string' ? request.body.trim() : '';
       let body: unknown;
       try {
@@ -41,6 +44,18 @@ export function tickRoutes(deps: AppDeps, inFlight: InFlight): FastifyPluginAsyn
       );
       request.log.info({ tick: report }, 'tick done');
       return reply.code(200).send(report);
+    };
+    app.post('/tick', tick);
+    // Function platforms' cron triggers (serverless.yml `cron` events) can only call the service root with
+    // a PingSource CloudEvent; anything else at the root is a wrong address, not a tick.
+    app.post('/', async (request, reply) => {
+      if (request.headers['ce-type'] !== PING_EVENT_TYPE) {
+        throw new AppError(
+          'route-not-found',
+          `route POST /: only ${PING_EVENT_TYPE} events; send API server events to /events and ticks to /tick`,
+        );
+      }
+      return tick(request, reply);
     });
   };
 }

@@ -258,3 +258,31 @@ describe('sweep', () => {
     expect(l.released).toBe(1);
   });
 });
+
+describe('POST / (cron triggers of function platforms)', () => {
+  it('a PingSource event at the root runs a tick', async () => {
+    const t = testApp();
+    await t.schedule.add(c('a'), T0 - 1);
+    const response = await t.app.inject({
+      method: 'POST',
+      url: '/',
+      headers: {
+        ...auth,
+        'ce-type': 'dev.knative.sources.ping',
+        'ce-specversion': '1.0',
+        'content-type': 'application/json',
+      },
+      payload: '{}',
+    });
+    expect(response.statusCode).toBe(200);
+    expect(response.json().completed).toBe(1);
+  });
+
+  it('anything else at the root is 404 with the right addresses in the message', async () => {
+    const t = testApp();
+    const response = await t.app.inject({ method: 'POST', url: '/', headers: auth, payload: '{}' });
+    expect(response.statusCode).toBe(404);
+    expect(response.json().error.message).toContain('/events');
+    expect(t.calls).toEqual([]);
+  });
+});

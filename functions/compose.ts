@@ -1,0 +1,292 @@
+import { hostname } from 'node:os';
+import type { V1Job, V1ObjectMeta } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { Clock } from '../src/adapters/clock.ts';
+import type { KubeAdapter } from '../src/adapters/kube/adapter.ts';
+import { KUBE_ERROR_TABLE, KubeError } from '../src/adapters/kube/errors.ts';
+import type { RedisAdapter } from '../src/adapters/redis/adapter.ts';
+import type { Unknown } from '../src/adapters/redis/unknown.ts';
+import type { Config } from '../src/config.ts';
+import { ANNOTATIONS, LABELS } from '../src/core/job-labels.ts';
+import type { AppDeps, EventDedupe, OwnerLookup, OwnerResolver, ReadinessProbe } from '../src/http/deps.ts';
+import { UnavailableError } from '../src/http/errors.ts';
+import { createRedisFleetStore } from '../src/metrics/redis-fleet-store.ts';
+import { createMetrics } from '../src/metrics/registry.ts';
+import type { RequeueSchedule, SingleHolderLease } from '../src/schedule/ports.ts';
+import { runSweepIfDue, type SweepListers, type SweptJob } from '../src/schedule/sweep.ts';
+import { OBJECT_KINDS, type ObjectKind, type ObjectRef, type ReconcileStep } from '../src/step/contract.ts';
+
+/**
+ * The composition root of the handlers: turns the Redis and Kubernetes adapters into the small ports the
+ * HTTP layer and the sweep use (src/http/deps.ts, src/schedule/ports.ts), translating the adapters'
+ * `unknown` outcomes and outage errors into UnavailableError so the edge answers 503/429, never 500.
+ */
+
+/** Dedupe markers live an hour: longer than any relay replay storm. */
+const DEDUPE_TTL_SECONDS = 3600;
+const PER_RUN_SECRET_PREFIX = 'captf-run-';
+
+export interface ComposeInput {
+  config: Config;
+  logger: Logger;
+  redis: RedisAdapter;
+  kube: KubeAdapter;
+  step: ReconcileStep;
+  clock: Clock;
+}
+
+/** Builds the app's dependencies. */
+export function composeAppDeps(input: ComposeInput): AppDeps {
+  const { config, logger, redis, kube, clock } = input;
+  const schedule = scheduleOf(redis, clock);
+  const metrics = createMetrics(createRedisFleetStore(redis.client, config.keyPrefix), (error) =>
+    logger.warn({ err: error }, 'metrics: fleet store unreachable'),
+  );
+  const sweepLease = namedLease(redis, 'sweep');
+  const listers = sweepListersOf(kube);
+  const holder = `${hostname()}-${process.pid}`;
+  return {
+    config,
+    logger,
+    step: input.step,
+    schedule,
+    dedupe: dedupeOf(redis),
+    owners: ownerResolverOf(kube),
+    readiness: readinessOf(redis, kube),
+    metrics,
+    sweep: (_nowMs) =>
+      runSweepIfDue({
+        lease: sweepLease,
+        holder,
+        listers,
+        step: input.step,
+        schedule,
+        clock: clock.nowMs,
+        logger,
+        periodMs: config.syncPeriodSeconds * 1000,
+        concurrency: config.tickConcurrency,
+      }),
+    clock: clock.nowMs,
+  };
+}
+
+function redisDown(what: string, unknown: Unknown): UnavailableError {
+  return new UnavailableError('redis', `${what}: ${unknown.cause.message}`, { cause: unknown.cause });
+}
+
+/** Runs a Kubernetes read; an outage (timeout, 5xx, 429, transport) becomes UnavailableError. */
+async function kubeRead<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (error instanceof KubeError && KUBE_ERROR_TABLE[error.code].outage) {
+      throw new UnavailableError('api-server', error.message, {
+        cause: error,
+        throttled: error.code === 'TooManyRequests',
+      });
+    }
+    throw error;
+  }
+}
+
+/** The member string of the schedule (DESIGN.md section 8): `kind/namespace/name`. */
+function memberOf(ref: ObjectRef): string {
+  return `${ref.kind}/${ref.namespace}/${ref.name}`;
+}
+
+function refOfMember(member: string): ObjectRef | undefined {
+  const [kind, namespace, name] = member.split('/');
+  return isObjectKind(kind) && namespace && name ? { kind, namespace, name } : undefined;
+}
+
+function isObjectKind(kind: string | undefined): kind is ObjectKind {
+  return (OBJECT_KINDS as readonly string[]).includes(kind ?? '');
+}
+
+/** The schedule port over the adapter, which counts delays on the Redis server's clock. */
+function scheduleOf(redis: RedisAdapter, clock: Clock): RequeueSchedule {
+  return {
+    async add(ref, dueAtMs) {
+      const answer = await redis.schedule.add(memberOf(ref), dueAtMs - clock.nowMs());
+      if (answer.kind === 'unknown') throw redisDown('schedule requeue', answer);
+    },
+    async claimDue(_nowMs, limit, visibilityMs) {
+      const answer = await redis.schedule.claimDue(limit, visibilityMs);
+      if (answer.unknown !== undefined && answer.claims.length === 0)
+        throw redisDown('claim requeues', answer.unknown);
+      return answer.claims.flatMap((claim) => {
+        const ref = refOfMember(claim.member);
+        return ref === undefined ? [] : [{ ref, token: String(claim.claimScore) }];
+      });
+    },
+    async complete(claim, nextDueAtMs) {
+      const answer = await redis.schedule.ack(
+        { member: memberOf(claim.ref), claimScore: Number(claim.token) },
+        nextDueAtMs === undefined ? undefined : nextDueAtMs - clock.nowMs(),
+      );
+      if (answer.kind === 'unknown') throw redisDown('acknowledge requeue', answer);
+    },
+  };
+}
+
+function dedupeOf(redis: RedisAdapter): EventDedupe {
+  return {
+    async seen(event) {
+      try {
+        return (await redis.client.exists(redis.keys.seen(event.uid, event.resourceVersion))) === 1;
+      } catch (error) {
+        throw new UnavailableError('redis', 'check event seen', { cause: error });
+      }
+    },
+    async remember(event) {
+      const answer = await redis.markEventSeen(event, DEDUPE_TTL_SECONDS);
+      if (answer.kind === 'unknown') throw redisDown('remember event', answer);
+    },
+  };
+}
+
+/** A named single-holder lease over the adapter's token leases. */
+export function namedLease(redis: RedisAdapter, name: string): SingleHolderLease {
+  const seconds = (ttlMs: number) => Math.max(1, Math.ceil(ttlMs / 1000));
+  return {
+    async tryAcquire(holder, ttlMs) {
+      return (await redis.takeLease(name, holder, seconds(ttlMs))).kind === 'acquired';
+    },
+    async renew(holder, ttlMs) {
+      return (await redis.renewLease(name, holder, seconds(ttlMs))).kind === 'renewed';
+    },
+    async release(holder) {
+      await redis.releaseLease(name, holder);
+    },
+  };
+}
+
+function ownerFromLabels(meta: V1ObjectMeta | undefined): ObjectRef | undefined {
+  const kind = meta?.labels?.[LABELS.ownerKind];
+  const name = meta?.labels?.[LABELS.ownerName];
+  return isObjectKind(kind) && name && meta?.namespace
+    ? { kind, namespace: meta.namespace, name }
+    : undefined;
+}
+
+function jobOwner(job: V1Job | undefined): OwnerLookup {
+  if (job === undefined) return { found: false, reason: 'ObjectGone' };
+  const ref = ownerFromLabels(job.metadata);
+  return ref === undefined ? { found: false, reason: 'NotManaged' } : { found: true, ref };
+}
+
+/** Owner lookups by live reads (DESIGN.md section 13): labels first, then the owning Job or plan target. */
+function ownerResolverOf(kube: KubeAdapter): OwnerResolver {
+  const { reader } = kube;
+  const viaOwningJob = async (meta: V1ObjectMeta | undefined, namespace: string): Promise<OwnerLookup> => {
+    const direct = ownerFromLabels(meta);
+    if (direct !== undefined) return { found: true, ref: direct };
+    const jobName =
+      meta?.ownerReferences?.find((ref) => ref.kind === 'Job')?.name ?? meta?.labels?.['job-name'];
+    if (jobName === undefined) return { found: false, reason: 'NotManaged' };
+    return jobOwner(await kubeRead(() => reader.getJob(namespace, jobName)));
+  };
+  return {
+    async resolve(owned) {
+      switch (owned.kind) {
+        case 'Job':
+          return jobOwner(await kubeRead(() => reader.getJob(owned.namespace, owned.name)));
+        case 'Pod': {
+          const pod = await kubeRead(() => reader.getPod(owned.namespace, owned.name));
+          return pod === undefined
+            ? { found: false, reason: 'ObjectGone' }
+            : viaOwningJob(pod.metadata, owned.namespace);
+        }
+        case 'Secret': {
+          const secret = await kubeRead(() => reader.getSecret(owned.namespace, owned.name));
+          return secret === undefined
+            ? { found: false, reason: 'ObjectGone' }
+            : viaOwningJob(secret.metadata, owned.namespace);
+        }
+        case 'TerraformPlan': {
+          const plan = await kubeRead(() =>
+            reader.getCustomObject('TerraformPlan', owned.namespace, owned.name),
+          );
+          if (plan === undefined) return { found: false, reason: 'ObjectGone' };
+          const target = (plan.spec as { targetRef?: { kind?: string; name?: string } } | undefined)
+            ?.targetRef;
+          return isObjectKind(target?.kind) && target.name
+            ? { found: true, ref: { kind: target.kind, namespace: owned.namespace, name: target.name } }
+            : { found: false, reason: 'OwnerNotOurs' };
+        }
+      }
+    },
+  };
+}
+
+function isFinished(job: V1Job): boolean {
+  return (job.status?.conditions ?? []).some(
+    (c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True',
+  );
+}
+
+/** The sweep's live reads and its one delete. */
+function sweepListersOf(kube: KubeAdapter): SweepListers {
+  const { reader, writer } = kube;
+  const managed = { labelSelector: { [LABELS.managed]: 'true' } };
+  return {
+    async listObjects() {
+      const lists = await Promise.all(
+        OBJECT_KINDS.map((kind) => kubeRead(() => reader.listCustomObjects(kind))),
+      );
+      return lists.flatMap((objects, index) =>
+        objects.flatMap((object) => {
+          const kind = OBJECT_KINDS[index];
+          return kind !== undefined && object.metadata.namespace
+            ? [{ kind, namespace: object.metadata.namespace, name: object.metadata.name }]
+            : [];
+        }),
+      );
+    },
+    async listJobs() {
+      const jobs = await kubeRead(() => reader.listJobs(managed));
+      return jobs.map(
+        (job): SweptJob => ({
+          namespace: job.metadata?.namespace ?? '',
+          name: job.metadata?.name ?? '',
+          owner: ownerFromLabels(job.metadata),
+          finished: isFinished(job),
+          bookkept: job.metadata?.annotations?.[ANNOTATIONS.bookkept] !== undefined,
+        }),
+      );
+    },
+    async listRunSecrets() {
+      const secrets = await kubeRead(() => reader.listSecrets(managed));
+      return secrets.flatMap((secret) => {
+        const name = secret.metadata?.name ?? '';
+        const namespace = secret.metadata?.namespace ?? '';
+        if (!name.startsWith(PER_RUN_SECRET_PREFIX) || namespace === '') return [];
+        const jobName = secret.metadata?.ownerReferences?.find((ref) => ref.kind === 'Job')?.name;
+        return [{ namespace, name, jobName: jobName ?? name.slice(PER_RUN_SECRET_PREFIX.length) }];
+      });
+    },
+    async deleteRunSecret(secret) {
+      await kubeRead(() => writer.deleteSecret(secret.namespace, secret.name));
+    },
+  };
+}
+
+/** `/readyz`: a Redis PING and a cheap API server read; never throws. */
+function readinessOf(redis: RedisAdapter, kube: KubeAdapter): ReadinessProbe {
+  return async () => {
+    const pong = await redis.ping();
+    let apiServer: { ok: true } | { ok: false; message: string } = { ok: true };
+    try {
+      await kube.reader.getJob('default', 'captf-readyz-probe');
+    } catch (error) {
+      apiServer = {
+        ok: false,
+        message: error instanceof Error ? error.message.slice(0, 200) : 'unreachable',
+      };
+    }
+    return {
+      redis: pong.kind === 'pong' ? { ok: true } : { ok: false, message: pong.cause.message.slice(0, 200) },
+      apiServer,
+    };
+  };
+}
