@@ -87,12 +87,12 @@ function latest(...values: (number | undefined)[]): number | undefined {
   return defined.length === 0 ? undefined : Math.max(...defined);
 }
 
-/** When the next refresh is due (ms), jittered; undefined when no refresh is configured. */
+/** When the next refresh is due (whole ms), jittered; undefined when no refresh is configured. */
 export function refreshDueMs(input: DecideInput): number | undefined {
   if (input.refreshInterval === undefined) return undefined;
   const base = latest(timeMs(input.lastSuccess?.refresh), timeMs(input.lastSuccess?.apply));
   if (base === undefined) return undefined;
-  return base + jittered(parseDurationSeconds(input.refreshInterval), input.uid) * 1000;
+  return base + Math.ceil(jittered(parseDurationSeconds(input.refreshInterval), input.uid) * 1000);
 }
 
 /**
@@ -116,7 +116,7 @@ export function driftDueMs(input: DecideInput): number | undefined {
     }
   }
   const interval = input.driftCheck.interval ?? DEFAULT_DRIFT_INTERVAL;
-  return base + jittered(parseDurationSeconds(interval), input.uid) * 1000;
+  return base + Math.ceil(jittered(parseDurationSeconds(interval), input.uid) * 1000);
 }
 
 /** Nothing is left to destroy: nothing ever ran, or the newest destroy succeeded after the newest apply. */

@@ -1,0 +1,113 @@
+import type { Evidence } from '../../../src/core/classify.ts';
+import type { JobRecord } from '../../../src/core/job-record.ts';
+import type { JobView, PodView } from '../../../src/core/views.ts';
+import type { Op, RunnerResult } from '../../../src/schemas/result.ts';
+
+/** Builders of the views the core reads, for table tests with a fixed clock. */
+
+/** The fixed clock of every core test. */
+export const T0 = new Date('2026-11-29T12:00:00.000Z');
+
+/** `T0 + seconds`. */
+export function at(seconds: number): Date {
+  return new Date(T0.getTime() + seconds * 1000);
+}
+
+/** `T0 + seconds`, as RFC 3339 text. */
+export function iso(seconds: number): string {
+  return at(seconds).toISOString();
+}
+
+let counter = 0;
+
+/** A finished, bookkept Job record of `op` with `outcome`, finished at `T0 + finishedAt` seconds. */
+export function record(
+  op: Op,
+  outcome: Evidence,
+  finishedAt: number,
+  extra: Partial<JobRecord> = {},
+): JobRecord {
+  counter += 1;
+  return {
+    name: `captf-m-m-a-${op}-a${counter}-000000`,
+    op,
+    attempt: counter,
+    inputsHash: 'h1',
+    createdAtMs: at(finishedAt - 60).getTime(),
+    finished: true,
+    finishedAtMs: at(finishedAt).getTime(),
+    bookkept: true,
+    outcome,
+    deleting: false,
+    ...extra,
+  };
+}
+
+/** A valid runner result document. */
+export function result(fields: Partial<RunnerResult> & Pick<RunnerResult, 'op' | 'result'>): RunnerResult {
+  return { version: 1, steps: [], ...fields };
+}
+
+/** A Job with the given conditions (`[type, reason]`, status True). */
+export function job(
+  conditions: [string, string?][],
+  extra: { succeeded?: number; completionTime?: string } = {},
+): JobView {
+  return {
+    metadata: { name: 'J1', creationTimestamp: iso(0) },
+    spec: { activeDeadlineSeconds: 3600 },
+    status: {
+      startTime: iso(0),
+      conditions: conditions.map(([type, reason]) => ({
+        type,
+        status: 'True',
+        ...(reason ? { reason } : {}),
+        lastTransitionTime: iso(400),
+      })),
+      ...extra,
+    },
+  };
+}
+
+/** How the `source` container of a pod ended (or is stuck). */
+export interface SourceState {
+  exitCode?: number;
+  reason?: string;
+  message?: string;
+  waiting?: string;
+  running?: boolean;
+}
+
+/** A pod named `name`, created `createdAt` seconds after T0, whose `source` container is in `state`. */
+export function pod(
+  name: string,
+  state: SourceState | 'no-status',
+  extra: { createdAt?: number; phase?: string; podReason?: string; disrupted?: boolean } = {},
+): PodView {
+  const containerState =
+    state === 'no-status'
+      ? undefined
+      : state.waiting
+        ? { waiting: { reason: state.waiting } }
+        : state.running
+          ? { running: { startedAt: iso(1) } }
+          : {
+              terminated: {
+                exitCode: state.exitCode ?? 0,
+                ...(state.reason ? { reason: state.reason } : {}),
+                ...(state.message !== undefined ? { message: state.message } : {}),
+                finishedAt: iso(400),
+              },
+            };
+  return {
+    metadata: { name, creationTimestamp: iso(extra.createdAt ?? 0) },
+    status: {
+      phase: extra.phase ?? 'Failed',
+      ...(extra.podReason ? { reason: extra.podReason } : {}),
+      ...(extra.disrupted
+        ? { conditions: [{ type: 'DisruptionTarget', status: 'True', reason: 'EvictionByEvictionAPI' }] }
+        : {}),
+      containerStatuses: containerState ? [{ name: 'source', state: containerState }] : [],
+    },
+  };
+}

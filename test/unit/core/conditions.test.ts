@@ -1,0 +1,182 @@
+import { describe, expect, it } from 'vitest';
+import { classifyJob } from '../../../src/core/classify.ts';
+import {
+  conditionsAfterRun,
+  conditionsForWait,
+  conditionTransitions,
+  findCondition,
+  setCondition,
+} from '../../../src/core/conditions.ts';
+import { waitFor } from '../../../src/core/gates.ts';
+import type { Condition } from '../../../src/schemas/kinds/condition.ts';
+import { at, job, pod, result, T0 } from './builders.ts';
+
+const writeAt = (seconds: number) => ({ now: at(seconds), generation: 7 });
+const notDeleting = { provisioned: true, deleting: false };
+
+function run(op: 'apply' | 'drift', text: string, exitCode = 0) {
+  return classifyJob({
+    op,
+    job: job([[exitCode === 0 ? 'Complete' : 'Failed']]),
+    pods: [pod('p1', { exitCode, message: text })],
+    now: T0,
+  });
+}
+
+describe('setCondition', () => {
+  it('lastTransitionTime changes only when the status changes; observedGeneration always follows the write', () => {
+    const first = setCondition(
+      [],
+      { type: 'Ready', status: 'True', reason: 'Provisioned', message: 'm' },
+      writeAt(0),
+    );
+    const same = setCondition(
+      first,
+      { type: 'Ready', status: 'True', reason: 'Provisioned', message: 'other' },
+      { now: at(100), generation: 8 },
+    );
+    expect(same[0]).toMatchObject({
+      lastTransitionTime: at(0).toISOString(),
+      observedGeneration: 8,
+      message: 'other',
+    });
+    const flipped = setCondition(
+      same,
+      { type: 'Ready', status: 'False', reason: 'ApplyFailed', message: 'm' },
+      writeAt(200),
+    );
+    expect(flipped[0]?.lastTransitionTime).toBe(at(200).toISOString());
+    expect(first[0]?.message).toBe('m');
+  });
+});
+
+describe('conditionsAfterRun: DESIGN.md section 7', () => {
+  it('a successful apply: ApplyJobSucceeded True, Ready True', () => {
+    const next = conditionsAfterRun(
+      [],
+      run('apply', JSON.stringify(result({ op: 'apply', result: 'succeeded' }))),
+      notDeleting,
+      writeAt(0),
+    );
+    expect(findCondition(next, 'ApplyJobSucceeded')).toMatchObject({
+      status: 'True',
+      reason: 'ApplySucceeded',
+    });
+    expect(findCondition(next, 'Ready')).toMatchObject({ status: 'True', reason: 'Provisioned' });
+  });
+
+  it('a failed apply: ApplyJobSucceeded False and Ready False with the failure reason and summary', () => {
+    const text = JSON.stringify(
+      result({ op: 'apply', result: 'failed', error: { kind: 'step', step: 'apply', summary: 'quota' } }),
+    );
+    const next = conditionsAfterRun([], run('apply', text, 1), notDeleting, writeAt(0));
+    expect(findCondition(next, 'ApplyJobSucceeded')).toMatchObject({
+      status: 'False',
+      reason: 'ApplyFailed',
+      message: 'apply failed: quota',
+    });
+    expect(findCondition(next, 'Ready')).toMatchObject({ status: 'False', reason: 'ApplyFailed' });
+  });
+
+  it('C12c: a drift check with changes: DriftJobSucceeded True and DriftDetected True, never a failure', () => {
+    const text = JSON.stringify(result({ op: 'drift', result: 'succeeded', drift: { detected: true } }));
+    const next = conditionsAfterRun([], run('drift', text), notDeleting, writeAt(0));
+    expect(findCondition(next, 'DriftJobSucceeded')).toMatchObject({
+      status: 'True',
+      reason: 'DriftChecked',
+    });
+    expect(findCondition(next, 'DriftDetected')).toMatchObject({ status: 'True', reason: 'DriftDetected' });
+    expect(findCondition(next, 'Ready')?.status).toBe('True');
+  });
+
+  it('a successful apply resolves detected drift', () => {
+    const drifted = conditionsAfterRun(
+      [],
+      run('drift', JSON.stringify(result({ op: 'drift', result: 'succeeded', drift: { detected: true } }))),
+      notDeleting,
+      writeAt(0),
+    );
+    const next = conditionsAfterRun(
+      drifted,
+      run('apply', JSON.stringify(result({ op: 'apply', result: 'succeeded' }))),
+      notDeleting,
+      writeAt(60),
+    );
+    expect(findCondition(next, 'DriftDetected')).toMatchObject({ status: 'False', reason: 'DriftResolved' });
+  });
+
+  it('deleting: Ready False (Deleting)', () => {
+    const next = conditionsAfterRun(
+      [],
+      run('apply', JSON.stringify(result({ op: 'apply', result: 'succeeded' }))),
+      { provisioned: true, deleting: true },
+      writeAt(0),
+    );
+    expect(findCondition(next, 'Ready')).toMatchObject({ status: 'False', reason: 'Deleting' });
+  });
+});
+
+describe('conditionsForWait: DESIGN.md section 6', () => {
+  const wait = (reason: 'WaitingForJobSlot' | 'Backoff') =>
+    waitFor(reason, {
+      now: T0,
+      uid: 'u',
+      op: 'apply',
+      message: 'slots full',
+      ...(reason === 'Backoff' ? { untilMs: at(60).getTime() } : {}),
+    });
+
+  it('a wait is Unknown, never False, with the wait reason', () => {
+    const next = conditionsForWait(
+      [],
+      wait('WaitingForJobSlot'),
+      { provisioned: false, deleting: false },
+      writeAt(0),
+    );
+    expect(findCondition(next, 'ApplyJobSucceeded')).toMatchObject({
+      status: 'Unknown',
+      reason: 'WaitingForJobSlot',
+    });
+    expect(findCondition(next, 'Ready')).toMatchObject({ status: 'Unknown', reason: 'WaitingForJobSlot' });
+  });
+
+  it('a backoff keeps the failure that earned it visible', () => {
+    const failed: Condition[] = setCondition(
+      [],
+      { type: 'ApplyJobSucceeded', status: 'False', reason: 'ApplyFailed', message: 'm' },
+      writeAt(0),
+    );
+    const next = conditionsForWait(
+      failed,
+      wait('Backoff'),
+      { provisioned: false, deleting: false },
+      writeAt(10),
+    );
+    expect(findCondition(next, 'ApplyJobSucceeded')).toMatchObject({
+      status: 'False',
+      reason: 'ApplyFailed',
+    });
+  });
+});
+
+describe('conditionTransitions', () => {
+  it('names only the conditions whose status changed (one Event per transition)', () => {
+    const before = setCondition(
+      [],
+      { type: 'Ready', status: 'True', reason: 'Provisioned', message: 'm' },
+      writeAt(0),
+    );
+    const same = setCondition(
+      before,
+      { type: 'Ready', status: 'True', reason: 'Provisioned', message: 'n' },
+      writeAt(5),
+    );
+    expect(conditionTransitions(before, same)).toEqual([]);
+    const drift = setCondition(
+      same,
+      { type: 'DriftDetected', status: 'True', reason: 'DriftDetected', message: 'm' },
+      writeAt(5),
+    );
+    expect(conditionTransitions(before, drift).map((c) => c.type)).toEqual(['DriftDetected']);
+  });
+});

@@ -1,0 +1,146 @@
+import { describe, expect, it } from 'vitest';
+import { buildJobManifest, type JobManifestInput } from '../../../src/core/job-manifest.ts';
+import { buildRunConfig, buildRunSecret } from '../../../src/core/run-secret-manifest.ts';
+import { resolveJobsPolicy } from '../../../src/schemas/kinds/jobs-policy.ts';
+import { parseRunConfig } from '../../../src/schemas/run-config.ts';
+
+const input: JobManifestInput = {
+  owner: {
+    apiVersion: 'infrastructure.cluster.x-k8s.io/v1alpha1',
+    kind: 'TerraformMachine',
+    name: 'm-a',
+    namespace: 'team-a',
+    uid: 'uid-1',
+    generation: 4,
+    clusterName: 'demo',
+  },
+  name: 'captf-m-m-a-apply-a2-abcdef',
+  op: 'apply',
+  attempt: 2,
+  inputsHash: 'h1',
+  image: 'registry.example.com/m:1',
+  runnerImage: 'registry.example.com/captf-runner:0.1.0',
+  policy: resolveJobsPolicy({ env: [{ name: 'HTTPS_PROXY', value: 'p' }] }),
+};
+
+describe('buildJobManifest: DESIGN.md section 9', () => {
+  const manifest = buildJobManifest(input);
+  const pod = manifest.spec.template.spec;
+
+  it('S9.labels carries the seven labels on the Job and its pods, and the owner reference', () => {
+    const labels = {
+      'captf.io/managed': 'true',
+      'captf.io/owner-kind': 'TerraformMachine',
+      'captf.io/owner-name': 'm-a',
+      'captf.io/owner-uid': 'uid-1',
+      'captf.io/op': 'apply',
+      'captf.io/attempt': '2',
+      'cluster.x-k8s.io/cluster-name': 'demo',
+    };
+    expect(manifest.metadata.labels).toEqual(labels);
+    expect(manifest.spec.template.metadata.labels).toEqual(labels);
+    expect(manifest.metadata.ownerReferences).toEqual([
+      {
+        apiVersion: input.owner.apiVersion,
+        kind: 'TerraformMachine',
+        name: 'm-a',
+        uid: 'uid-1',
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ]);
+    expect(manifest.metadata.annotations).toEqual({
+      'captf.io/inputs-hash': 'h1',
+      'captf.io/generation': '4',
+    });
+  });
+
+  it('S9.shape backoffLimit 0, restartPolicy Never, no TTL, deadline from the spec, grace 600', () => {
+    expect(manifest.spec).toMatchObject({ backoffLimit: 0, activeDeadlineSeconds: 3600 });
+    expect(manifest.spec).not.toHaveProperty('ttlSecondsAfterFinished');
+    expect(pod).toMatchObject({ restartPolicy: 'Never', terminationGracePeriodSeconds: 600 });
+  });
+
+  it('S9.containers: init `runner` copies into /captf/bin; `source` runs the runner with --op; termination messages from File', () => {
+    expect(pod.initContainers).toEqual([
+      expect.objectContaining({
+        name: 'runner',
+        image: input.runnerImage,
+        args: ['copy', '/captf/bin'],
+        terminationMessagePolicy: 'File',
+      }),
+    ]);
+    const [source] = pod.containers;
+    expect(source).toMatchObject({ name: 'source', image: input.image, terminationMessagePolicy: 'File' });
+    expect([...(source?.command ?? []), ...(source?.args ?? [])].join(' ')).toContain(
+      '/captf/bin/runner run --op=apply',
+    );
+    expect(source?.env).toEqual([{ name: 'HTTPS_PROXY', value: 'p' }]);
+  });
+
+  it('S9.secret mounts the per-run Secret read-only at /captf/config', () => {
+    expect(pod.volumes).toContainEqual({
+      name: 'captf-config',
+      secret: { secretName: `captf-run-${input.name}`, defaultMode: 0o400 },
+    });
+    expect(pod.containers[0]?.volumeMounts).toContainEqual({
+      name: 'captf-config',
+      mountPath: '/captf/config',
+      readOnly: true,
+    });
+  });
+
+  it('S2.resources default requests 250m / 512Mi, memory limit 2Gi, no CPU limit', () => {
+    expect(pod.containers[0]?.resources).toEqual({
+      requests: { cpu: '250m', memory: '512Mi' },
+      limits: { memory: '2Gi' },
+    });
+  });
+
+  it('is deterministic (a retry after a crash rebuilds the same Job)', () => {
+    expect(buildJobManifest(input)).toEqual(manifest);
+  });
+});
+
+describe('buildRunConfig and buildRunSecret', () => {
+  const config = buildRunConfig({
+    namespace: 'team-a',
+    uid: 'uid-1',
+    variables: { size: 'small', token: 'overridden' },
+    secretVariables: { token: 'tok-123-canary' },
+    backend: undefined,
+    backendSecretData: {},
+    lockTimeoutSeconds: 300,
+    applyPolicy: 'Automatic',
+    expectedPlanDigest: `sha256:${'a'.repeat(64)}`,
+    planHmacKey: 'k'.repeat(32),
+  });
+
+  it('the run config parses with the runner schema; Secret variables win and are marked secret', () => {
+    const parsed = parseRunConfig(JSON.stringify(config));
+    expect(parsed.ok).toBe(true);
+    expect(config.variables).toEqual({ size: 'small', token: 'tok-123-canary' });
+    expect(config.secretInputs).toEqual(['token']);
+  });
+
+  it('the default backend is kubernetes with the object UID as state suffix', () => {
+    expect(config.backend).toEqual({
+      type: 'kubernetes',
+      config: { secret_suffix: 'uid-1', namespace: 'team-a', in_cluster_config: true },
+      secretKeys: [],
+    });
+  });
+
+  it('the per-run Secret is owned by its Job and carries its labels', () => {
+    const secret = buildRunSecret({
+      job: { name: 'J1', namespace: 'team-a', uid: 'job-uid', labels: { a: 'b' } },
+      config,
+    });
+    expect(secret.metadata).toMatchObject({
+      name: 'captf-run-J1',
+      labels: { a: 'b' },
+      ownerReferences: [{ kind: 'Job', uid: 'job-uid' }],
+    });
+    expect(Object.keys(secret.stringData)).toEqual(['run.json']);
+  });
+});
