@@ -108,7 +108,13 @@ describe('runner ops (DESIGN.md section 10)', () => {
 
 describe('a failing module: kind step, the right step, a curated summary, no secret anywhere (C15)', () => {
   const CANARY = 'tok-123-canary';
-  const rows = [
+  const rows: {
+    id: string;
+    name: string;
+    variables: Record<string, string | number>;
+    summary: RegExp;
+    quoted: boolean;
+  }[] = [
     {
       id: 'validation',
       name: 'a variable validation rule quoting the secret rejects it at plan',
