@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -38,8 +38,8 @@ export interface LocalNodeOptions {
   /** Registry host that maps to the image dirs; default `captf.local`. */
   registry?: string;
   /**
-   * Host tools images may link to, by name. Defaults: `runner` (a launcher of this repository's
-   * src/runner/main.ts) and `tofu` (the pinned OpenTofu from `~/.cache/captf/bin`, when built).
+   * Host tools images may link to, by name; merged over the defaults `runner` (dist/runner/runner) and
+   * `tofu` (the pinned OpenTofu in `~/.cache/captf/bin`), each when built.
    */
   tools?: Record<string, string>;
   /** Where pod work directories live; default a fresh temp directory. */
@@ -61,8 +61,11 @@ export interface LocalNodeOptions {
 export interface LocalNode {
   nodeName: string;
   stateDir: string;
-  /** Stops watching and heartbeats and kills every container process; with `unregisterOnStop`, deletes the Node. */
-  stop(): Promise<void>;
+  /**
+   * Stops watching and heartbeats and kills every container process without reporting (as a node that
+   * goes away does); deletes the Node when `unregister` (default: the `unregisterOnStop` option).
+   */
+  stop(options?: { unregister?: boolean }): Promise<void>;
 }
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -76,21 +79,20 @@ const kubeletVersionOf = (): string => {
   }
 };
 
-function defaultTools(stateDir: string): Record<string, string> {
-  const toolsDir = join(stateDir, 'tools');
-  mkdirSync(toolsDir, { recursive: true });
-  const runner = join(toolsDir, 'runner');
-  // The runner image's entrypoint: this repository's runner on the Node.js that runs the node.
-  writeFileSync(
-    runner,
-    `#!/bin/sh\nexec '${process.execPath}' '${join(repoRoot, 'src', 'runner', 'main.ts')}' "$@"\n`,
-  );
-  chmodSync(runner, 0o755);
-  const tools: Record<string, string> = { runner };
+/**
+ * The host tools images link to: `runner`, the runner's single executable (`npm run build:runner` writes
+ * dist/runner/runner; `runner copy` works only from it), and `tofu`, the pinned OpenTofu. A tool that is
+ * not built is left out: an image linking it then fails to pull with a message naming the tool.
+ */
+function defaultTools(log: (line: string) => void): Record<string, string> {
+  const tools: Record<string, string> = {};
+  const runner = join(repoRoot, 'dist', 'runner', 'runner');
+  if (existsSync(runner)) tools.runner = runner;
+  else log(`no runner executable at ${runner}: build it with \`npm run build:runner\``);
   try {
     tools.tofu = locateBinaries().tofu;
-  } catch {
-    // Not built yet: images linking `tofu` fail to pull with a message that names the missing tool.
+  } catch (cause) {
+    log(`no tofu tool: ${(cause as Error).message}`);
   }
   return tools;
 }
@@ -135,7 +137,7 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
   const stateDir = options.stateDir ?? mkdtempSync(join(tmpdir(), 'captf-node-'));
   const podsDir = join(stateDir, 'pods');
   mkdirSync(podsDir, { recursive: true });
-  const tools = { ...defaultTools(stateDir), ...options.tools };
+  const tools = { ...defaultTools(log), ...options.tools };
   const imageDirs = options.imageDirs.map((dir) => resolve(dir));
   const api = nodeApi(config, nodeName);
   const setHostname = options.podHostname ?? canSetHostname();
@@ -275,13 +277,13 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
   return {
     nodeName,
     stateDir,
-    stop: async () => {
+    stop: async (stopOptions = {}) => {
       stopped = true;
       currentWatch?.abort();
       registration.stop();
       await Promise.all([...records.values()].map((record) => record.worker?.shutdown()));
       await serving;
-      if (options.unregisterOnStop) await registration.unregister();
+      if (stopOptions.unregister ?? options.unregisterOnStop) await registration.unregister();
       log(`node ${nodeName} stopped`);
     },
   };

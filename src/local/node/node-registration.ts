@@ -55,6 +55,26 @@ function conditions(now: Date, since: Date): V1NodeCondition[] {
 }
 
 /**
+ * The API server's TaintNodesByCondition admission plugin taints every new Node
+ * `node.kubernetes.io/not-ready:NoSchedule`; the node lifecycle controller lifts it once the node is
+ * Ready. The local control plane does not run that controller, so the node lifts its own taint.
+ */
+async function removeNotReadyTaint(core: CoreV1Api, nodeName: string): Promise<void> {
+  for (let attempt = 1; attempt <= 5; attempt++) {
+    const live = await core.readNode({ name: nodeName });
+    const taints = live.spec?.taints ?? [];
+    const kept = taints.filter((taint) => taint.key !== 'node.kubernetes.io/not-ready');
+    if (kept.length === taints.length) return;
+    try {
+      await core.replaceNode({ name: nodeName, body: { ...live, spec: { ...live.spec, taints: kept } } });
+      return;
+    } catch (error) {
+      if (httpStatusOf(error) !== 409) throw error;
+    }
+  }
+}
+
+/**
  * Creates (or takes over) Node `nodeName` and starts its heartbeats. `kubeletVersion` is what the node
  * reports in `nodeInfo`. Throws when the API server refuses the Node or its status.
  */
@@ -122,6 +142,8 @@ export async function registerNode(
       },
     });
   };
+  // The Lease belongs to this Node object: deleting the Node lets the garbage collector take the Lease.
+  const ownerReferences = [{ apiVersion: 'v1', kind: 'Node', name: nodeName, uid: node.metadata?.uid ?? '' }];
   const renewLease = async (): Promise<void> => {
     const spec = {
       holderIdentity: nodeName,
@@ -133,26 +155,25 @@ export async function registerNode(
       await coordination.replaceNamespacedLease({
         namespace: leaseNamespace,
         name: nodeName,
-        body: { ...lease, spec: { ...lease.spec, ...spec } },
+        body: {
+          ...lease,
+          metadata: { ...lease.metadata, ownerReferences },
+          spec: { ...lease.spec, ...spec },
+        },
       });
     } catch (error) {
       if (httpStatusOf(error) !== 404) throw error;
       await coordination.createNamespacedLease({
         namespace: leaseNamespace,
         body: {
-          metadata: {
-            name: nodeName,
-            namespace: leaseNamespace,
-            ownerReferences: [
-              { apiVersion: 'v1', kind: 'Node', name: nodeName, uid: node.metadata?.uid ?? '' },
-            ],
-          },
+          metadata: { name: nodeName, namespace: leaseNamespace, ownerReferences },
           spec,
         },
       });
     }
   };
   await writeStatus();
+  await removeNotReadyTaint(core, nodeName);
   await renewLease();
   log(`node ${nodeName} registered and Ready`);
   const beat = (what: string, action: () => Promise<void>) => async () => {

@@ -201,6 +201,7 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
   ): Promise<[string, string][] | undefined> => {
     const base = new Map([...ctx.baseEnv, ...Object.entries(image.config.env ?? {})]);
     base.set('HOSTNAME', podHostname(pod));
+    let lastMessage = '';
     while (!stopping.signal.aborted) {
       const refs = envReferences(container);
       const namespace = pod.metadata?.namespace ?? '';
@@ -215,7 +216,8 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
       }
       const resolved = resolveEnv(pod, container, sources, base);
       if (resolved.kind === 'resolved') return resolved.env;
-      event('Warning', 'Failed', `Error: ${resolved.message}`);
+      if (resolved.message !== lastMessage) event('Warning', 'Failed', `Error: ${resolved.message}`);
+      lastMessage = resolved.message;
       await setState(list, index, {
         kind: 'waiting',
         reason: 'CreateContainerConfigError',
@@ -339,6 +341,7 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
     }
     await publish();
     let hostPaths: Map<string, string> | undefined;
+    let lastMountMessage = '';
     while (!stopping.signal.aborted) {
       const setup = await setUpVolumes(pod, podDir, ctx.api).catch(
         (cause: Error) => ({ kind: 'waiting', message: cause.message }) as const,
@@ -347,7 +350,9 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
         hostPaths = setup.hostPaths;
         break;
       }
-      event('Warning', 'FailedMount', setup.message);
+      // The kubelet aggregates a repeated event into one with a count; here: once per distinct message.
+      if (setup.message !== lastMountMessage) event('Warning', 'FailedMount', setup.message);
+      lastMountMessage = setup.message;
       for (const [index, state] of runtime.app.entries())
         if (state.kind === 'waiting') runtime.app[index] = { kind: 'waiting', reason: 'ContainerCreating' };
       await publish();

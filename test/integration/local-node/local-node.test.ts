@@ -1,0 +1,527 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { CoordinationV1Api, CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type LocalNode, startLocalNode } from '../../../src/local/node/local-node.ts';
+import { httpStatusOf } from '../../../src/local/node/node-api.ts';
+import { testStack } from '../../env/index.ts';
+import {
+  container,
+  createJob,
+  eventually,
+  job,
+  jobCondition,
+  podSpec,
+  podUntil,
+  recordPods,
+} from './cluster.ts';
+
+// The local node against the real control plane: the real kube-scheduler binds pods to it, the real Job
+// controller turns the pod statuses it writes into Job conditions. Own namespace; the Node is removed in
+// afterAll, because other tests expect a cluster without nodes.
+
+const suffix = randomBytes(3).toString('hex');
+const namespace = `local-node-${suffix}`;
+const nodeName = `captf-local-node-${suffix}`;
+const imageDirs = [
+  join(import.meta.dirname, '../../fixtures/images'),
+  join(import.meta.dirname, '../../../infra/local/images'),
+];
+const config = new KubeConfig();
+let core: CoreV1Api;
+let node: LocalNode;
+const nodeLog: string[] = [];
+
+function startNode(): Promise<LocalNode> {
+  return startLocalNode({
+    kubeConfig: config,
+    nodeName,
+    imageDirs,
+    tools: { tofu: testStack().tofuPath },
+    // Scaled-down kubelet back-off so C09's alternation shows within seconds.
+    pullBackoff: { initialBackoffMs: 2000, maxBackoffMs: 8000, errImagePullMs: 1000 },
+    unregisterOnStop: true,
+    log: (line) => nodeLog.push(line),
+  });
+}
+
+const sourceState = (pod: V1Pod) => pod.status?.containerStatuses?.[0]?.state;
+const terminated = (pod: V1Pod) => sourceState(pod)?.terminated;
+
+beforeAll(async () => {
+  config.loadFromFile(testStack().kubeconfigPath);
+  core = config.makeApiClient(CoreV1Api);
+  await core.createNamespace({ body: { metadata: { name: namespace } } });
+  node = await startNode();
+});
+
+afterAll(async () => {
+  await node?.stop();
+  // Belt and braces: the Node must be gone even if stop() failed half-way (smoke tests expect no nodes).
+  await core?.deleteNode({ name: nodeName }).catch((error: unknown) => {
+    if (httpStatusOf(error) !== 404) throw error;
+  });
+  await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
+});
+
+describe('node registration', () => {
+  it('registers a Ready, untainted Node with capacity and renews its Lease in kube-node-lease', async () => {
+    const registered = await core.readNode({ name: nodeName });
+    expect(registered.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+    expect(registered.spec?.taints ?? []).toEqual([]);
+    expect(registered.status?.allocatable).toMatchObject({ cpu: '2', memory: '8Gi', pods: '110' });
+    const lease = await config
+      .makeApiClient(CoordinationV1Api)
+      .readNamespacedLease({ namespace: 'kube-node-lease', name: nodeName });
+    expect(lease.spec?.holderIdentity).toBe(nodeName);
+    const renewed = await eventually(
+      'a lease renewal',
+      () =>
+        config
+          .makeApiClient(CoordinationV1Api)
+          .readNamespacedLease({ namespace: 'kube-node-lease', name: nodeName }),
+      (later) => String(later.spec?.renewTime) !== String(lease.spec?.renewTime),
+      20_000,
+    );
+    expect(new Date(String(renewed.spec?.renewTime)).getTime()).toBeGreaterThan(
+      new Date(String(lease.spec?.renewTime)).getTime(),
+    );
+  });
+});
+
+describe('Jobs run on the local node', () => {
+  it('exit 0: Pending -> Running -> Succeeded, Job Complete, termination message from the image script', async () => {
+    const recorder = await recordPods(config, namespace);
+    const pod = await createJob(
+      config,
+      core,
+      namespace,
+      job(
+        'exit-zero',
+        podSpec({
+          containers: [
+            container('source', [
+              '/bin/sh',
+              '-c',
+              'sleep 1.5; exec "$0" "$@"',
+              '/captf/report.sh',
+              '/dev/termination-log',
+              'all good',
+              '0',
+            ]),
+          ],
+        }),
+      ),
+    );
+    const condition = await jobCondition(config, namespace, 'exit-zero', 'Complete');
+    expect(condition?.status).toBe('True');
+    const done = await podUntil(
+      core,
+      namespace,
+      pod.metadata?.name ?? '',
+      'Succeeded',
+      (p) => p.status?.phase === 'Succeeded',
+    );
+    recorder.stop();
+    const phases = recorder.of(pod.metadata?.name ?? '').map((entry) => entry.pod.status?.phase);
+    expect(phases).toContain('Pending');
+    expect(phases).toContain('Running');
+    expect(terminated(done)).toMatchObject({ exitCode: 0, reason: 'Completed', message: 'all good' });
+    expect(terminated(done)?.startedAt).toBeDefined();
+    expect(terminated(done)?.finishedAt).toBeDefined();
+    expect(done.status?.podIP).toBe('127.0.0.1');
+    expect(done.status?.hostIP).toBe('127.0.0.1');
+    expect(done.status?.containerStatuses?.[0]?.restartCount).toBe(0);
+    expect(done.status?.containerStatuses?.[0]?.imageID).toMatch(
+      /^captf\.local\/testbox@sha256:[0-9a-f]{64}$/,
+    );
+    const conditions = Object.fromEntries((done.status?.conditions ?? []).map((c) => [c.type, c]));
+    expect(conditions.PodScheduled?.status).toBe('True');
+    expect(conditions.Initialized?.status).toBe('True');
+    expect(conditions.Ready).toMatchObject({ status: 'False', reason: 'PodCompleted' });
+  });
+
+  it('exit 1: container terminated{1, Error}, pod Failed, Job Failed', async () => {
+    const pod = await createJob(
+      config,
+      core,
+      namespace,
+      job(
+        'exit-one',
+        podSpec({
+          containers: [container('source', ['/captf/report.sh', '/dev/termination-log', 'it broke', '1'])],
+        }),
+      ),
+    );
+    const condition = await jobCondition(config, namespace, 'exit-one', 'Failed');
+    expect(condition?.status).toBe('True');
+    const failed = await podUntil(
+      core,
+      namespace,
+      pod.metadata?.name ?? '',
+      'Failed',
+      (p) => p.status?.phase === 'Failed',
+    );
+    expect(terminated(failed)).toMatchObject({ exitCode: 1, reason: 'Error', message: 'it broke' });
+  });
+
+  it('rewrites a --flag=/path argument, and keeps the last 4096 bytes of a longer termination message', async () => {
+    // 5000 bytes: 904 'a' then 4096 bytes ending in 'END'; the kubelet reads the file's tail.
+    const script =
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template
+      'p="${0#--result-file=}"; head -c 904 /dev/zero | tr "\\0" a > "$p"; head -c 4093 /dev/zero | tr "\\0" b >> "$p"; printf END >> "$p"';
+    const pod = await createJob(
+      config,
+      core,
+      namespace,
+      job(
+        'long-message',
+        podSpec({
+          containers: [container('source', ['/bin/sh', '-c', script, '--result-file=/dev/termination-log'])],
+        }),
+      ),
+    );
+    const done = await podUntil(
+      core,
+      namespace,
+      pod.metadata?.name ?? '',
+      'Succeeded',
+      (p) => p.status?.phase === 'Succeeded',
+    );
+    const message = terminated(done)?.message ?? '';
+    expect(message).toHaveLength(4096);
+    expect(message.startsWith('b')).toBe(true);
+    expect(message.endsWith('END')).toBe(true);
+  });
+
+  it('an emptyDir written by an init container is read by the main container; init runs first', async () => {
+    const pod = await createJob(
+      config,
+      core,
+      namespace,
+      job(
+        'shared-dir',
+        podSpec({
+          volumes: [{ name: 'work', emptyDir: {} }],
+          initContainers: [
+            container('runner', ['/bin/sh', '-c', 'printf "from init" > "$0"', '/work/handoff'], {
+              volumeMounts: [{ name: 'work', mountPath: '/work' }],
+            }),
+          ],
+          containers: [
+            container(
+              'source',
+              ['/bin/sh', '-c', 'cat "$0" > "$1"', '/captf/shared/handoff', '/dev/termination-log'],
+              {
+                volumeMounts: [{ name: 'work', mountPath: '/captf/shared' }],
+              },
+            ),
+          ],
+        }),
+      ),
+    );
+    const done = await podUntil(
+      core,
+      namespace,
+      pod.metadata?.name ?? '',
+      'Succeeded',
+      (p) => p.status?.phase === 'Succeeded',
+    );
+    expect(done.status?.initContainerStatuses?.[0]?.state?.terminated).toMatchObject({
+      exitCode: 0,
+      reason: 'Completed',
+    });
+    expect(terminated(done)?.message).toBe('from init');
+    const initFinished = new Date(
+      String(done.status?.initContainerStatuses?.[0]?.state?.terminated?.finishedAt),
+    );
+    expect(new Date(String(terminated(done)?.startedAt)).getTime()).toBeGreaterThanOrEqual(
+      initFinished.getTime(),
+    );
+  });
+
+  it('a failing init container fails the pod and the main container never starts', async () => {
+    const pod = await createJob(
+      config,
+      core,
+      namespace,
+      job(
+        'init-fails',
+        podSpec({
+          initContainers: [container('runner', ['/bin/sh', '-c', 'exit 7'])],
+          containers: [container('source', ['/bin/sh', '-c', 'exit 0'])],
+        }),
+      ),
+    );
+    const failed = await podUntil(
+      core,
+      namespace,
+      pod.metadata?.name ?? '',
+      'Failed',
+      (p) => p.status?.phase === 'Failed',
+    );
+    expect(failed.status?.initContainerStatuses?.[0]?.state?.terminated).toMatchObject({
+      exitCode: 7,
+      reason: 'Error',
+    });
+    expect(sourceState(failed)?.waiting?.reason).toBe('PodInitializing');
+    await jobCondition(config, namespace, 'init-fails', 'Failed');
+  });
+
+  it('a Secret volume is materialised read-only; env from value, secretKeyRef and configMapKeyRef', async () => {
+    await core.createNamespacedSecret({
+      namespace,
+      body: {
+        metadata: { name: 'run-config' },
+        stringData: { 'config.json': '{"v":1}', token: 'env-secret' },
+      },
+    });
+    await core.createNamespacedConfigMap({
+      namespace,
+      body: { metadata: { name: 'settings' }, data: { mode: 'cm-value' } },
+    });
+    const recorder = await recordPods(config, namespace);
+    const pod = await createJob(
+      config,
+      core,
+      namespace,
+      job(
+        'secret-volume',
+        podSpec({
+          volumes: [{ name: 'config', secret: { secretName: 'run-config' } }],
+          containers: [
+            container(
+              'source',
+              [
+                '/bin/sh',
+                '-c',
+                'printf "%s|%s|%s|%s" "$(cat "$0")" "$LITERAL" "$FROM_SECRET" "$FROM_CM" > "$1"; sleep 30',
+                '/captf/config/config.json',
+                '/dev/termination-log',
+              ],
+              {
+                volumeMounts: [{ name: 'config', mountPath: '/captf/config', readOnly: true }],
+                env: [
+                  { name: 'LITERAL', value: 'plain-$(FROM_NOWHERE)' },
+                  { name: 'FROM_SECRET', valueFrom: { secretKeyRef: { name: 'run-config', key: 'token' } } },
+                  { name: 'FROM_CM', valueFrom: { configMapKeyRef: { name: 'settings', key: 'mode' } } },
+                ],
+              },
+            ),
+          ],
+          terminationGracePeriodSeconds: 1,
+        }),
+      ),
+    );
+    const running = await podUntil(
+      core,
+      namespace,
+      pod.metadata?.name ?? '',
+      'Running',
+      (p) => p.status?.phase === 'Running',
+    );
+    const volumeDir = join(node.stateDir, 'pods', running.metadata?.uid ?? '', 'volumes', 'config');
+    expect(statSync(volumeDir).mode & 0o777).toBe(0o555);
+    expect(statSync(join(volumeDir, 'config.json')).mode & 0o777).toBe(0o444);
+    expect(readFileSync(join(volumeDir, 'config.json'), 'utf8')).toBe('{"v":1}');
+    const name = running.metadata?.name ?? '';
+    await core.deleteNamespacedPod({ namespace, name });
+    await eventually(
+      'the pod object to disappear',
+      () => core.listNamespacedPod({ namespace, fieldSelector: `metadata.name=${name}` }),
+      (list) => list.items.length === 0,
+      30_000,
+    );
+    recorder.stop();
+    const last = recorder.of(name).findLast((entry) => terminated(entry.pod) !== undefined);
+    // An unknown $(VAR) stays as written (Kubernetes expansion rules).
+    expect(terminated(last?.pod as V1Pod)?.message).toBe('{"v":1}|plain-$(FROM_NOWHERE)|env-secret|cm-value');
+  });
+});
+
+describe('image pull (C09)', () => {
+  it('C09: an unknown image shows ErrImagePull, then ImagePullBackOff, alternating, restartCount 0', async () => {
+    const recorder = await recordPods(config, namespace);
+    const pod = await createJob(
+      config,
+      core,
+      namespace,
+      job(
+        'unknown-image',
+        podSpec({ containers: [{ name: 'source', image: 'captf.local/no-such-image:1', command: ['/x'] }] }),
+      ),
+    );
+    const name = pod.metadata?.name ?? '';
+    const reasonsOf = () =>
+      recorder
+        .of(name)
+        .map((entry) => sourceState(entry.pod)?.waiting?.reason)
+        .filter((reason) => reason !== undefined);
+    await eventually(
+      'ErrImagePull, ImagePullBackOff, ErrImagePull',
+      async () => reasonsOf(),
+      (reasons) =>
+        reasons.join(',').includes('ErrImagePull,ImagePullBackOff') &&
+        reasons.lastIndexOf('ErrImagePull') > reasons.indexOf('ImagePullBackOff'),
+      30_000,
+    );
+    recorder.stop();
+    const live = await core.readNamespacedPod({ namespace, name });
+    expect(live.status?.phase).toBe('Pending');
+    expect(live.status?.containerStatuses?.[0]?.restartCount).toBe(0);
+    expect(sourceState(live)?.waiting?.message).toContain('captf.local/no-such-image:1');
+  });
+
+  it('C09: an invalid reference shows InvalidImageName', async () => {
+    const pod = await createJob(
+      config,
+      core,
+      namespace,
+      job(
+        'invalid-image',
+        podSpec({ containers: [{ name: 'source', image: 'captf.local/Bad_Name:1', command: ['/x'] }] }),
+      ),
+    );
+    const waiting = await podUntil(
+      core,
+      namespace,
+      pod.metadata?.name ?? '',
+      'InvalidImageName',
+      (p) => sourceState(p)?.waiting?.reason === 'InvalidImageName',
+    );
+    expect(waiting.status?.phase).toBe('Pending');
+  });
+});
+
+describe('deletion and deadlines', () => {
+  it('pod deletion: SIGTERM reaches the process within the grace period, the pod ends and disappears', async () => {
+    const recorder = await recordPods(config, namespace);
+    const trapTerm = 'trap \'printf "got SIGTERM" > "$0"; exit 143\' TERM; while :; do sleep 0.1; done';
+    const pod = await createJob(
+      config,
+      core,
+      namespace,
+      job(
+        'graceful',
+        podSpec({
+          containers: [container('source', ['/bin/sh', '-c', trapTerm, '/dev/termination-log'])],
+          terminationGracePeriodSeconds: 20,
+        }),
+      ),
+    );
+    const name = pod.metadata?.name ?? '';
+    await podUntil(core, namespace, name, 'Running', (p) => p.status?.phase === 'Running');
+    const deletedAt = Date.now();
+    await core.deleteNamespacedPod({ namespace, name });
+    await eventually(
+      'the pod object to disappear',
+      () => core.listNamespacedPod({ namespace, fieldSelector: `metadata.name=${name}` }),
+      (list) => list.items.length === 0,
+      30_000,
+    );
+    recorder.stop();
+    const last = recorder.of(name).findLast((entry) => terminated(entry.pod) !== undefined);
+    expect(last?.pod.status?.phase).toBe('Failed');
+    expect(terminated(last?.pod as V1Pod)).toMatchObject({ exitCode: 143, message: 'got SIGTERM' });
+    // Well inside the 20 s grace: the process handled SIGTERM, it was not killed at the end of the grace.
+    expect(Date.now() - deletedAt).toBeLessThan(15_000);
+  });
+
+  it('pod deletion: a process that ignores SIGTERM is SIGKILLed after the grace period (exit 137)', async () => {
+    const recorder = await recordPods(config, namespace);
+    const pod = await createJob(
+      config,
+      core,
+      namespace,
+      job(
+        'stubborn',
+        podSpec({
+          containers: [container('source', ['/bin/sh', '-c', "trap '' TERM; while :; do sleep 0.1; done"])],
+          terminationGracePeriodSeconds: 2,
+        }),
+      ),
+    );
+    const name = pod.metadata?.name ?? '';
+    await podUntil(core, namespace, name, 'Running', (p) => p.status?.phase === 'Running');
+    const deletedAt = Date.now();
+    await core.deleteNamespacedPod({ namespace, name });
+    await eventually(
+      'the pod object to disappear',
+      () => core.listNamespacedPod({ namespace, fieldSelector: `metadata.name=${name}` }),
+      (list) => list.items.length === 0,
+      30_000,
+    );
+    recorder.stop();
+    const last = recorder.of(name).findLast((entry) => terminated(entry.pod) !== undefined);
+    expect(terminated(last?.pod as V1Pod)?.exitCode).toBe(137);
+    expect(Date.now() - deletedAt).toBeGreaterThanOrEqual(2000);
+  });
+
+  it('Job activeDeadlineSeconds: the Job controller deletes the pod, the node ends it, the Job reports DeadlineExceeded', async () => {
+    const trapTerm = 'trap \'printf "stopped" > "$0"; exit 143\' TERM; while :; do sleep 0.1; done';
+    const pod = await createJob(
+      config,
+      core,
+      namespace,
+      job(
+        'job-deadline',
+        podSpec({ containers: [container('source', ['/bin/sh', '-c', trapTerm, '/dev/termination-log'])] }),
+        3,
+      ),
+    );
+    const condition = await jobCondition(config, namespace, 'job-deadline', 'Failed');
+    expect(condition?.reason).toBe('DeadlineExceeded');
+    await eventually(
+      'the pod to be ended',
+      () => core.listNamespacedPod({ namespace, fieldSelector: `metadata.name=${pod.metadata?.name}` }),
+      (list) => list.items.every((p) => p.status?.phase === 'Failed'),
+      30_000,
+    );
+  });
+
+  it('pod activeDeadlineSeconds: the node fails the pod with reason DeadlineExceeded after SIGTERM', async () => {
+    const trapTerm = 'trap \'printf "deadline" > "$0"; exit 143\' TERM; while :; do sleep 0.1; done';
+    const pod = await createJob(
+      config,
+      core,
+      namespace,
+      job(
+        'pod-deadline',
+        podSpec({
+          activeDeadlineSeconds: 2,
+          containers: [container('source', ['/bin/sh', '-c', trapTerm, '/dev/termination-log'])],
+        }),
+      ),
+    );
+    const failed = await podUntil(
+      core,
+      namespace,
+      pod.metadata?.name ?? '',
+      'DeadlineExceeded with the container stopped',
+      (p) => p.status?.reason === 'DeadlineExceeded' && terminated(p) !== undefined,
+    );
+    expect(failed.status?.phase).toBe('Failed');
+    expect(failed.status?.message).toBe('Pod was active on the node longer than the specified deadline');
+    expect(terminated(failed)).toMatchObject({ exitCode: 143, message: 'deadline' });
+    await jobCondition(config, namespace, 'pod-deadline', 'Failed');
+  });
+});
+
+describe('node restart', () => {
+  it('a pod running when the node process stops is reported lost by the next node process: 137, ContainerStatusUnknown', async () => {
+    const pod = await createJob(
+      config,
+      core,
+      namespace,
+      job('survives-restart', podSpec({ containers: [container('source', ['/bin/sh', '-c', 'sleep 300'])] })),
+    );
+    const name = pod.metadata?.name ?? '';
+    await podUntil(core, namespace, name, 'Running', (p) => p.status?.phase === 'Running');
+    await node.stop({ unregister: false });
+    node = await startNode();
+    const failed = await podUntil(core, namespace, name, 'Failed', (p) => p.status?.phase === 'Failed');
+    expect(terminated(failed)).toMatchObject({ exitCode: 137, reason: 'ContainerStatusUnknown' });
+    await jobCondition(config, namespace, 'survives-restart', 'Failed');
+  });
+});
