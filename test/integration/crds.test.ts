@@ -1,0 +1,266 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments, stringify } from 'yaml';
+import { testStack } from '../env/index.ts';
+
+/**
+ * The generated CRDs in the real API server (issue 3): valid samples are accepted, invalid objects are
+ * rejected by the API server itself (OpenAPI limits and CEL rules) with the message people read, `kubectl get`
+ * shows the printer columns and `kubectl explain` describes the fields.
+ */
+
+const root = join(import.meta.dirname, '..', '..');
+const namespace = `crds-${randomBytes(3).toString('hex')}`;
+const API_VERSION = 'infrastructure.cluster.x-k8s.io/v1alpha1';
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real kubectl against the test stack, feeding `stdin` when given. */
+function kubectl(args: string[], stdin?: string): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('/usr/bin/kubectl', ['--kubeconfig', testStack().kubeconfigPath, ...args]);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    child.stdin.end(stdin ?? '');
+  });
+}
+
+/** kubectl that must succeed; throws with its stderr otherwise. */
+async function kubectlOk(args: string[], stdin?: string): Promise<string> {
+  const run = await kubectl(args, stdin);
+  if (run.code !== 0) throw new Error(`kubectl ${args.join(' ')}: exit ${run.code}: ${run.stderr}`);
+  return run.stdout;
+}
+
+/** The sample documents of a file, moved into this test's namespace. */
+function samples(file: string): Record<string, unknown>[] {
+  return parseAllDocuments(readFileSync(join(root, 'infra', 'samples', file), 'utf8')).map((doc) => {
+    const object = doc.toJS() as { metadata: Record<string, unknown> };
+    return { ...object, metadata: { ...object.metadata, namespace } };
+  });
+}
+
+function manifest(kind: string, name: string, spec: Record<string, unknown>): string {
+  return stringify({ apiVersion: API_VERSION, kind, metadata: { name, namespace }, spec });
+}
+
+const machine = (name: string, spec: Record<string, unknown>) =>
+  manifest('TerraformMachine', name, { source: { image: 'registry.example.com/m:1' }, ...spec });
+
+beforeAll(async () => {
+  await kubectlOk(['apply', '-f', join(root, 'infra', 'crds')]);
+  await kubectlOk([
+    'wait',
+    '--for=condition=Established',
+    '--timeout=60s',
+    'crd',
+    '-l',
+    'cluster.x-k8s.io/v1beta1=v1alpha1',
+  ]);
+  await kubectlOk(['create', 'namespace', namespace]);
+});
+
+afterAll(async () => {
+  await kubectl(['delete', 'namespace', namespace, '--wait=false']);
+});
+
+describe('CRDs in the real API server', () => {
+  it('installs four Established CRDs with the status subresource', async () => {
+    const out = await kubectlOk(['get', 'crd', '-l', 'cluster.x-k8s.io/v1beta1=v1alpha1', '-o', 'json']);
+    const crds = (
+      JSON.parse(out) as {
+        items: { metadata: { name: string }; spec: { versions: { subresources?: object }[] } }[];
+      }
+    ).items;
+    expect(crds.map((c) => c.metadata.name).sort()).toEqual([
+      'terraformclusters.infrastructure.cluster.x-k8s.io',
+      'terraformmachinepools.infrastructure.cluster.x-k8s.io',
+      'terraformmachines.infrastructure.cluster.x-k8s.io',
+      'terraformplans.infrastructure.cluster.x-k8s.io',
+    ]);
+    for (const crd of crds) expect(crd.spec.versions[0]?.subresources).toEqual({ status: {} });
+  });
+
+  it('accepts the samples (a TerraformCluster and two TerraformMachines) and applies the schema defaults', async () => {
+    const docs = [...samples('terraform-cluster.yaml'), ...samples('terraform-machines.yaml')];
+    await kubectlOk(['create', '-f', '-'], docs.map((d) => stringify(d)).join('---\n'));
+    const stored = JSON.parse(
+      await kubectlOk(['get', 'terraformmachine', 'm-a', '-n', namespace, '-o', 'json']),
+    ) as {
+      spec: Record<string, unknown>;
+    };
+    expect(stored.spec).toMatchObject({
+      applyPolicy: 'Automatic',
+      driftCheck: { enabled: true, action: 'Report' },
+    });
+    expect(stored.spec.variables).toEqual({ size: 'small', disks: [20, 50] });
+  });
+
+  it.each([
+    {
+      name: 'lock timeout not below the deadline',
+      body: machine('bad-lock', { jobs: { activeDeadlineSeconds: 300, lockTimeoutSeconds: 300 } }),
+      message:
+        'spec.jobs.lockTimeoutSeconds: Invalid value: lockTimeoutSeconds must be below activeDeadlineSeconds',
+    },
+    {
+      name: 'an env name starting TF_',
+      body: machine('bad-env', { jobs: { env: [{ name: 'TF_LOG', value: 'debug' }] } }),
+      message: 'spec.jobs.env[0].name: Invalid value: env name TF_LOG is reserved',
+    },
+    {
+      name: 'an env name starting KUBE_',
+      body: machine('bad-kube-env', { jobs: { env: [{ name: 'KUBE_CONFIG_PATH', value: '/x' }] } }),
+      message: 'env name KUBE_CONFIG_PATH is reserved',
+    },
+    {
+      name: 'a deadline out of range',
+      body: machine('bad-deadline', { jobs: { activeDeadlineSeconds: 86_401 } }),
+      message:
+        'spec.jobs.activeDeadlineSeconds: Invalid value: 86401: spec.jobs.activeDeadlineSeconds in body should be less than or equal to 86400',
+    },
+    {
+      name: 'a bad enum (applyPolicy)',
+      body: machine('bad-policy', { applyPolicy: 'Sometimes' }),
+      message: 'spec.applyPolicy: Unsupported value: "Sometimes": supported values: "Automatic", "Manual"',
+    },
+    {
+      name: 'a drift check with interval and schedule',
+      body: machine('bad-drift', { driftCheck: { interval: '5m', schedule: '0 * * * *' } }),
+      message: 'set driftCheck.interval or driftCheck.schedule, not both',
+    },
+    {
+      name: 'a failed-history limit of 0',
+      body: machine('bad-history', { jobs: { failedJobsHistoryLimit: 0 } }),
+      message: 'spec.jobs.failedJobsHistoryLimit in body should be greater than or equal to 1',
+    },
+  ])('rejects $name with a clear message', async ({ body, message }) => {
+    const run = await kubectl(['create', '-f', '-'], body);
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toContain(message);
+  });
+
+  it('rejects a bad op enum in status through the status subresource', async () => {
+    await kubectlOk(['create', '-f', '-'], machine('status-op', {}));
+    const patch = JSON.stringify({
+      status: { activeJob: { name: 'j', op: 'plan', attempt: 1, startedAt: '2026-11-29T12:00:00Z' } },
+    });
+    const run = await kubectl([
+      'patch',
+      'terraformmachine',
+      'status-op',
+      '-n',
+      namespace,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      patch,
+    ]);
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toContain('status.activeJob.op: Unsupported value: "plan"');
+  });
+
+  it('keeps approvals honest: approver required, no withdrawal, binding fixed', async () => {
+    const plan = manifest('TerraformPlan', 'plan-1', {
+      targetRef: { kind: 'TerraformMachine', name: 'm-a', uid: 'uid-1' },
+      inputsHash: 'h1',
+      digest: 'sha256:d1',
+      add: 0,
+      change: 1,
+      destroy: 0,
+      job: 'captf-m-m-a-apply-a1-abcdef',
+    });
+    await kubectlOk(['create', '-f', '-'], plan);
+    const patch = (spec: object) =>
+      kubectl([
+        'patch',
+        'terraformplan',
+        'plan-1',
+        '-n',
+        namespace,
+        '--type=merge',
+        '-p',
+        JSON.stringify({ spec }),
+      ]);
+    expect((await patch({ approved: true })).stderr).toContain('set spec.approvedBy to your own user name');
+    expect((await patch({ approved: true, approvedBy: 'alice' })).code).toBe(0);
+    expect((await patch({ approved: false })).stderr).toContain('an approval cannot be withdrawn');
+    expect((await patch({ digest: 'sha256:d2' })).stderr).toContain('these fields cannot change');
+    expect((await patch({ approvedBy: 'mallory' })).stderr).toContain('spec.approvedBy cannot change');
+  });
+
+  it('kubectl get shows Ready, Op, Reason and Age', async () => {
+    const status = {
+      status: {
+        ready: true,
+        activeJob: {
+          name: 'captf-m-m-a-drift-a1-abcdef',
+          op: 'drift',
+          attempt: 1,
+          startedAt: '2026-11-29T12:00:00Z',
+        },
+        conditions: [
+          {
+            type: 'Ready',
+            status: 'True',
+            reason: 'Provisioned',
+            message: 'ok',
+            lastTransitionTime: '2026-11-29T12:00:00Z',
+          },
+        ],
+      },
+    };
+    await kubectlOk([
+      'patch',
+      'terraformmachine',
+      'm-a',
+      '-n',
+      namespace,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify(status),
+    ]);
+    const table = await kubectlOk(['get', 'terraformmachines', '-n', namespace]);
+    const [header, ...lines] = table.trim().split('\n');
+    expect(header?.split(/\s+/)).toEqual(['NAME', 'READY', 'OP', 'REASON', 'AGE']);
+    expect(
+      lines
+        .find((l) => l.startsWith('m-a '))
+        ?.split(/\s+/)
+        .slice(0, 4),
+    ).toEqual(['m-a', 'true', 'drift', 'Provisioned']);
+    const wide = await kubectlOk(['get', 'tfm', 'm-a', '-n', namespace, '-o', 'wide']);
+    expect(wide.split('\n')[0]).toContain('JOB');
+  });
+
+  it('kubectl explain describes the kinds and their fields', async () => {
+    // The API server publishes a new CRD's OpenAPI a moment after it is Established.
+    let run = await kubectl(['explain', 'terraformmachine.spec.jobs.lockTimeoutSeconds']);
+    for (let i = 0; i < 50 && run.code !== 0; i += 1) {
+      await sleep(200);
+      run = await kubectl(['explain', 'terraformmachine.spec.jobs.lockTimeoutSeconds']);
+    }
+    expect(run.stdout).toContain('Seconds a step waits for the state lock (default 300, 0-3600, below');
+    const kind = await kubectlOk(['explain', 'terraformcluster']);
+    expect(kind).toContain('Cluster infrastructure of a Cluster API cluster');
+    const plan = await kubectlOk(['explain', 'terraformplan.spec.approved']);
+    expect(plan).toContain('Set to true to approve; cannot be withdrawn.');
+  });
+});

@@ -1,0 +1,174 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { parseDurationSeconds } from '../../../src/schemas/kinds/duration.ts';
+import {
+  JOBS_POLICY_DEFAULTS,
+  JobsPolicySchema,
+  jobsPolicyProblems,
+  resolveJobsPolicy,
+} from '../../../src/schemas/kinds/jobs-policy.ts';
+import { TerraformClusterSchema } from '../../../src/schemas/kinds/terraform-cluster.ts';
+import {
+  TerraformMachineSchema,
+  TerraformMachineSpecSchema,
+} from '../../../src/schemas/kinds/terraform-machine.ts';
+import { TerraformPlanSpecSchema } from '../../../src/schemas/kinds/terraform-plan.ts';
+
+const samples = join(import.meta.dirname, '..', '..', '..', 'infra', 'samples');
+
+function issues(result: {
+  success: boolean;
+  error?: { issues: { path: PropertyKey[]; message: string }[] };
+}): string[] {
+  return (result.error?.issues ?? []).map((i) => `${i.path.map(String).join('.')}: ${i.message}`);
+}
+
+const machine = (spec: object) => TerraformMachineSpecSchema.safeParse({ source: { image: 'm:1' }, ...spec });
+
+describe('samples (infra/samples)', () => {
+  it('the TerraformCluster sample validates', () => {
+    const [doc] = parseAllDocuments(readFileSync(join(samples, 'terraform-cluster.yaml'), 'utf8'));
+    expect(issues(TerraformClusterSchema.safeParse(doc?.toJS()))).toEqual([]);
+  });
+
+  it('both TerraformMachine samples validate', () => {
+    const docs = parseAllDocuments(readFileSync(join(samples, 'terraform-machines.yaml'), 'utf8'));
+    expect(docs).toHaveLength(2);
+    for (const doc of docs) expect(issues(TerraformMachineSchema.safeParse(doc.toJS()))).toEqual([]);
+  });
+});
+
+describe('spec defaults and limits: DESIGN.md section 2', () => {
+  it('applyPolicy Automatic, drift checks enabled with action Report (30m when no schedule)', () => {
+    const parsed = machine({});
+    expect(parsed.data).toMatchObject({
+      applyPolicy: 'Automatic',
+      driftCheck: { enabled: true, action: 'Report' },
+    });
+  });
+
+  it('Job policy defaults: deadline 3600, lock timeout 300, histories 3/3, 250m/512Mi, 2Gi, no CPU limit', () => {
+    expect(resolveJobsPolicy(undefined)).toEqual(JOBS_POLICY_DEFAULTS);
+    expect(JOBS_POLICY_DEFAULTS).toMatchObject({
+      activeDeadlineSeconds: 3600,
+      lockTimeoutSeconds: 300,
+      successfulJobsHistoryLimit: 3,
+      failedJobsHistoryLimit: 3,
+      resources: { requests: { cpu: '250m', memory: '512Mi' }, limits: { memory: '2Gi' } },
+    });
+  });
+
+  it.each([
+    { field: 'activeDeadlineSeconds', value: 0, ok: false },
+    { field: 'activeDeadlineSeconds', value: 1, ok: true },
+    { field: 'activeDeadlineSeconds', value: 86_400, ok: true },
+    { field: 'activeDeadlineSeconds', value: 86_401, ok: false },
+    { field: 'lockTimeoutSeconds', value: 0, ok: true },
+    { field: 'lockTimeoutSeconds', value: 3601, ok: false },
+    { field: 'failedJobsHistoryLimit', value: 0, ok: false },
+    { field: 'failedJobsHistoryLimit', value: 1, ok: true },
+    { field: 'successfulJobsHistoryLimit', value: 0, ok: true },
+    { field: 'activeDeadlineSeconds', value: 1.5, ok: false },
+  ])('jobs.$field = $value → valid: $ok', ({ field, value, ok }) => {
+    expect(JobsPolicySchema.safeParse({ [field]: value }).success).toBe(ok);
+  });
+
+  it('durations: 30m, 1h30m, 90s; no unit or zero is rejected', () => {
+    expect([parseDurationSeconds('30m'), parseDurationSeconds('1h30m'), parseDurationSeconds('90s')]).toEqual(
+      [1800, 5400, 90],
+    );
+    expect(issues(machine({ refresh: { interval: '30' } }))[0]).toContain('use a duration such as 30m');
+    expect(machine({ refresh: { interval: '0s' } }).success).toBe(false);
+  });
+});
+
+describe('cross-field rules: messages a person can act on', () => {
+  it('lockTimeoutSeconds must be below activeDeadlineSeconds', () => {
+    expect(issues(machine({ jobs: { activeDeadlineSeconds: 300, lockTimeoutSeconds: 300 } }))).toEqual([
+      'jobs.lockTimeoutSeconds: lockTimeoutSeconds (300) must be below activeDeadlineSeconds (300): a Job waiting for the state lock would be killed before it runs; lower lockTimeoutSeconds or raise activeDeadlineSeconds',
+    ]);
+    expect(machine({ jobs: { activeDeadlineSeconds: 301, lockTimeoutSeconds: 300 } }).success).toBe(true);
+  });
+
+  it.each(['TF_LOG', 'TF_VAR_token', 'KUBE_CONFIG_PATH'])('env name %s is rejected, naming it', (name) => {
+    const found = issues(
+      machine({
+        jobs: {
+          env: [
+            { name: 'OK', value: 'v' },
+            { name, value: 'v' },
+          ],
+        },
+      }),
+    );
+    expect(found).toEqual([
+      `jobs.env.1.name: env name ${name} is reserved (TF_ and KUBE_ belong to the runner); pass Terraform inputs through spec.variables and backend settings through spec.backend`,
+    ]);
+  });
+
+  it('an env entry with value and valueFrom is rejected', () => {
+    const env = [{ name: 'A', value: 'v', valueFrom: { secretKeyRef: { name: 's', key: 'k' } } }];
+    expect(issues(machine({ jobs: { env } }))).toEqual([
+      'jobs.env.0.valueFrom: set value or valueFrom, not both',
+    ]);
+  });
+
+  it('driftCheck takes an interval or a schedule, not both; a bad cron says how to write one', () => {
+    expect(issues(machine({ driftCheck: { interval: '5m', schedule: '0 * * * *' } }))).toEqual([
+      'driftCheck.schedule: set driftCheck.interval or driftCheck.schedule, not both',
+    ]);
+    expect(issues(machine({ driftCheck: { schedule: '61 * * * *' } }))[0]).toContain(
+      'not a valid cron expression',
+    );
+  });
+
+  it('an approved plan names its approver', () => {
+    const plan = {
+      targetRef: { kind: 'TerraformMachine', name: 'm-a', uid: 'u' },
+      inputsHash: 'h',
+      digest: 'd',
+      add: 0,
+      change: 1,
+      destroy: 0,
+      job: 'j',
+      approved: true,
+    };
+    expect(issues(TerraformPlanSpecSchema.safeParse(plan))).toEqual([
+      'approvedBy: set spec.approvedBy to your own user name when you set spec.approved: true',
+    ]);
+    expect(TerraformPlanSpecSchema.safeParse({ ...plan, approvedBy: 'alice' }).success).toBe(true);
+  });
+});
+
+describe('resolveJobsPolicy: machines merge spec.jobs field by field over the cluster defaults', () => {
+  const clusterDefaults = {
+    activeDeadlineSeconds: 1800,
+    lockTimeoutSeconds: 120,
+    resources: { requests: { cpu: '1' } },
+    env: [{ name: 'A', value: '1' }],
+  };
+
+  it('a field the machine sets wins; a field it leaves out comes from the cluster, then the built-in default', () => {
+    const effective = resolveJobsPolicy(
+      { activeDeadlineSeconds: 5400, resources: { limits: { memory: '4Gi' } } },
+      clusterDefaults,
+    );
+    expect(effective).toMatchObject({
+      activeDeadlineSeconds: 5400,
+      lockTimeoutSeconds: 120,
+      failedJobsHistoryLimit: 3,
+      resources: { requests: { cpu: '1' }, limits: { memory: '4Gi' } },
+      env: [{ name: 'A', value: '1' }],
+    });
+  });
+
+  it('a merge can break the lock-timeout rule that each layer keeps: JobPolicyInvalid material', () => {
+    const effective = resolveJobsPolicy({ activeDeadlineSeconds: 100 }, { lockTimeoutSeconds: 200 });
+    expect(jobsPolicyProblems(effective)).toEqual([
+      'lockTimeoutSeconds (200) must be below activeDeadlineSeconds (100): a Job waiting for the state lock would be killed before it runs; lower lockTimeoutSeconds or raise activeDeadlineSeconds',
+    ]);
+    expect(jobsPolicyProblems(resolveJobsPolicy(undefined, clusterDefaults))).toEqual([]);
+  });
+});
