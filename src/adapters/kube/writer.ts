@@ -4,6 +4,7 @@ import {
   setHeaderOptions,
   type V1Job,
   V1MicroTime,
+  type V1ObjectMeta,
   type V1Secret,
 } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
@@ -132,6 +133,13 @@ async function writing<T>(action: string, run: () => Promise<T>): Promise<T> {
   }
 }
 
+/** The namespace and name of an object to create; a missing one is the caller's bug, thrown before any request. */
+function placementOf(metadata: V1ObjectMeta | undefined, kind: string): { namespace: string; name: string } {
+  if (!metadata?.namespace || !metadata.name)
+    throw new Error(`create ${kind}: metadata.namespace and metadata.name are required`);
+  return { namespace: metadata.namespace, name: metadata.name };
+}
+
 function metadataPatchBody(target: VersionedRef, patch: MetadataPatch): object {
   return { metadata: { resourceVersion: target.resourceVersion, ...patch } };
 }
@@ -149,15 +157,15 @@ export class ApiKubeWriter implements KubeWriter {
   }
 
   createJob(job: V1Job): Promise<V1Job> {
-    const namespace = job.metadata?.namespace ?? '';
-    return writing(`create Job ${namespace}/${job.metadata?.name}`, () =>
+    const { namespace, name } = placementOf(job.metadata, 'Job');
+    return writing(`create Job ${namespace}/${name}`, () =>
       this.#apis.batch.createNamespacedJob({ namespace, body: job, fieldManager: FIELD_MANAGER }),
     );
   }
 
   createSecret(secret: V1Secret): Promise<V1Secret> {
-    const namespace = secret.metadata?.namespace ?? '';
-    return writing(`create Secret ${namespace}/${secret.metadata?.name}`, () =>
+    const { namespace, name } = placementOf(secret.metadata, 'Secret');
+    return writing(`create Secret ${namespace}/${name}`, () =>
       this.#apis.core.createNamespacedSecret({ namespace, body: secret, fieldManager: FIELD_MANAGER }),
     );
   }

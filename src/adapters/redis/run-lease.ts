@@ -62,9 +62,20 @@ export type RunLeaseTake =
 export type RunLeaseRenew = { kind: 'renewed' } | { kind: 'lost' } | Unknown;
 export type RunLeaseRelease = { kind: 'released' } | { kind: 'not-held' } | Unknown;
 export type RunLeaseRead = { kind: 'free' } | { kind: 'held'; token: RunLeaseToken } | Unknown;
+/** A Cluster API cluster's leases now: the cluster lease's grant (if live) and its live member leases. */
+export type ClusterLeaseRead =
+  | { kind: 'read'; clusterLease: RunLeaseToken | undefined; liveMemberLeases: number }
+  | Unknown;
 
 function leaseValue(token: RunLeaseToken): string {
   return `${token.fence} ${token.holder}`;
+}
+
+/** Parses a lease value `<fence> <holder>`; throws on a malformed one (a bug: only our scripts write it). */
+function tokenOf(value: string, key: string): RunLeaseToken {
+  const separator = value.indexOf(' ');
+  if (separator < 0) throw new Error(`read lease ${key}: malformed value`);
+  return { fence: Number(value.slice(0, separator)), holder: value.slice(separator + 1) };
 }
 
 /** Run-lease operations over one client and key layout. */
@@ -155,12 +166,28 @@ export class RunLeases {
     const key = this.#keys.leaseGroup(scope.object, scope.clusterName).run;
     const answer = await attempt(() => this.#client.get(key));
     if (answer.kind === 'unknown') return answer;
-    if (answer.reply === null) return { kind: 'free' };
-    const separator = answer.reply.indexOf(' ');
-    if (separator < 0) throw new Error(`read run lease ${key}: malformed value`);
+    return answer.reply === null ? { kind: 'free' } : { kind: 'held', token: tokenOf(answer.reply, key) };
+  }
+
+  /**
+   * Read-only: is the cluster lease live, and how many machine/pool apply-destroy leases are (for dry runs
+   * and explanations; the take itself re-checks atomically).
+   */
+  async readCluster(namespace: string, clusterName: string): Promise<ClusterLeaseRead> {
+    const keys = this.#keys.leaseGroup(
+      { kind: 'TerraformCluster', namespace, name: clusterName },
+      clusterName,
+    );
+    const answer = await attempt(() =>
+      callScript(this.#client, 'captfClusterRead', [keys.cluster, keys.members]),
+    );
+    if (answer.kind === 'unknown') return answer;
+    const items = replyArray(answer.reply, 'captfClusterRead');
+    const value = replyString(items, 0, 'captfClusterRead');
     return {
-      kind: 'held',
-      token: { fence: Number(answer.reply.slice(0, separator)), holder: answer.reply.slice(separator + 1) },
+      kind: 'read',
+      clusterLease: value === '' ? undefined : tokenOf(value, keys.cluster),
+      liveMemberLeases: replyNumber(items, 1, 'captfClusterRead'),
     };
   }
 }

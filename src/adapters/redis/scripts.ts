@@ -100,6 +100,15 @@ local fence = split(value)
 return {'acquired', fence, live, retaken}`,
   },
   /**
+   * Read-only view of a Cluster API cluster's leases. KEYS cluster, members.
+   * Returns {clusterLeaseValue or '', liveMembers}.
+   */
+  captfClusterRead: {
+    numberOfKeys: 2,
+    lua: `${NOW_MS}
+return {redis.call('GET', KEYS[1]) or '', redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')}`,
+  },
+  /**
    * KEYS run, cluster, members; ARGV value ('<fence> <holder>'), ttlMs, objectId.
    * 1 when renewed (with the cluster lease and member entry the same grant holds), 0 when not the caller's.
    */

@@ -150,9 +150,19 @@ describe('run leases', () => {
     const reader = await shared.runLeases.take({ object: mB, clusterName }, 'JR', 'member-reader', 60);
     if (reader.kind !== 'acquired') throw new Error(`expected acquired, got ${reader.kind}`);
     // The cluster takes its leases and learns that one machine apply/destroy is live (drift is not counted).
+    expect(await shared.runLeases.readCluster('team-a', clusterName)).toEqual({
+      kind: 'read',
+      clusterLease: undefined,
+      liveMemberLeases: 1,
+    });
     const cluster = await shared.runLeases.take({ object: cA, clusterName }, 'JC', 'cluster-writer', 60);
     if (cluster.kind !== 'acquired') throw new Error(`expected acquired, got ${cluster.kind}`);
     expect(cluster.liveMemberLeases).toBe(1);
+    expect(await shared.runLeases.readCluster('team-a', clusterName)).toEqual({
+      kind: 'read',
+      clusterLease: cluster.token,
+      liveMemberLeases: 1,
+    });
     // A new machine op is refused while the cluster lease is live; nothing is taken for it.
     const pool: ObjectId = { kind: 'TerraformMachinePool', namespace: 'team-a', name: 'mp-a' };
     expect(await shared.runLeases.take({ object: pool, clusterName }, 'JP', 'member-writer', 60)).toEqual({
@@ -173,6 +183,11 @@ describe('run leases', () => {
     // Releasing the cluster's grant frees the cluster lease too.
     expect(await shared.runLeases.release({ object: cA, clusterName }, cluster.token)).toEqual({
       kind: 'released',
+    });
+    expect(await shared.runLeases.readCluster('team-a', clusterName)).toEqual({
+      kind: 'read',
+      clusterLease: undefined,
+      liveMemberLeases: 0,
     });
     expect((await shared.runLeases.take({ object: pool, clusterName }, 'JP', 'member-writer', 60)).kind).toBe(
       'acquired',
