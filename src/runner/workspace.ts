@@ -62,7 +62,8 @@ export function hclString(value: string): string {
     const code = char.codePointAt(0) ?? 0;
     out += HCL_ESCAPES[char] ?? (code < 0x20 ? `\\u${code.toString(16).padStart(4, '0')}` : char);
   }
-  return `"${out.replaceAll('${', '$${').replaceAll('%{', '%%{')}"`;
+  // Replacer functions: in a replacement string `$$` would itself mean one `$`.
+  return `"${out.replaceAll('${', () => '$${').replaceAll('%{', () => '%%{')}"`;
 }
 
 /** The `-backend-config` file: one HCL attribute per key (keys are identifiers, checked by the schema). */
