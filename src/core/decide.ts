@@ -5,6 +5,7 @@ import type { LastSuccess } from '../schemas/kinds/status.ts';
 import type { Op } from '../schemas/result.ts';
 import { failureHistory } from './backoff.ts';
 import { EVIDENCE_TABLE } from './classify.ts';
+import { WAIT_TABLE } from './gates.ts';
 import { jittered } from './jitter.ts';
 import { type JobRecord, newestFirst } from './job-record.ts';
 
@@ -73,8 +74,6 @@ export interface DecideInput {
 
 /** How often an object without any schedule is looked at anyway (the sweep runs more often). */
 export const IDLE_REQUEUE_MAX_SECONDS = 3600;
-/** Requeue while a Job runs: the Job's events come first, this is the fallback (section 6). */
-export const JOB_ACTIVE_REQUEUE_SECONDS = 60;
 
 function timeMs(text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
@@ -153,7 +152,7 @@ export function decideOp(input: DecideInput): OpDecision {
       kind: 'watch',
       reason: 'JobActive',
       job: active.name,
-      requeueAfterSeconds: JOB_ACTIVE_REQUEUE_SECONDS,
+      requeueAfterSeconds: WAIT_TABLE.JobActive.requeueSeconds,
     };
   }
   if (input.deleting) {

@@ -1,4 +1,5 @@
 import { PULL_FAILURE_REASONS, SOURCE_CONTAINER } from './classify.ts';
+import { WAIT_TABLE } from './gates.ts';
 import { TERMINATION_GRACE_SECONDS } from './job-manifest.ts';
 import { type JobView, type PodView, timestampMs } from './views.ts';
 
@@ -11,10 +12,6 @@ import { type JobView, type PodView, timestampMs } from './views.ts';
 export const DEADLINE_SLACK_SECONDS = 60;
 /** A Job whose per-run Secret is missing and whose pods are all Pending for this long is stuck. */
 export const STUCK_AFTER_SECONDS = 60;
-/** Longest time between two looks at an active Job. */
-export const WATCH_REQUEUE_MAX_SECONDS = 60;
-/** Requeue while the image cannot be pulled: soon enough to record the recovery (C09). */
-export const PULL_TROUBLE_REQUEUE_SECONDS = 30;
 
 export interface WatchInput {
   now: Date;
@@ -74,13 +71,13 @@ export function watchActiveJob(input: WatchInput): WatchDecision {
     return {
       kind: 'watch',
       reason: 'ImagePullBackOff',
-      requeueAfterSeconds: Math.min(PULL_TROUBLE_REQUEUE_SECONDS, ...untilNext),
+      requeueAfterSeconds: Math.min(WAIT_TABLE.ImagePullBackOff.requeueSeconds, ...untilNext),
       message: `the module image cannot be pulled (${pull})`,
     };
   }
   return {
     kind: 'watch',
     reason: 'JobActive',
-    requeueAfterSeconds: Math.min(WATCH_REQUEUE_MAX_SECONDS, ...untilNext),
+    requeueAfterSeconds: Math.min(WAIT_TABLE.JobActive.requeueSeconds, ...untilNext),
   };
 }

@@ -176,5 +176,5 @@ export function withRules<S extends z.ZodType>(
       }
     }
   });
-  return checked.meta({ 'x-kubernetes-validations': rules.map(celValidation) }) as S;
+  return checked.meta({ 'x-kubernetes-validations': rules.map(celValidation) });
 }
