@@ -39,9 +39,11 @@ export interface KubeApis {
 }
 
 /**
- * Builds the API clients with two middlewares on every request: a per-request timeout (an abort signal,
- * which client-node 2.x passes to undici's fetch and which also covers reading the body) and the request
- * counter. Built like `KubeConfig.makeApiClient`, which offers no way to add middleware.
+ * Builds the API clients with one middleware on every request that counts it and arms a per-request
+ * timeout (an abort signal, which client-node 2.x passes to undici's fetch and which also covers reading
+ * the body). Built like `KubeConfig.makeApiClient`, which offers no way to add middleware. One middleware,
+ * not two: the generated client reverses its middleware array in place on every response, so the order
+ * of several would alternate between calls.
  */
 export function makeKubeApis(
   config: KubeConfig,
