@@ -35,8 +35,10 @@ async function writeResult(path: string, result: RunnerResult, log: RunnerLog): 
   }
 }
 
-async function main(argv: readonly string[]): Promise<number> {
-  const log = new RunnerLog((stream, text) => process[stream].write(text));
+/** A bug in the runner: no result is written, so bookkeeping records kind `unknown` (DESIGN.md section 7). */
+const INTERNAL_ERROR_EXIT_CODE = 7;
+
+async function main(argv: readonly string[], log: RunnerLog): Promise<number> {
   const command = parseCommandLine(argv);
   switch (command.command) {
     case 'help':
@@ -72,7 +74,15 @@ async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
+const log = new RunnerLog((stream, text) => process[stream].write(text));
 // No top-level await: the single executable is bundled as CommonJS (Node SEA runs a CommonJS script).
-void main(process.argv.slice(2)).then((code) => {
-  process.exitCode = code;
-});
+main(process.argv.slice(2), log).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (cause: unknown) => {
+    // Through the log, so the stack is redacted like every other line the runner prints.
+    log.error(`internal error: ${cause instanceof Error ? (cause.stack ?? cause.message) : String(cause)}`);
+    process.exitCode = INTERNAL_ERROR_EXIT_CODE;
+  },
+);
