@@ -138,21 +138,41 @@ function inputsChangedSinceLastApply(records: readonly JobRecord[], inputsHash: 
   return newest !== undefined && newest.inputsHash !== inputsHash;
 }
 
+/**
+ * The backoff gate of a retry (DESIGN.md section 4): a contended lock waits 30 s from that run, uncounted;
+ * counted failures wait out their delay. Undefined when the retry may start now.
+ */
+function retryGate(op: Op, input: GateInput): WaitDecision | undefined {
+  const context = { now: input.now, uid: input.uid, op };
+  const newest = newestFirst(input.records, op).find((r) => r.finished && r.outcome !== undefined);
+  const lockFreeAtMs = (newest?.finishedAtMs ?? 0) + WAIT_TABLE.LockContended.requeueSeconds * 1000;
+  if (newest?.outcome === 'lock-contended' && lockFreeAtMs > input.now.getTime()) {
+    return waitFor('LockContended', {
+      ...context,
+      untilMs: lockFreeAtMs,
+      message: `the state lock is held by a live run; ${op} tries again when it is free`,
+    });
+  }
+  const verdict = retryVerdict(failureHistory(input.records, op), input.failedJobsHistoryLimit);
+  if (verdict.kind === 'backoff' && verdict.notBeforeMs > input.now.getTime()) {
+    return waitFor('Backoff', {
+      ...context,
+      untilMs: verdict.notBeforeMs,
+      message: `${verdict.failures} failed ${op} run(s) in a row; next attempt after ${verdict.delaySeconds}s`,
+    });
+  }
+  return undefined;
+}
+
 /** Applies the gates to a decision to start (DESIGN.md section 5, step 5), in order; first hold wins. */
 export function applyGates(start: StartDecision, input: GateInput): GateDecision {
   const { op } = start;
   const context = { now: input.now, uid: input.uid, op };
 
-  const skipBackoff = op === 'apply' && inputsChangedSinceLastApply(input.records, input.inputsHash);
-  if (!skipBackoff) {
-    const verdict = retryVerdict(failureHistory(input.records, op), input.failedJobsHistoryLimit);
-    if (verdict.kind === 'backoff' && verdict.notBeforeMs > input.now.getTime()) {
-      return waitFor('Backoff', {
-        ...context,
-        untilMs: verdict.notBeforeMs,
-        message: `${verdict.failures} failed ${op} run(s) in a row; next attempt after ${verdict.delaySeconds}s`,
-      });
-    }
+  const isRetry = !(op === 'apply' && inputsChangedSinceLastApply(input.records, input.inputsHash));
+  if (isRetry) {
+    const retryWait = retryGate(op, input);
+    if (retryWait) return retryWait;
   }
   if (op === 'apply' && input.approval === 'pending') {
     return waitFor('AwaitingApproval', {

@@ -97,6 +97,15 @@ describe('applyGates: DESIGN.md section 5 step 5, in order', () => {
     });
   });
 
+  it('G2b a lock held by a live holder waits 30 s from that run, uncounted', () => {
+    const records = [record('apply', 'lock-contended', -10)];
+    expect(applyGates(applyStart, gateInput({ records }))).toMatchObject({
+      reason: 'LockContended',
+      requeueAfterSeconds: 20,
+    });
+    expect(applyGates(applyStart, gateInput({ records, now: at(20) }))).toBe(applyStart);
+  });
+
   it('G4 a pending plan holds an apply (AwaitingApproval), not a drift check', () => {
     expect(applyGates(applyStart, gateInput({ approval: 'pending' }))).toMatchObject({
       reason: 'AwaitingApproval',
