@@ -43,8 +43,8 @@ export function terminationMessage(input: {
 }): string {
   let message = readCut(input.fileContent ?? Buffer.alloc(0));
   if (message.length === 0 && input.policy === 'FallbackToLogsOnError' && input.exitCode !== 0) {
-    const lines = input.logTail().toString('utf8').split('\n');
-    const tail = Buffer.from(lines.slice(-fallbackLogLines - 1).join('\n'));
+    const lines = input.logTail().toString('utf8').replace(/\n$/, '').split('\n');
+    const tail = Buffer.from(lines.slice(-fallbackLogLines).join('\n'));
     message = tail.length > fallbackLogBytes ? tail.subarray(tail.length - fallbackLogBytes) : tail;
   }
   return statusCut(message, input.containerCount).toString('utf8');

@@ -57,12 +57,20 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  // Namespace first, while the node still runs: it ends and deletes its pods like a kubelet, so no pod is
+  // left bound to a Node that no longer exists.
+  await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
+  await eventually(
+    'the namespace to be empty of pods',
+    () => core.listNamespacedPod({ namespace }),
+    (list) => list.items.length === 0,
+    60_000,
+  ).catch(() => undefined);
   await node?.stop();
   // Belt and braces: the Node must be gone even if stop() failed half-way (smoke tests expect no nodes).
   await core?.deleteNode({ name: nodeName }).catch((error: unknown) => {
     if (httpStatusOf(error) !== 404) throw error;
   });
-  await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
 });
 
 describe('node registration', () => {
@@ -522,6 +530,7 @@ describe('node restart', () => {
     node = await startNode();
     const failed = await podUntil(core, namespace, name, 'Failed', (p) => p.status?.phase === 'Failed');
     expect(terminated(failed)).toMatchObject({ exitCode: 137, reason: 'ContainerStatusUnknown' });
+    expect(nodeLog.some((line) => line.includes(`${name}: started by an earlier node process`))).toBe(true);
     await jobCondition(config, namespace, 'survives-restart', 'Failed');
   });
 });
