@@ -1,5 +1,5 @@
-import type { ApplyPolicy, Backend } from '../schemas/kinds/spec.ts';
-import { RUN_CONFIG_FILE, type RunConfigInput } from '../schemas/run-config.ts';
+import type { Backend } from '../schemas/kinds/spec.ts';
+import { type ApplyPolicy, RUN_CONFIG_FILE, type RunConfigInput } from '../schemas/run-config.ts';
 import { type OwnerReference, ownerReference } from './job-manifest.ts';
 import { runSecretName } from './names.ts';
 

@@ -1,5 +1,6 @@
 import { CronExpressionParser } from 'cron-parser';
 import { z } from 'zod';
+import { APPLY_POLICIES } from '../run-config.ts';
 import { DurationSchema } from './duration.ts';
 import { JobsPolicySchema } from './jobs-policy.ts';
 import { driftIntervalOrSchedule, withRules } from './rules.ts';
@@ -55,9 +56,6 @@ export const BackendSchema = z
   })
   .describe('Backend configuration (DESIGN.md section 2).');
 export type Backend = z.infer<typeof BackendSchema>;
-
-export const APPLY_POLICIES = ['Automatic', 'Manual'] as const;
-export type ApplyPolicy = (typeof APPLY_POLICIES)[number];
 
 export const DRIFT_ACTIONS = ['Report', 'Remediate'] as const;
 export type DriftAction = (typeof DRIFT_ACTIONS)[number];
