@@ -5,6 +5,7 @@ import { CoordinationV1Api, CoreV1Api, KubeConfig, type V1Pod } from '@kubernete
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalNode, startLocalNode } from '../../../src/local/node/local-node.ts';
 import { httpStatusOf } from '../../../src/local/node/node-api.ts';
+import { parseRunnerResult } from '../../../src/schemas/result.ts';
 import { testStack } from '../../env/index.ts';
 import {
   container,
@@ -345,6 +346,76 @@ describe('Jobs run on the local node', () => {
     const last = recorder.of(name).findLast((entry) => terminated(entry.pod) !== undefined);
     // An unknown $(VAR) stays as written (Kubernetes expansion rules).
     expect(terminated(last?.pod as V1Pod)?.message).toBe('{"v":1}|plain-$(FROM_NOWHERE)|env-secret|cm-value');
+  });
+});
+
+describe('the runner image and a module image (DESIGN.md sections 9 and 10)', () => {
+  it('init `runner` copies the runner into the emptyDir; `source` runs it with the test OpenTofu; the result parses', async () => {
+    await core.createNamespacedSecret({
+      namespace,
+      body: {
+        metadata: { name: 'captf-run-runner-apply' },
+        stringData: { 'run.json': JSON.stringify({ version: 1, planHmacKey: 'k'.repeat(32) }) },
+      },
+    });
+    const pod = await createJob(
+      config,
+      core,
+      namespace,
+      job(
+        'runner-apply',
+        podSpec({
+          volumes: [
+            { name: 'captf-bin', emptyDir: {} },
+            { name: 'captf-work', emptyDir: {} },
+            { name: 'captf-config', secret: { secretName: 'captf-run-runner-apply', defaultMode: 0o400 } },
+          ],
+          // As src/core/job-manifest.ts builds it: args only, so the runner image's entrypoint runs.
+          initContainers: [
+            {
+              name: 'runner',
+              image: 'captf.local/runner:dev',
+              args: ['copy', '/captf/bin'],
+              volumeMounts: [{ name: 'captf-bin', mountPath: '/captf/bin' }],
+            },
+          ],
+          containers: [
+            {
+              name: 'source',
+              image: 'captf.local/tofu-module:1',
+              command: ['/captf/bin/ld.so', '--library-path', '/captf/bin/lib', '/captf/bin/runner'],
+              args: [
+                'run',
+                '--op=apply',
+                '--module-dir=/captf/module',
+                '--runtime=/captf/runtime',
+                '--config-dir=/captf/config',
+                '--work-dir=/captf/work',
+                '--result-file=/dev/termination-log',
+              ],
+              terminationMessagePolicy: 'File',
+              volumeMounts: [
+                { name: 'captf-bin', mountPath: '/captf/bin', readOnly: true },
+                { name: 'captf-config', mountPath: '/captf/config', readOnly: true },
+                { name: 'captf-work', mountPath: '/captf/work' },
+              ],
+            },
+          ],
+        }),
+      ),
+    );
+    const done = await podUntil(
+      core,
+      namespace,
+      pod.metadata?.name ?? '',
+      'the runner to finish',
+      (p) => p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed',
+      90_000,
+    );
+    const parsed = parseRunnerResult(terminated(done)?.message);
+    expect(parsed).toMatchObject({ ok: true, result: { op: 'apply', result: 'succeeded' } });
+    expect(terminated(done)?.exitCode).toBe(0);
+    await jobCondition(config, namespace, 'runner-apply', 'Complete');
   });
 });
 
