@@ -44,7 +44,10 @@ export interface SweepDeps {
    * "sweep is due" timer across instances.
    */
   lease: SingleHolderLease;
-  /** This instance's lease holder id. */
+  /**
+   * This instance's id. Each sweep call holds the lease as `<holder>@<now ms>`, so a lease taken by an
+   * earlier call of this same instance also counts as "not due" (a re-entrant take would sweep every tick).
+   */
   holder: string;
   listers: SweepListers;
   step: ReconcileStep;
@@ -97,9 +100,10 @@ function refKey(ref: ObjectRef): string {
 
 /** Runs the sweep if this instance gets the lease; never throws (failures come back in the report). */
 export async function runSweepIfDue(deps: SweepDeps): Promise<SweepReport> {
+  const holder = `${deps.holder}@${deps.clock()}`;
   let acquired: boolean;
   try {
-    acquired = await deps.lease.tryAcquire(deps.holder, deps.periodMs);
+    acquired = await deps.lease.tryAcquire(holder, deps.periodMs);
   } catch (error) {
     return {
       state: 'failed',
@@ -112,7 +116,7 @@ export async function runSweepIfDue(deps: SweepDeps): Promise<SweepReport> {
     return await sweep(deps);
   } catch (error) {
     // Give the lease back so the next tick tries again instead of waiting a whole period.
-    await deps.lease.release(deps.holder).catch(() => undefined);
+    await deps.lease.release(holder).catch(() => undefined);
     deps.logger.warn({ err: error }, 'sweep: failed');
     return { state: 'failed', reason: 'ListOrScheduleFailed', message: `sweep: ${messageOf(error)}` };
   }

@@ -1,0 +1,298 @@
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { BatchV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { composeAppDeps } from '../../../functions/compose.ts';
+import { systemClock } from '../../../src/adapters/clock.ts';
+import { createKubeAdapter, type KubeAdapter } from '../../../src/adapters/kube/adapter.ts';
+import { createRedisAdapter, type RedisAdapter } from '../../../src/adapters/redis/adapter.ts';
+import { readConfig } from '../../../src/config.ts';
+import { buildApp } from '../../../src/http/app.ts';
+import { createLogger } from '../../../src/http/logger.ts';
+import type { ObjectRef, ReconcileStep, StepOutcome } from '../../../src/step/contract.ts';
+import { testStack } from '../../env/index.ts';
+
+// The handlers wired to the real Redis and API server through functions/compose.ts: dedupe, owner
+// resolution, the requeue schedule, the sweep, readiness and fleet metrics. The reconcile step itself is
+// written elsewhere; here a recording step stands in for it, so what is checked is the wiring around it.
+
+const namespace = `wiring-${randomBytes(3).toString('hex')}`;
+const GROUP = 'infrastructure.cluster.x-k8s.io';
+const TOKEN = randomBytes(24).toString('hex');
+const auth = { authorization: `Bearer ${TOKEN}` };
+
+let kc: KubeConfig;
+let redis: RedisAdapter;
+let kube: KubeAdapter;
+const calls: ObjectRef[] = [];
+let answer: (ref: ObjectRef) => Partial<StepOutcome> = () => ({});
+
+const step: ReconcileStep = async (ref) => {
+  calls.push(ref);
+  return { ref, action: 'none', reason: 'UpToDate', requeueAfterSeconds: 600, ...answer(ref) };
+};
+
+function appWith(redisAdapter: RedisAdapter, overrides: Record<string, string> = {}): FastifyInstance {
+  const read = readConfig({
+    REDIS_URL: testStack().redisUrl,
+    KUBECONFIG: testStack().kubeconfigPath,
+    CAPTF_AUTH_TOKEN: TOKEN,
+    CAPTF_RUNNER_IMAGE: 'captf-runner:test',
+    LOG_LEVEL: 'silent',
+    ...overrides,
+  });
+  if (!read.ok) throw new Error(read.message);
+  return buildApp(
+    composeAppDeps({
+      config: read.config,
+      logger: createLogger('silent'),
+      redis: redisAdapter,
+      kube,
+      step,
+      clock: systemClock,
+    }),
+  );
+}
+
+function refEvent(apiVersion: string, kind: string, name: string) {
+  return {
+    headers: {
+      ...auth,
+      'content-type': 'application/json',
+      'ce-specversion': '1.0',
+      'ce-id': randomBytes(8).toString('hex'),
+      'ce-source': testStack().apiServerUrl,
+      'ce-type': 'dev.knative.apiserver.ref.update',
+    },
+    payload: JSON.stringify({ apiVersion, kind, name, namespace }),
+  };
+}
+
+beforeAll(async () => {
+  const stack = testStack();
+  kc = new KubeConfig();
+  kc.loadFromFile(stack.kubeconfigPath);
+  const { execFile } = await import('node:child_process');
+  const { promisify } = await import('node:util');
+  const root = join(import.meta.dirname, '..', '..', '..');
+  for (const plural of ['terraformclusters', 'terraformmachines', 'terraformmachinepools']) {
+    await promisify(execFile)('/usr/bin/kubectl', [
+      '--kubeconfig',
+      stack.kubeconfigPath,
+      'apply',
+      '-f',
+      join(root, `infra/crds/${GROUP}_${plural}.yaml`),
+    ]);
+  }
+  await promisify(execFile)('/usr/bin/kubectl', [
+    '--kubeconfig',
+    stack.kubeconfigPath,
+    'wait',
+    '--for=condition=Established',
+    `crd/terraformclusters.${GROUP}`,
+    '--timeout=60s',
+  ]);
+  await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
+  redis = createRedisAdapter({ url: stack.redisUrl, keyPrefix: `wiring-${randomBytes(3).toString('hex')}` });
+  await redis.waitUntilReady(5000);
+  kube = createKubeAdapter({
+    source: { kind: 'file', path: stack.kubeconfigPath },
+    clock: systemClock,
+    reporter: { controller: 'captf.io/test', instance: 'wiring' },
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await redis?.close();
+});
+
+describe('handlers wired to real Redis and the API server', () => {
+  it('a resource-mode event replayed with the same uid@resourceVersion runs one step (Redis dedupe)', async () => {
+    const app = appWith(redis);
+    calls.length = 0;
+    const event = {
+      headers: { ...refEvent('', '', '').headers, 'ce-type': 'dev.knative.apiserver.resource.update' },
+      payload: JSON.stringify({
+        apiVersion: `${GROUP}/v1alpha1`,
+        kind: 'TerraformCluster',
+        metadata: { name: 'c1', namespace, uid: randomBytes(8).toString('hex'), resourceVersion: '100' },
+      }),
+    };
+    const first = await app.inject({ method: 'POST', url: '/events', ...event });
+    const second = await app.inject({ method: 'POST', url: '/events', ...event });
+    expect([first.statusCode, second.statusCode]).toEqual([200, 200]);
+    expect(second.json()).toEqual({ handled: false, reason: 'Duplicate' });
+    expect(calls).toEqual([{ kind: 'TerraformCluster', namespace, name: 'c1' }]);
+    await app.close();
+  });
+
+  it('reference-mode Job, Pod and per-run Secret events map to the owner by live reads', async () => {
+    const app = appWith(redis);
+    const labels = {
+      'captf.io/managed': 'true',
+      'captf.io/owner-kind': 'TerraformMachine',
+      'captf.io/owner-name': 'm1',
+    };
+    const job = await kc.makeApiClient(BatchV1Api).createNamespacedJob({
+      namespace,
+      body: {
+        metadata: { name: 'captf-m-m1-apply-a1-abcdef', labels },
+        spec: {
+          suspend: true,
+          template: {
+            spec: { restartPolicy: 'Never', containers: [{ name: 'x', image: 'example.invalid/x:1' }] },
+          },
+        },
+      },
+    });
+    const ownerRef = {
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      name: job.metadata?.name ?? '',
+      uid: job.metadata?.uid ?? '',
+    };
+    await kc.makeApiClient(CoreV1Api).createNamespacedSecret({
+      namespace,
+      body: {
+        metadata: {
+          name: 'captf-run-captf-m-m1-apply-a1-abcdef',
+          labels: { 'captf.io/managed': 'true' },
+          ownerReferences: [ownerRef],
+        },
+      },
+    });
+    calls.length = 0;
+    for (const [apiVersion, kind, name] of [
+      ['batch/v1', 'Job', 'captf-m-m1-apply-a1-abcdef'],
+      ['v1', 'Secret', 'captf-run-captf-m-m1-apply-a1-abcdef'],
+    ] as const) {
+      const response = await app.inject({
+        method: 'POST',
+        url: '/events',
+        ...refEvent(apiVersion, kind, name),
+      });
+      expect(response.statusCode, `${kind}: ${response.body}`).toBe(200);
+    }
+    const gone = await app.inject({
+      method: 'POST',
+      url: '/events',
+      ...refEvent('v1', 'Pod', 'no-such-pod'),
+    });
+    expect(gone.json()).toEqual({ handled: false, reason: 'ObjectGone' });
+    expect(calls).toEqual([
+      { kind: 'TerraformMachine', namespace, name: 'm1' },
+      { kind: 'TerraformMachine', namespace, name: 'm1' },
+    ]);
+    await app.close();
+  });
+
+  it('a requeue due now is claimed by /tick and its step runs; the next requeue lands in Redis', async () => {
+    const app = appWith(redis, { CAPTF_SYNC_PERIOD_SECONDS: '3600' });
+    answer = (ref) =>
+      ref.name === 'soon' ? { action: 'watching', reason: 'JobActive', requeueAfterSeconds: 0 } : {};
+    await app.inject({
+      method: 'POST',
+      url: '/reconcile/TerraformCluster/' + namespace + '/soon',
+      headers: auth,
+    });
+    calls.length = 0;
+    answer = () => ({ action: 'waiting', reason: 'WaitingForJobSlot', requeueAfterSeconds: 15 });
+    const tick = await app.inject({ method: 'POST', url: '/tick', headers: auth });
+    expect(tick.statusCode).toBe(200);
+    expect(calls).toContainEqual({ kind: 'TerraformCluster', namespace, name: 'soon' });
+    const at = await redis.schedule.scheduledAt(`TerraformCluster/${namespace}/soon`);
+    expect(at.kind).toBe('scheduled');
+    if (at.kind === 'scheduled') expect(at.dueMs - Date.now()).toBeGreaterThan(10_000);
+    answer = () => ({});
+    await app.close();
+  });
+
+  it('the sweep gives every object a requeue and deletes per-run Secrets whose Job is gone', async () => {
+    const fresh = createRedisAdapter({
+      url: testStack().redisUrl,
+      keyPrefix: `sweep-${randomBytes(3).toString('hex')}`,
+    });
+    await fresh.waitUntilReady(5000);
+    const app = appWith(fresh);
+    const objects = kc.makeApiClient(CustomObjectsApi);
+    await objects.createNamespacedCustomObject({
+      group: GROUP,
+      version: 'v1alpha1',
+      namespace,
+      plural: 'terraformclusters',
+      body: {
+        apiVersion: `${GROUP}/v1alpha1`,
+        kind: 'TerraformCluster',
+        metadata: { name: 'swept', namespace },
+        spec: { source: { image: 'm:1' } },
+      },
+    });
+    const core = kc.makeApiClient(CoreV1Api);
+    await core.createNamespacedSecret({
+      namespace,
+      body: { metadata: { name: 'captf-run-ghost-job', labels: { 'captf.io/managed': 'true' } } },
+    });
+    const tick = await app.inject({ method: 'POST', url: '/tick', headers: auth });
+    expect(tick.json().sweep).toMatchObject({ state: 'ran', secretsDeleted: 1 });
+    expect((await fresh.schedule.scheduledAt(`TerraformCluster/${namespace}/swept`)).kind).toBe('scheduled');
+    await expect(core.readNamespacedSecret({ namespace, name: 'captf-run-ghost-job' })).rejects.toMatchObject(
+      { code: 404 },
+    );
+    const again = await app.inject({ method: 'POST', url: '/tick', headers: auth });
+    expect(again.json().sweep).toEqual({ state: 'skipped', reason: 'NotDueOrHeldElsewhere' });
+    await app.close();
+    await fresh.close();
+  });
+
+  it('/metrics shows fleet figures written by any instance', async () => {
+    const app = appWith(redis);
+    const { createRedisFleetStore } = await import('../../../src/metrics/redis-fleet-store.ts');
+    const store = createRedisFleetStore(redis.client, 'captf');
+    const jobName = `metrics-${randomBytes(3).toString('hex')}`;
+    await store.jobStarted({ namespace, name: jobName });
+    const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    const active = Number(/^captf_jobs_active (\d+)$/m.exec(text)?.[1]);
+    expect(active).toBeGreaterThanOrEqual(1);
+    await store.jobFinished({
+      namespace,
+      name: jobName,
+      kind: 'TerraformCluster',
+      op: 'apply',
+      result: 'failed',
+    });
+    await store.jobFinished({
+      namespace,
+      name: jobName,
+      kind: 'TerraformCluster',
+      op: 'apply',
+      result: 'failed',
+    });
+    const after = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    expect(after).toMatch(/captf_jobs_total\{kind="TerraformCluster",op="apply",result="failed"\} [1-9]/);
+    await app.close();
+  });
+
+  it('with Redis unreachable: events answer 503 with Retry-After (never 500) and /readyz is 503', async () => {
+    const dead = createRedisAdapter({ url: 'redis://127.0.0.1:1', keyPrefix: 'dead' });
+    const app = appWith(dead, { REDIS_URL: 'redis://127.0.0.1:1' });
+    const event = {
+      headers: { ...refEvent('', '', '').headers, 'ce-type': 'dev.knative.apiserver.resource.add' },
+      payload: JSON.stringify({
+        apiVersion: `${GROUP}/v1alpha1`,
+        kind: 'TerraformCluster',
+        metadata: { name: 'c9', namespace, uid: 'u9', resourceVersion: '9' },
+      }),
+    };
+    const response = await app.inject({ method: 'POST', url: '/events', ...event });
+    expect(response.statusCode).toBe(503);
+    expect(response.headers['retry-after']).toBeDefined();
+    const tick = await app.inject({ method: 'POST', url: '/tick', headers: auth });
+    expect(tick.statusCode).toBe(503);
+    const ready = await app.inject({ method: 'GET', url: '/readyz' });
+    expect(ready.statusCode).toBe(503);
+    expect(ready.json().checks.apiServer).toEqual({ ok: true });
+    await app.close();
+    await dead.close();
+  });
+});
