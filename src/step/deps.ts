@@ -1,0 +1,35 @@
+import type { Clock } from '../adapters/clock.ts';
+import type { KubeReader } from '../adapters/kube/reader.ts';
+import type { KubeWriter } from '../adapters/kube/writer.ts';
+import type { RedisAdapter } from '../adapters/redis/adapter.ts';
+import type { Failpoints } from './failpoints.ts';
+import type { SpecWriter } from './spec-patch.ts';
+
+/**
+ * Everything a reconcile step needs, injected (STYLE.md habit 7): the API server (reader and writer apart,
+ * so a dry run provably writes nothing), Redis, the clock, the configuration and the failpoints.
+ */
+
+/** The Redis operations the step uses. */
+export type StepRedis = Pick<RedisAdapter, 'takeStepLock' | 'releaseStepLock' | 'runLeases' | 'jobSlots'>;
+
+/** The step's configuration, read once by the composition root (src/config.ts) and passed in. */
+export interface StepConfig {
+  /** `--runner-image`: the init container that copies the runner into every Job (DESIGN.md section 9). */
+  runnerImage: string;
+  /** `--max-active-jobs` per installation (DESIGN.md section 5, default 200). */
+  maxActiveJobs: number;
+  /** `--cluster-max-active-jobs` per Cluster API cluster (default 20). */
+  clusterMaxActiveJobs: number;
+}
+
+export interface StepDeps {
+  kube: { reader: KubeReader; writer: KubeWriter };
+  /** Cluster API contract fields in `spec` (the adapter's writer patches metadata only). */
+  specWriter: SpecWriter;
+  redis: StepRedis;
+  clock: Clock;
+  config: StepConfig;
+  /** `NO_FAILPOINTS` in production; tests arm some (src/step/failpoints.ts). */
+  failpoints: Failpoints;
+}

@@ -1,0 +1,177 @@
+import type { JobSlotScope } from '../adapters/redis/job-slots.ts';
+import { type RunLeaseRole, type RunLeaseScope, runLeaseRoleOf } from '../adapters/redis/run-lease.ts';
+import type { Unknown } from '../adapters/redis/unknown.ts';
+import { BACKGROUND_SLOT_SHARE } from '../core/gates.ts';
+import { TERMINATION_GRACE_SECONDS } from '../core/job-manifest.ts';
+import type { Op } from '../schemas/result.ts';
+import type { ObjectRef } from './contract.ts';
+import type { StepConfig, StepRedis } from './deps.ts';
+
+/**
+ * The Redis guards of one run (DESIGN.md section 5 step 6): the run lease (every op), the cluster lease
+ * (TerraformCluster apply/destroy) and the Job slots, all held under the Job's name. A lease held under
+ * the name of a Job that is not running any more is stale (its release was lost to a crash or an outage):
+ * it is released by its own token, so Redis never holds a run back that the API server says is over.
+ */
+
+/** The TTL backstop above the deadline: grace (600 s) plus 300 s (DESIGN.md section 5 step 6). */
+export const LEASE_TTL_EXTRA_SECONDS = TERMINATION_GRACE_SECONDS + 300;
+
+/** TTL of a run's lease and slots: `activeDeadlineSeconds + 600 + 300` s. */
+export function leaseTtlSeconds(activeDeadlineSeconds: number): number {
+  return activeDeadlineSeconds + LEASE_TTL_EXTRA_SECONDS;
+}
+
+/** Everything that names one run's guards. */
+export interface RunGuard {
+  scope: RunLeaseScope;
+  role: RunLeaseRole;
+  slots: JobSlotScope;
+  ttlSeconds: number;
+}
+
+/** The guards of Job `job` of `ref` running `op`. */
+export function runGuard(
+  ref: ObjectRef,
+  clusterName: string | undefined,
+  op: Op,
+  job: string,
+  activeDeadlineSeconds: number,
+): RunGuard {
+  return {
+    scope: { object: ref, ...(clusterName !== undefined ? { clusterName } : {}) },
+    role: runLeaseRoleOf(ref.kind, op, clusterName),
+    slots: { namespace: ref.namespace, job, ...(clusterName !== undefined ? { clusterName } : {}) },
+    ttlSeconds: leaseTtlSeconds(activeDeadlineSeconds),
+  };
+}
+
+/** The outcome of taking a run's guards. */
+export type GuardTake =
+  | { kind: 'acquired' }
+  | {
+      kind: 'wait';
+      reason:
+        | 'WaitingForRunLease'
+        | 'WaitingForClusterOperation'
+        | 'WaitingForMachineOperations'
+        | 'WaitingForJobSlot';
+      message: string;
+    }
+  | Unknown;
+
+/** True for a lease holder that is one of this object's Jobs still running (`activeJobs`). */
+type HolderIsLive = (holder: string) => boolean;
+
+/**
+ * Takes the run lease (and cluster lease) for `job`, then its Job slots; gives the lease back when no slot
+ * is free. A lease held by a Job of this object that is no longer running is released by its token and the
+ * take is tried once more. `wait` carries the section 6 reason; `unknown` means Redis did not answer (the
+ * caller answers `unavailable`, having changed nothing it knows of).
+ */
+export async function takeRunGuards(
+  redis: StepRedis,
+  config: StepConfig,
+  guard: RunGuard,
+  job: string,
+  op: Op,
+  holderIsLive: HolderIsLive,
+  afterLease: () => void,
+): Promise<GuardTake> {
+  let lease = await redis.runLeases.take(guard.scope, job, guard.role, guard.ttlSeconds);
+  if (lease.kind === 'held' && !holderIsLive(lease.holder) && isOwnJobName(lease.holder, job)) {
+    const released = await redis.runLeases.release(guard.scope, { holder: lease.holder, fence: lease.fence });
+    if (released.kind === 'unknown') return released;
+    await redis.jobSlots.release({ ...guard.slots, job: lease.holder });
+    lease = await redis.runLeases.take(guard.scope, job, guard.role, guard.ttlSeconds);
+  }
+  if (lease.kind === 'unknown') return lease;
+  if (lease.kind === 'held') {
+    return {
+      kind: 'wait',
+      reason: 'WaitingForRunLease',
+      message: `the run lease is held by ${lease.holder}`,
+    };
+  }
+  if (lease.kind === 'cluster-busy') {
+    return {
+      kind: 'wait',
+      reason: 'WaitingForClusterOperation',
+      message: `the cluster's apply or destroy runs (${lease.holder})`,
+    };
+  }
+  afterLease();
+  if (lease.liveMemberLeases > 0) {
+    // The cluster keeps its leases so no new machine operation starts, and waits for the running ones.
+    return {
+      kind: 'wait',
+      reason: 'WaitingForMachineOperations',
+      message: `${lease.liveMemberLeases} machine or pool operation(s) still run`,
+    };
+  }
+  const share = op === 'apply' || op === 'destroy' ? 1 : BACKGROUND_SLOT_SHARE;
+  const slot = await redis.jobSlots.take(
+    guard.slots,
+    {
+      installation: Math.max(1, Math.floor(config.maxActiveJobs * share)),
+      cluster: Math.max(1, Math.floor(config.clusterMaxActiveJobs * share)),
+    },
+    guard.ttlSeconds,
+  );
+  if (slot.kind === 'unknown') return slot;
+  if (slot.kind === 'full') {
+    await releaseRunGuards(redis, guard, job);
+    return {
+      kind: 'wait',
+      reason: 'WaitingForJobSlot',
+      message: `Job slots in use: ${slot.active}/${slot.limit} (${slot.scope})`,
+    };
+  }
+  return { kind: 'acquired' };
+}
+
+/** Same object, same naming scheme: `captf-<code>-<name>-…`; only such holders may be healed. */
+function isOwnJobName(holder: string, job: string): boolean {
+  const prefix = job.split('-').slice(0, 3).join('-');
+  return holder.startsWith(`${prefix}-`);
+}
+
+/**
+ * Renews a running Job's guards (DESIGN.md section 5 step 4, C17). A take under the same holder refreshes
+ * the TTL and re-creates a lease or slot lost to a Redis flush, in one atomic call each.
+ */
+export async function renewRunGuards(
+  redis: StepRedis,
+  guard: RunGuard,
+  job: string,
+): Promise<'renewed' | 'held-by-other' | Unknown> {
+  const lease = await redis.runLeases.take(guard.scope, job, guard.role, guard.ttlSeconds);
+  if (lease.kind === 'unknown') return lease;
+  const slot = await redis.jobSlots.take(
+    guard.slots,
+    // A running Job keeps its slot whatever the limits say now; the limits only gate new starts.
+    { installation: Number.MAX_SAFE_INTEGER, cluster: Number.MAX_SAFE_INTEGER },
+    guard.ttlSeconds,
+  );
+  if (slot.kind === 'unknown') return slot;
+  return lease.kind === 'acquired' ? 'renewed' : 'held-by-other';
+}
+
+/**
+ * Releases `job`'s run lease (and cluster lease / member entry) and slots. Releasing what is not held is a
+ * no-op; the lease is released only under its own token (C17).
+ */
+export async function releaseRunGuards(
+  redis: StepRedis,
+  guard: RunGuard,
+  job: string,
+): Promise<'released' | Unknown> {
+  const current = await redis.runLeases.read(guard.scope);
+  if (current.kind === 'unknown') return current;
+  if (current.kind === 'held' && current.token.holder === job) {
+    const released = await redis.runLeases.release(guard.scope, current.token);
+    if (released.kind === 'unknown') return released;
+  }
+  const slot = await redis.jobSlots.release(guard.slots);
+  return slot.kind === 'unknown' ? slot : 'released';
+}

@@ -1,0 +1,20 @@
+import type { V1Job, V1Pod } from '@kubernetes/client-node';
+
+/**
+ * Pods as the step reads them: which pods belong to which Job, and which are still alive (DESIGN.md
+ * section 5 step 7: a Terminating pod counts as alive until its phase is terminal).
+ */
+
+/** The pods of one Job: controlled by its UID (names can be reused after a delete). */
+export function podsOfJob(job: V1Job, pods: readonly V1Pod[]): V1Pod[] {
+  const uid = job.metadata?.uid;
+  return pods.filter((pod) =>
+    pod.metadata?.ownerReferences?.some((owner) => owner.kind === 'Job' && owner.uid === uid),
+  );
+}
+
+/** A pod whose containers may still run: any phase but Succeeded and Failed, deleting or not. */
+export function isPodAlive(pod: V1Pod): boolean {
+  const phase = pod.status?.phase;
+  return phase !== 'Succeeded' && phase !== 'Failed';
+}
