@@ -85,6 +85,7 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
   let termination: Termination | undefined;
   let killTimer: NodeJS.Timeout | undefined;
   let deadlineTimer: NodeJS.Timeout | undefined;
+  let finished = false;
   let silent = false;
 
   const event = (type: 'Normal' | 'Warning', reason: string, message: string): void => {
@@ -122,6 +123,8 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
   };
 
   const requestTermination = (reason: Termination['reason'], graceSeconds: number): void => {
+    // A finished pod has nothing left to stop; the node only deletes its object.
+    if (finished) return;
     const killAtMs = ctx.now().getTime() + graceSeconds * 1000;
     if (termination) {
       // A later request may only shorten the grace period (as a second delete with a smaller grace does).
@@ -205,15 +208,24 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
     while (!stopping.signal.aborted) {
       const refs = envReferences(container);
       const namespace = pod.metadata?.namespace ?? '';
-      const sources: EnvSources = { secrets: new Map(), configMaps: new Map() };
-      for (const name of refs.secrets) {
-        const data = await ctx.api.readSecret(namespace, name);
-        if (data) (sources.secrets as Map<string, Record<string, string>>).set(name, asText(data));
+      const secrets = new Map<string, Record<string, string>>();
+      const configMaps = new Map<string, Record<string, string>>();
+      try {
+        for (const name of refs.secrets) {
+          const data = await ctx.api.readSecret(namespace, name);
+          if (data) secrets.set(name, asText(data));
+        }
+        for (const name of refs.configMaps) {
+          const data = await ctx.api.readConfigMap(namespace, name);
+          if (data) configMaps.set(name, asText(data));
+        }
+      } catch (cause) {
+        // An API outage is not a config error: wait and read again, as the kubelet's next sync would.
+        ctx.log(`pod ${label}: read env sources: ${(cause as Error).message}`);
+        await wait(ctx.retryMs);
+        continue;
       }
-      for (const name of refs.configMaps) {
-        const data = await ctx.api.readConfigMap(namespace, name);
-        if (data) (sources.configMaps as Map<string, Record<string, string>>).set(name, asText(data));
-      }
+      const sources: EnvSources = { secrets, configMaps };
       const resolved = resolveEnv(pod, container, sources, base);
       if (resolved.kind === 'resolved') return resolved.env;
       if (resolved.message !== lastMessage) event('Warning', 'Failed', `Error: ${resolved.message}`);
@@ -375,6 +387,7 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
         );
       }
     }
+    finished = true;
     clearTimeout(deadlineTimer);
     clearTimeout(killTimer);
     // Every process of the pod has ended: whatever the containers reached, the phase is now terminal.
