@@ -1,0 +1,380 @@
+import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  ApiextensionsV1Api,
+  BatchV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type EventsV1Event,
+  EventsV1Api,
+  KubeConfig,
+  type V1CustomResourceDefinition,
+  type V1Job,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import { parse } from 'yaml';
+import type { Clock } from '../../../src/adapters/clock.ts';
+import { createKubeAdapter, type KubeAdapter } from '../../../src/adapters/kube/adapter.ts';
+import type { CustomObject } from '../../../src/adapters/kube/custom-object.ts';
+import { RequestCounter } from '../../../src/adapters/kube/request-count.ts';
+import { CUSTOM_RESOURCES } from '../../../src/adapters/kube/resources.ts';
+import { createRedisAdapter, type RedisAdapter } from '../../../src/adapters/redis/adapter.ts';
+import type { ObjectKind, ObjectRef, ReconcileStep, StepAction, StepOutcome } from '../../../src/step/contract.ts';
+import type { StepConfig } from '../../../src/step/deps.ts';
+import { armedFailpoints, type Failpoint, NO_FAILPOINTS } from '../../../src/step/failpoints.ts';
+import { createSpecWriter } from '../../../src/step/spec-patch.ts';
+import { createReconcileStep } from '../../../src/step/step.ts';
+import type { RunnerResult } from '../../../src/schemas/result.ts';
+import type { TargetStatus } from '../../../src/step/snapshot.ts';
+import { testStack } from '../../env/index.ts';
+
+/**
+ * The step's test environment on the real stack (test/env): one namespace and one Redis key prefix per test
+ * file, the CRDs from infra/crds, the real Kubernetes and Redis adapters, and a kubelet played by the test:
+ * there is no node, so pods stay Pending until the test writes their status through the `/status`
+ * subresource, and the real Job controller then completes or fails the Job from the pod phases.
+ */
+
+/** A clock that follows the wall clock plus an offset the test moves (deadlines, backoff). */
+export interface TestClock extends Clock {
+  advance(seconds: number): void;
+}
+
+function testClock(): TestClock {
+  let offsetMs = 0;
+  return {
+    nowMs: () => Date.now() + offsetMs,
+    advance: (seconds) => {
+      offsetMs += seconds * 1000;
+    },
+  };
+}
+
+/** How the played kubelet ends the `source` container of a pod. */
+export interface PodEnd {
+  exitCode: number;
+  /** The termination message: a runner result (serialised here) or raw text. */
+  result?: RunnerResult | string;
+  /** `state.terminated.reason`, e.g. `OOMKilled`; default Completed/Error by the exit code. */
+  reason?: string;
+  /** Pod-level `status.reason`, e.g. `DeadlineExceeded`. */
+  podReason?: string;
+  /** Adds the `DisruptionTarget` condition (drain, eviction). */
+  disrupted?: boolean;
+  /** Leaves `containerStatuses` empty (C08 a). */
+  noContainerStatuses?: boolean;
+}
+
+export interface StepEnv {
+  namespace: string;
+  kube: KubeAdapter;
+  /** Counts the spec writer's requests (Cluster API contract fields); the adapter counts the rest. */
+  specCounter: RequestCounter;
+  redis: RedisAdapter;
+  keyPrefix: string;
+  clock: TestClock;
+  core: CoreV1Api;
+  batch: BatchV1Api;
+  custom: CustomObjectsApi;
+  events: EventsV1Api;
+  config: StepConfig;
+  /** A step over this env (a fresh one is like a cold start: nothing is kept between calls anyway). */
+  step(options?: { failpoints?: Failpoint[]; redis?: RedisAdapter; config?: Partial<StepConfig> }): ReconcileStep;
+  close(): Promise<void>;
+}
+
+const CRD_DIR = join(import.meta.dirname, '../../../infra/crds');
+export const RUNNER_IMAGE = 'registry.example.com/captf/runner:test';
+export const MODULE_IMAGE = 'registry.example.com/modules/demo:1.0.0';
+
+function kubeConfig(): KubeConfig {
+  const config = new KubeConfig();
+  config.loadFromFile(testStack().kubeconfigPath);
+  return config;
+}
+
+/** Installs (or updates) the CRDs from infra/crds and waits until each is Established. */
+async function installCrds(extensions: ApiextensionsV1Api): Promise<void> {
+  for (const file of readdirSync(CRD_DIR).filter((f) => f.endsWith('.yaml'))) {
+    const crd = parse(readFileSync(join(CRD_DIR, file), 'utf8')) as V1CustomResourceDefinition;
+    const name = crd.metadata?.name ?? '';
+    const existing = await extensions.readCustomResourceDefinition({ name }).catch(() => undefined);
+    if (existing) {
+      await extensions.replaceCustomResourceDefinition({
+        name,
+        body: { ...crd, metadata: { ...crd.metadata, resourceVersion: existing.metadata?.resourceVersion } },
+      });
+    } else {
+      await extensions.createCustomResourceDefinition({ body: crd }).catch((error: unknown) => {
+        if (!String(error).includes('AlreadyExists')) throw error;
+      });
+    }
+    await eventually(
+      () => extensions.readCustomResourceDefinition({ name }),
+      (read) => read.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true,
+    );
+  }
+}
+
+/** Polls `read` until `done` holds; throws after `timeoutMs` with `what`. */
+export async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 60_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let value = await read();
+  while (!done(value)) {
+    if (Date.now() > deadline) throw new Error(`wait for ${what}: timed out after ${timeoutMs} ms`);
+    await sleep(150);
+    value = await read();
+  }
+  return value;
+}
+
+/** Creates the env: namespace, CRDs, adapters. */
+export async function createStepEnv(label: string): Promise<StepEnv> {
+  const config = kubeConfig();
+  const core = config.makeApiClient(CoreV1Api);
+  const namespace = `step-${label}-${randomBytes(3).toString('hex')}`;
+  await installCrds(config.makeApiClient(ApiextensionsV1Api));
+  await core.createNamespace({ body: { metadata: { name: namespace } } });
+  const clock = testClock();
+  const kube = createKubeAdapter({
+    source: { kind: 'file', path: testStack().kubeconfigPath },
+    clock,
+    reporter: { controller: 'captf.io/controller', instance: `step-test-${label}` },
+  });
+  const specCounter = new RequestCounter();
+  const specWriter = createSpecWriter({ kind: 'file', path: testStack().kubeconfigPath }, { requestTimeoutMs: 10_000, counter: specCounter });
+  const keyPrefix = `t${randomBytes(4).toString('hex')}`;
+  const redis = createRedisAdapter({ url: testStack().redisUrl, keyPrefix });
+  await redis.waitUntilReady(10_000);
+  const stepConfig: StepConfig = { runnerImage: RUNNER_IMAGE, maxActiveJobs: 200, clusterMaxActiveJobs: 20 };
+  return {
+    namespace,
+    kube,
+    specCounter,
+    redis,
+    keyPrefix,
+    clock,
+    core,
+    batch: config.makeApiClient(BatchV1Api),
+    custom: config.makeApiClient(CustomObjectsApi),
+    events: config.makeApiClient(EventsV1Api),
+    config: stepConfig,
+    step: (options = {}) =>
+      createReconcileStep({
+        kube,
+        specWriter,
+        redis: options.redis ?? redis,
+        clock,
+        config: { ...stepConfig, ...options.config },
+        failpoints: options.failpoints ? armedFailpoints(options.failpoints) : NO_FAILPOINTS,
+      }),
+    close: async () => {
+      await redis.close();
+      await core.deleteNamespace({ name: namespace }).catch(() => undefined);
+    },
+  };
+}
+
+/** The ref of an object in the env's namespace. */
+export function refOf(env: StepEnv, kind: ObjectKind, name: string): ObjectRef {
+  return { kind, namespace: env.namespace, name };
+}
+
+/** Creates one of our objects with `spec` (image defaulted). */
+export async function createObject(
+  env: StepEnv,
+  kind: ObjectKind,
+  name: string,
+  spec: Record<string, unknown> = {},
+  meta: { labels?: Record<string, string>; annotations?: Record<string, string> } = {},
+): Promise<ObjectRef> {
+  const resource = CUSTOM_RESOURCES[kind];
+  await env.custom.createNamespacedCustomObject({
+    ...resource,
+    namespace: env.namespace,
+    body: {
+      apiVersion: `${resource.group}/${resource.version}`,
+      kind,
+      metadata: { name, namespace: env.namespace, ...meta },
+      spec: { source: { image: MODULE_IMAGE }, ...spec },
+    },
+  });
+  return refOf(env, kind, name);
+}
+
+/** Reads one of our objects. */
+export async function readObject(env: StepEnv, ref: ObjectRef): Promise<CustomObject> {
+  const object = await env.kube.reader.getCustomObject(ref.kind, ref.namespace, ref.name);
+  if (!object) throw new Error(`read ${ref.kind} ${ref.name}: not found`);
+  return object;
+}
+
+/** The object's status as written. */
+export async function statusOf(env: StepEnv, ref: ObjectRef): Promise<TargetStatus> {
+  return ((await readObject(env, ref)).status ?? {}) as TargetStatus;
+}
+
+/** Merge-patches the object's spec (a person editing it). */
+export async function patchSpec(env: StepEnv, ref: ObjectRef, spec: Record<string, unknown>): Promise<void> {
+  const { PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
+  await env.custom.patchNamespacedCustomObject(
+    { ...CUSTOM_RESOURCES[ref.kind], namespace: ref.namespace, name: ref.name, body: { spec } },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
+}
+
+/** The object's Jobs (label `captf.io/owner-uid`), oldest first. */
+export async function jobsOf(env: StepEnv, ref: ObjectRef): Promise<V1Job[]> {
+  const object = await readObject(env, ref);
+  const jobs = await env.kube.reader.listJobs({ namespace: ref.namespace, labelSelector: { 'captf.io/owner-uid': object.metadata.uid } });
+  return jobs.sort((a, b) => (a.metadata?.creationTimestamp?.getTime() ?? 0) - (b.metadata?.creationTimestamp?.getTime() ?? 0));
+}
+
+/** Runs steps until one answers `action` (at most `max`); returns that outcome. */
+export async function stepUntil(step: ReconcileStep, ref: ObjectRef, action: StepAction, max = 5): Promise<StepOutcome> {
+  let last: StepOutcome | undefined;
+  for (let i = 0; i < max; i += 1) {
+    last = await step(ref);
+    if (last.action === action) return last;
+  }
+  throw new Error(`step ${ref.name} until ${action}: last outcome ${JSON.stringify(last)}`);
+}
+
+/** Waits for the Job controller to create the Job's pod; returns it. */
+export async function podOf(env: StepEnv, job: string): Promise<V1Pod> {
+  const pods = await eventually(
+    () => env.core.listNamespacedPod({ namespace: env.namespace, labelSelector: `job-name=${job}` }),
+    (list) => list.items.length > 0,
+    30_000,
+    `pod of ${job}`,
+  );
+  const pod = pods.items[0];
+  if (!pod) throw new Error(`pod of ${job}: none`);
+  return pod;
+}
+
+async function writePodStatus(env: StepEnv, pod: V1Pod, status: V1Pod['status']): Promise<void> {
+  const name = pod.metadata?.name ?? '';
+  for (let tries = 0; tries < 5; tries += 1) {
+    const fresh = await env.core.readNamespacedPod({ namespace: env.namespace, name });
+    try {
+      await env.core.replaceNamespacedPodStatus({ namespace: env.namespace, name, body: { ...fresh, status } });
+      return;
+    } catch (error) {
+      if (!String(error).includes('409')) throw error;
+    }
+  }
+  throw new Error(`write status of pod ${name}: conflicts`);
+}
+
+function containerBase(name: string, image: string) {
+  return { name, image, imageID: '', ready: false, restartCount: 0 };
+}
+
+/** Plays the kubelet: the pod runs (init done, `source` running). */
+export async function runPod(env: StepEnv, pod: V1Pod): Promise<void> {
+  const started = new Date();
+  await writePodStatus(env, pod, {
+    phase: 'Running',
+    startTime: started,
+    initContainerStatuses: [
+      { ...containerBase('runner', RUNNER_IMAGE), state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: started, finishedAt: started } } },
+    ],
+    containerStatuses: [{ ...containerBase('source', MODULE_IMAGE), ready: true, started: true, state: { running: { startedAt: started } } }],
+  });
+}
+
+/** Plays the kubelet: `source` waits in a pull failure (C09). */
+export async function pullTrouble(env: StepEnv, pod: V1Pod, reason: 'ErrImagePull' | 'ImagePullBackOff' | 'InvalidImageName'): Promise<void> {
+  const started = new Date();
+  await writePodStatus(env, pod, {
+    phase: 'Pending',
+    startTime: started,
+    initContainerStatuses: [
+      { ...containerBase('runner', RUNNER_IMAGE), state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: started, finishedAt: started } } },
+    ],
+    containerStatuses: [{ ...containerBase('source', MODULE_IMAGE), state: { waiting: { reason, message: `pull ${MODULE_IMAGE}: not found` } } }],
+  });
+}
+
+/** Plays the kubelet: `source` ends as `end` says, and the pod's phase follows the exit code. */
+export async function endPod(env: StepEnv, pod: V1Pod, end: PodEnd): Promise<void> {
+  const now = new Date();
+  const message = end.result === undefined ? undefined : typeof end.result === 'string' ? end.result : JSON.stringify(end.result);
+  await writePodStatus(env, pod, {
+    phase: end.exitCode === 0 ? 'Succeeded' : 'Failed',
+    startTime: now,
+    ...(end.podReason ? { reason: end.podReason } : {}),
+    ...(end.disrupted
+      ? { conditions: [{ type: 'DisruptionTarget', status: 'True', reason: 'EvictionByEvictionAPI', lastTransitionTime: now }] }
+      : {}),
+    initContainerStatuses: [
+      { ...containerBase('runner', RUNNER_IMAGE), state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: now, finishedAt: now } } },
+    ],
+    containerStatuses: end.noContainerStatuses
+      ? []
+      : [
+          {
+            ...containerBase('source', MODULE_IMAGE),
+            state: {
+              terminated: {
+                exitCode: end.exitCode,
+                reason: end.reason ?? (end.exitCode === 0 ? 'Completed' : 'Error'),
+                ...(message !== undefined ? { message } : {}),
+                startedAt: now,
+                finishedAt: now,
+              },
+            },
+          },
+        ],
+  });
+}
+
+/** Waits until the Job controller marks the Job Complete or Failed. */
+export async function jobFinished(env: StepEnv, job: string): Promise<V1Job> {
+  return eventually(
+    () => env.batch.readNamespacedJob({ namespace: env.namespace, name: job }),
+    (read) => read.status?.conditions?.some((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True') === true,
+    60_000,
+    `Job ${job} finished`,
+  );
+}
+
+/** A runner result document (src/schemas/result.ts) for `op`. */
+export function result(op: RunnerResult['op'], outcome: RunnerResult['result'], extra: Partial<RunnerResult> = {}): RunnerResult {
+  return { version: 1, op, result: outcome, steps: [{ name: 'init', exit: 0, seconds: 1.5 }], ...extra };
+}
+
+/** Events about the object (events.k8s.io/v1). */
+export async function eventsOf(env: StepEnv, ref: ObjectRef): Promise<EventsV1Event[]> {
+  const list = await env.events.listNamespacedEvent({ namespace: env.namespace });
+  return list.items.filter((event) => event.regarding?.name === ref.name && event.regarding?.kind === ref.kind);
+}
+
+/** Simulates the step lock's 30 s expiry after a crashed step (the failpoint left it held). */
+export async function expireStepLock(env: StepEnv, ref: ObjectRef): Promise<void> {
+  await env.redis.client.del(env.redis.keys.stepLock(ref));
+}
+
+/** Creates an object and steps it until its first Job exists; returns the ref and the Job name. */
+export async function startedObject(
+  env: StepEnv,
+  kind: ObjectKind,
+  name: string,
+  spec: Record<string, unknown> = {},
+  meta: { labels?: Record<string, string>; annotations?: Record<string, string> } = {},
+): Promise<{ ref: ObjectRef; job: string }> {
+  const ref = await createObject(env, kind, name, spec, meta);
+  const created = await stepUntil(env.step(), ref, 'created');
+  if (!created.job) throw new Error(`start ${name}: no Job named`);
+  return { ref, job: created.job };
+}
+
+/** Ends the Job's pod as `end` says and waits for the Job to finish. */
+export async function finishJob(env: StepEnv, job: string, end: PodEnd): Promise<V1Job> {
+  const pod = await podOf(env, job);
+  await endPod(env, pod, end);
+  return jobFinished(env, job);
+}
