@@ -1,9 +1,10 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtemp, readdir, stat } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { localBackend, runRunner, stepNames } from './runner-process.ts';
+import { parseRunnerResult } from '../../../src/schemas/result.ts';
+import { FIXTURES, localBackend, runRunner, stepNames, TEST_HMAC_KEY, tofuPath } from './runner-process.ts';
 
 // The delivered runner: `npm run build:runner` makes one executable; `runner copy <dir>` (the Job's init
 // container) puts it, its loader and its libraries into a directory; the `source` container runs it
@@ -41,6 +42,34 @@ describe('the bundled runner (single executable)', () => {
     expect(run.stderr).not.toContain('ExperimentalWarning');
     expect(stepNames(run.result)).toEqual(['prepare', 'init', 'validate', 'plan', 'show-json', 'apply']);
     expect(run.result.outputs?.providerID).toMatch(/^captf-test:\/\//);
+  });
+
+  it('runs in an empty root (chroot) holding only /captf and /dev/null: no shell, no Node, no C library', async () => {
+    // chroot and mknod need root, as the Job's kubelet has; the test machines and CI run as root.
+    expect(process.getuid?.(), 'this test needs root (chroot, mknod)').toBe(0);
+    const root = await mkdtemp(join(tmpdir(), 'captf-runner-root-'));
+    for (const dir of ['captf/module', 'captf/config', 'out', 'dev'])
+      await mkdir(join(root, dir), { recursive: true });
+    execFileSync('mknod', ['-m', '666', join(root, 'dev/null'), 'c', '1', '3']);
+    execFileSync(join(binDir, 'runner'), ['copy', join(root, 'captf/bin')], { stdio: 'pipe' });
+    await copyFile(join(FIXTURES, 'machine/main.tf'), join(root, 'captf/module/main.tf'));
+    await copyFile(await tofuPath(), join(root, 'captf/runtime'));
+    const config = { version: 1, variables: { name: 'm-root' }, planHmacKey: TEST_HMAC_KEY };
+    await writeFile(join(root, 'captf/config/run.json'), JSON.stringify(config));
+    expect((await readdir(root)).sort()).toEqual(['captf', 'dev', 'out']);
+
+    const command = ['/captf/bin/ld.so', '--library-path', '/captf/bin/lib', '/captf/bin/runner'];
+    const run = spawnSync(
+      'chroot',
+      [root, ...command, 'run', '--op=apply', '--result-file=/out/termination-log'],
+      {
+        encoding: 'utf8',
+      },
+    );
+    expect(run.status, run.stderr).toBe(0);
+    const parsed = parseRunnerResult(await readFile(join(root, 'out/termination-log'), 'utf8'));
+    expect(parsed.ok && parsed.result.result).toBe('succeeded');
+    expect(parsed.ok && parsed.result.outputs?.providerID).toMatch(/^captf-test:\/\//);
   });
 
   it('the development runner refuses to copy itself (only the single executable can)', () => {
