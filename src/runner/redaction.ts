@@ -1,3 +1,4 @@
+import type { RunConfig } from '../schemas/run-config.ts';
 import type { JsonValue } from './json.ts';
 
 /** What replaces a secret value wherever the runner writes or prints text. */
@@ -58,4 +59,18 @@ export function redactJson<T extends JsonValue>(value: T, redactor: Redactor): T
     return out;
   };
   return walk(value) as T;
+}
+
+/** Every secret of a run config: secret inputs, secret backend settings and the plan HMAC key. */
+export function runConfigSecrets(config: RunConfig): string[] {
+  const inputs = config.secretInputs.flatMap((name) => {
+    const value = config.variables[name];
+    return value === undefined ? [] : secretTexts(value);
+  });
+  const backend = config.backend;
+  const backendSecrets = (backend?.secretKeys ?? []).flatMap((key) => {
+    const value = backend?.config[key];
+    return value === undefined ? [] : secretTexts(value);
+  });
+  return [...inputs, ...backendSecrets, config.planHmacKey];
 }

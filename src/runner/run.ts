@@ -7,7 +7,7 @@ import type {
   StepName,
   StepRecord,
 } from '../schemas/result.ts';
-import type { ApplyPolicy, RunConfig } from '../schemas/run-config.ts';
+import type { ApplyPolicy } from '../schemas/run-config.ts';
 import { readContractOutputs } from './contract-outputs.ts';
 import { decideGuard } from './guard.ts';
 import type { Interruption } from './interruption.ts';
@@ -16,7 +16,7 @@ import { lockInfoFrom } from './lock-info.ts';
 import type { RunnerLog } from './log.ts';
 import { readUiStream, readValidateDocument, type UiReport, uiMessage } from './machine-ui.ts';
 import { readPlanDocument, summarizePlan } from './plan-digest.ts';
-import { createRedactor, type Redactor, redactJson, secretTexts } from './redaction.ts';
+import { createRedactor, type Redactor, redactJson, runConfigSecrets } from './redaction.ts';
 import { fitResult } from './result-document.ts';
 import { readRunConfig } from './run-config-file.ts';
 import { runtimeEnv } from './runtime-env.ts';
@@ -77,20 +77,6 @@ const IMAGE_LAYOUT_ERRNOS: ReadonlySet<string> = new Set([
   'ENOTDIR',
 ]);
 
-/** Every secret of a run config: secret inputs, secret backend settings and the plan HMAC key. */
-export function runSecrets(config: RunConfig): string[] {
-  const inputs = config.secretInputs.flatMap((name) => {
-    const value = config.variables[name];
-    return value === undefined ? [] : secretTexts(value);
-  });
-  const backend = config.backend;
-  const backendSecrets = (backend?.secretKeys ?? []).flatMap((key) => {
-    const value = backend?.config[key];
-    return value === undefined ? [] : secretTexts(value);
-  });
-  return [...inputs, ...backendSecrets, config.planHmacKey];
-}
-
 function round(seconds: number): number {
   return Math.round(seconds * 1000) / 1000;
 }
@@ -131,7 +117,7 @@ export async function runOp(options: RunOptions, deps: RunDeps): Promise<RunnerR
     return failure('step', 'prepare', read.message);
   }
   const config = read.config;
-  redactor = createRedactor(runSecrets(config));
+  redactor = createRedactor(runConfigSecrets(config));
   log.useRedactor(redactor);
   let workspace: Workspace;
   try {

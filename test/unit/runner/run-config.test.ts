@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runSecrets } from '../../../src/runner/run.ts';
+import { runConfigSecrets } from '../../../src/runner/redaction.ts';
 import { parseRunConfig } from '../../../src/schemas/run-config.ts';
 
 const KEY = 'k'.repeat(32);
@@ -40,6 +40,6 @@ describe('run config (src/schemas/run-config.ts)', () => {
       }),
     );
     if (!parsed.ok) throw new Error(parsed.message);
-    expect(runSecrets(parsed.config)).toEqual(['tok-1', 'u', 'pw-2', 'kube-3', KEY]);
+    expect(runConfigSecrets(parsed.config)).toEqual(['tok-1', 'u', 'pw-2', 'kube-3', KEY]);
   });
 });
