@@ -97,10 +97,12 @@ class CuttableProxy {
     }
     client.pipe(upstream).pipe(client);
   });
-  constructor(
-    readonly host: string,
-    readonly port: number,
-  ) {}
+  readonly host: string;
+  readonly port: number;
+  constructor(host: string, port: number) {
+    this.host = host;
+    this.port = port;
+  }
   async start(): Promise<string> {
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
     return `https://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
