@@ -193,7 +193,7 @@ describe('handlers wired to real Redis and the API server', () => {
       ref.name === 'soon' ? { action: 'watching', reason: 'JobActive', requeueAfterSeconds: 0 } : {};
     await app.inject({
       method: 'POST',
-      url: '/reconcile/TerraformCluster/' + namespace + '/soon',
+      url: `/reconcile/TerraformCluster/${namespace}/soon`,
       headers: auth,
     });
     calls.length = 0;
