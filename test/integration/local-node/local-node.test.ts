@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoordinationV1Api, CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pullLocalImage } from '../../../src/local/node/image-store.ts';
 import { type LocalNode, startLocalNode } from '../../../src/local/node/local-node.ts';
 import { httpStatusOf } from '../../../src/local/node/node-api.ts';
 import { parseRunnerResult } from '../../../src/schemas/result.ts';
@@ -29,6 +31,8 @@ const imageDirs = [
   join(import.meta.dirname, '../../fixtures/images'),
   join(import.meta.dirname, '../../../infra/local/images'),
 ];
+// Empty at first: C09's recovering pull finds its image here only once the test copies it in.
+const lateImages = mkdtempSync(join(tmpdir(), 'captf-late-images-'));
 const config = new KubeConfig();
 let core: CoreV1Api;
 let node: LocalNode;
@@ -38,7 +42,7 @@ function startNode(): Promise<LocalNode> {
   return startLocalNode({
     kubeConfig: config,
     nodeName,
-    imageDirs,
+    imageDirs: [...imageDirs, lateImages],
     tools: { tofu: testStack().tofuPath },
     // Scaled-down kubelet back-off so C09's alternation shows within seconds.
     pullBackoff: { initialBackoffMs: 2000, maxBackoffMs: 8000, errImagePullMs: 1000 },
@@ -72,6 +76,7 @@ afterAll(async () => {
   await core?.deleteNode({ name: nodeName }).catch((error: unknown) => {
     if (httpStatusOf(error) !== 404) throw error;
   });
+  rmSync(lateImages, { recursive: true, force: true });
 });
 
 describe('node registration', () => {
@@ -452,6 +457,96 @@ describe('image pull (C09)', () => {
     expect(sourceState(live)?.waiting?.message).toContain('captf.local/no-such-image:1');
   });
 
+  it('C09: a pull that recovers (the image appears) runs the pod normally', async () => {
+    const pod = await createJob(
+      config,
+      core,
+      namespace,
+      job(
+        'late-image',
+        podSpec({
+          containers: [
+            {
+              name: 'source',
+              image: 'captf.local/late-image:1',
+              command: ['/captf/report.sh', '/dev/termination-log', 'late but fine', '0'],
+            },
+          ],
+        }),
+      ),
+    );
+    const name = pod.metadata?.name ?? '';
+    await podUntil(
+      core,
+      namespace,
+      name,
+      'ErrImagePull',
+      (p) => sourceState(p)?.waiting?.reason === 'ErrImagePull',
+    );
+    cpSync(join(imageDirs[0] ?? '', 'testbox'), join(lateImages, 'late-image'), { recursive: true });
+    const done = await podUntil(
+      core,
+      namespace,
+      name,
+      'Succeeded',
+      (p) => p.status?.phase === 'Succeeded',
+      30_000,
+    );
+    expect(terminated(done)).toMatchObject({ exitCode: 0, message: 'late but fine' });
+    expect(done.status?.containerStatuses?.[0]?.restartCount).toBe(0);
+  });
+
+  it('a digest reference resolves while the directory has that digest; another digest does not pull', async () => {
+    const pulled = pullLocalImage('testbox', undefined, imageDirs, {});
+    if (pulled.kind !== 'pulled') throw new Error(pulled.message);
+    const pinned = await createJob(
+      config,
+      core,
+      namespace,
+      job(
+        'pinned',
+        podSpec({
+          containers: [
+            {
+              name: 'source',
+              image: `captf.local/testbox@${pulled.image.digest}`,
+              command: ['/captf/report.sh', '/dev/termination-log', 'pinned', '0'],
+            },
+          ],
+        }),
+      ),
+    );
+    const done = await podUntil(
+      core,
+      namespace,
+      pinned.metadata?.name ?? '',
+      'Succeeded',
+      (p) => p.status?.phase === 'Succeeded',
+    );
+    expect(done.status?.containerStatuses?.[0]?.imageID).toBe(`captf.local/testbox@${pulled.image.digest}`);
+    const other = await createJob(
+      config,
+      core,
+      namespace,
+      job(
+        'other-digest',
+        podSpec({
+          containers: [
+            { name: 'source', image: `captf.local/testbox@sha256:${'0'.repeat(64)}`, command: ['/x'] },
+          ],
+        }),
+      ),
+    );
+    const waiting = await podUntil(
+      core,
+      namespace,
+      other.metadata?.name ?? '',
+      'ErrImagePull',
+      (p) => sourceState(p)?.waiting?.reason === 'ErrImagePull',
+    );
+    expect(sourceState(waiting)?.waiting?.message).toContain('manifest unknown');
+  });
+
   it('C09: an invalid reference shows InvalidImageName', async () => {
     const pod = await createJob(
       config,
@@ -559,7 +654,8 @@ describe('deletion and deadlines', () => {
     );
   });
 
-  it('pod activeDeadlineSeconds: the node fails the pod with reason DeadlineExceeded after SIGTERM', async () => {
+  it('C08: pod activeDeadlineSeconds: Failed/DeadlineExceeded at once, container still running; then SIGTERM ends it', async () => {
+    const recorder = await recordPods(config, namespace);
     const trapTerm = 'trap \'printf "deadline" > "$0"; exit 143\' TERM; while :; do sleep 0.1; done';
     const pod = await createJob(
       config,
@@ -583,6 +679,14 @@ describe('deletion and deadlines', () => {
     expect(failed.status?.phase).toBe('Failed');
     expect(failed.status?.message).toBe('Pod was active on the node longer than the specified deadline');
     expect(terminated(failed)).toMatchObject({ exitCode: 143, message: 'deadline' });
+    recorder.stop();
+    const failedWhileRunning = recorder
+      .of(pod.metadata?.name ?? '')
+      .some(
+        (entry) =>
+          entry.pod.status?.reason === 'DeadlineExceeded' && sourceState(entry.pod)?.running !== undefined,
+      );
+    expect(failedWhileRunning).toBe(true);
     await jobCondition(config, namespace, 'pod-deadline', 'Failed');
   });
 });
