@@ -354,6 +354,61 @@ describe('Jobs run on the local node', () => {
   });
 });
 
+describe('the per-run Secret arrives after its Job (DESIGN.md section 5 step 8)', () => {
+  it('the pod waits in ContainerCreating with a FailedMount event, then runs once the Secret exists', async () => {
+    const pod = await createJob(
+      config,
+      core,
+      namespace,
+      job(
+        'secret-later',
+        podSpec({
+          volumes: [{ name: 'config', secret: { secretName: 'captf-run-secret-later', defaultMode: 0o400 } }],
+          containers: [
+            container(
+              'source',
+              ['/bin/sh', '-c', 'cat "$0" > "$1"', '/captf/config/run.json', '/dev/termination-log'],
+              {
+                volumeMounts: [{ name: 'config', mountPath: '/captf/config', readOnly: true }],
+              },
+            ),
+          ],
+        }),
+      ),
+    );
+    const name = pod.metadata?.name ?? '';
+    const waiting = await podUntil(
+      core,
+      namespace,
+      name,
+      'ContainerCreating',
+      (p) => sourceState(p)?.waiting?.reason === 'ContainerCreating',
+    );
+    expect(waiting.status?.phase).toBe('Pending');
+    const events = await eventually(
+      'a FailedMount event',
+      () => core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name}` }),
+      (list) => list.items.some((event) => event.reason === 'FailedMount'),
+    );
+    expect(events.items.find((event) => event.reason === 'FailedMount')?.message).toContain(
+      'secret "captf-run-secret-later" not found',
+    );
+    await core.createNamespacedSecret({
+      namespace,
+      body: { metadata: { name: 'captf-run-secret-later' }, stringData: { 'run.json': '{"version":1}' } },
+    });
+    const done = await podUntil(
+      core,
+      namespace,
+      name,
+      'Succeeded',
+      (p) => p.status?.phase === 'Succeeded',
+      30_000,
+    );
+    expect(terminated(done)?.message).toBe('{"version":1}');
+  });
+});
+
 describe('the runner image and a module image (DESIGN.md sections 9 and 10)', () => {
   it('init `runner` copies the runner into the emptyDir; `source` runs it with the test OpenTofu; the result parses', async () => {
     await core.createNamespacedSecret({
