@@ -1,6 +1,7 @@
 import { isKubeError } from '../adapters/kube/errors.ts';
 import { type PlanSituation, planSituation } from '../core/approval.ts';
 import type { JobRecord } from '../core/job-record.ts';
+import { planName } from '../core/plan-manifest.ts';
 import { resolveJobsPolicy } from '../schemas/kinds/jobs-policy.ts';
 import {
   type Bookkeeping,
@@ -95,9 +96,16 @@ function contextOf(deps: StepDeps, snap: Snapshot): StepContext {
   };
 }
 
-/** The plans of the object for its current inputs; a pending plan for other inputs is superseded. */
-function plansOf(snap: Snapshot): PlanSituation {
-  return planSituation(snap.pendingPlan ? [snap.pendingPlan] : [], snap.uid, snap.inputsHash);
+/**
+ * The plans of the object for its current inputs; a pending plan for other inputs is superseded. A plan
+ * this step's bookkeeping is about to create for the current inputs waits for approval like a live one.
+ */
+function plansOf(snap: Snapshot, bookkeeping?: Bookkeeping): PlanSituation {
+  const created = bookkeeping?.plans.find((change) => change.kind === 'create' && change.inputsHash === snap.inputsHash);
+  const live = planSituation(snap.pendingPlan ? [snap.pendingPlan] : [], snap.uid, snap.inputsHash);
+  if (created?.kind !== 'create') return live;
+  const superseded = snap.pendingPlan ? [snap.pendingPlan.metadata.name] : [];
+  return { approval: 'pending', live: planName(created.job), supersede: superseded.filter((name) => name !== planName(created.job)) };
 }
 
 /** `status` without a pending plan that the input change superseded (DESIGN.md section 11, C18). */
@@ -132,7 +140,7 @@ async function reconcile(deps: StepDeps, ref: ObjectRef): Promise<StepOutcome> {
   const finished = jobsToBookkeep(context);
   const bookkeeping = finished.length > 0 ? await prepareBookkeeping(context, finished) : undefined;
   const records = bookkeeping?.records ?? snap.records;
-  const plans = plansOf(snap);
+  const plans = plansOf(snap, bookkeeping);
   const supersededPlan =
     snap.pendingPlan && plans.supersede.includes(snap.pendingPlan.metadata.name)
       ? snap.pendingPlan

@@ -7,8 +7,8 @@ import {
   BatchV1Api,
   CoreV1Api,
   CustomObjectsApi,
-  type EventsV1Event,
   EventsV1Api,
+  type EventsV1Event,
   KubeConfig,
   type V1CustomResourceDefinition,
   type V1Job,
@@ -21,13 +21,19 @@ import type { CustomObject } from '../../../src/adapters/kube/custom-object.ts';
 import { RequestCounter } from '../../../src/adapters/kube/request-count.ts';
 import { CUSTOM_RESOURCES } from '../../../src/adapters/kube/resources.ts';
 import { createRedisAdapter, type RedisAdapter } from '../../../src/adapters/redis/adapter.ts';
-import type { ObjectKind, ObjectRef, ReconcileStep, StepAction, StepOutcome } from '../../../src/step/contract.ts';
+import type { RunnerResult } from '../../../src/schemas/result.ts';
+import type {
+  ObjectKind,
+  ObjectRef,
+  ReconcileStep,
+  StepAction,
+  StepOutcome,
+} from '../../../src/step/contract.ts';
 import type { StepConfig } from '../../../src/step/deps.ts';
 import { armedFailpoints, type Failpoint, NO_FAILPOINTS } from '../../../src/step/failpoints.ts';
+import type { TargetStatus } from '../../../src/step/snapshot.ts';
 import { createSpecWriter } from '../../../src/step/spec-patch.ts';
 import { createReconcileStep } from '../../../src/step/step.ts';
-import type { RunnerResult } from '../../../src/schemas/result.ts';
-import type { TargetStatus } from '../../../src/step/snapshot.ts';
 import { testStack } from '../../env/index.ts';
 
 /**
@@ -81,7 +87,11 @@ export interface StepEnv {
   events: EventsV1Api;
   config: StepConfig;
   /** A step over this env (a fresh one is like a cold start: nothing is kept between calls anyway). */
-  step(options?: { failpoints?: Failpoint[]; redis?: RedisAdapter; config?: Partial<StepConfig> }): ReconcileStep;
+  step(options?: {
+    failpoints?: Failpoint[];
+    redis?: RedisAdapter;
+    config?: Partial<StepConfig>;
+  }): ReconcileStep;
   close(): Promise<void>;
 }
 
@@ -113,13 +123,19 @@ async function installCrds(extensions: ApiextensionsV1Api): Promise<void> {
     }
     await eventually(
       () => extensions.readCustomResourceDefinition({ name }),
-      (read) => read.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true,
+      (read) =>
+        read.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true,
     );
   }
 }
 
 /** Polls `read` until `done` holds; throws after `timeoutMs` with `what`. */
-export async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 60_000, what = 'condition'): Promise<T> {
+export async function eventually<T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs = 60_000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let value = await read();
   while (!done(value)) {
@@ -144,7 +160,10 @@ export async function createStepEnv(label: string): Promise<StepEnv> {
     reporter: { controller: 'captf.io/controller', instance: `step-test-${label}` },
   });
   const specCounter = new RequestCounter();
-  const specWriter = createSpecWriter({ kind: 'file', path: testStack().kubeconfigPath }, { requestTimeoutMs: 10_000, counter: specCounter });
+  const specWriter = createSpecWriter(
+    { kind: 'file', path: testStack().kubeconfigPath },
+    { requestTimeoutMs: 10_000, counter: specCounter },
+  );
   const keyPrefix = `t${randomBytes(4).toString('hex')}`;
   const redis = createRedisAdapter({ url: testStack().redisUrl, keyPrefix });
   await redis.waitUntilReady(10_000);
@@ -228,12 +247,23 @@ export async function patchSpec(env: StepEnv, ref: ObjectRef, spec: Record<strin
 /** The object's Jobs (label `captf.io/owner-uid`), oldest first. */
 export async function jobsOf(env: StepEnv, ref: ObjectRef): Promise<V1Job[]> {
   const object = await readObject(env, ref);
-  const jobs = await env.kube.reader.listJobs({ namespace: ref.namespace, labelSelector: { 'captf.io/owner-uid': object.metadata.uid } });
-  return jobs.sort((a, b) => (a.metadata?.creationTimestamp?.getTime() ?? 0) - (b.metadata?.creationTimestamp?.getTime() ?? 0));
+  const jobs = await env.kube.reader.listJobs({
+    namespace: ref.namespace,
+    labelSelector: { 'captf.io/owner-uid': object.metadata.uid },
+  });
+  return jobs.sort(
+    (a, b) =>
+      (a.metadata?.creationTimestamp?.getTime() ?? 0) - (b.metadata?.creationTimestamp?.getTime() ?? 0),
+  );
 }
 
 /** Runs steps until one answers `action` (at most `max`); returns that outcome. */
-export async function stepUntil(step: ReconcileStep, ref: ObjectRef, action: StepAction, max = 5): Promise<StepOutcome> {
+export async function stepUntil(
+  step: ReconcileStep,
+  ref: ObjectRef,
+  action: StepAction,
+  max = 5,
+): Promise<StepOutcome> {
   let last: StepOutcome | undefined;
   for (let i = 0; i < max; i += 1) {
     last = await step(ref);
@@ -260,7 +290,11 @@ async function writePodStatus(env: StepEnv, pod: V1Pod, status: V1Pod['status'])
   for (let tries = 0; tries < 5; tries += 1) {
     const fresh = await env.core.readNamespacedPod({ namespace: env.namespace, name });
     try {
-      await env.core.replaceNamespacedPodStatus({ namespace: env.namespace, name, body: { ...fresh, status } });
+      await env.core.replaceNamespacedPodStatus({
+        namespace: env.namespace,
+        name,
+        body: { ...fresh, status },
+      });
       return;
     } catch (error) {
       if (!String(error).includes('409')) throw error;
@@ -280,38 +314,77 @@ export async function runPod(env: StepEnv, pod: V1Pod): Promise<void> {
     phase: 'Running',
     startTime: started,
     initContainerStatuses: [
-      { ...containerBase('runner', RUNNER_IMAGE), state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: started, finishedAt: started } } },
+      {
+        ...containerBase('runner', RUNNER_IMAGE),
+        state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: started, finishedAt: started } },
+      },
     ],
-    containerStatuses: [{ ...containerBase('source', MODULE_IMAGE), ready: true, started: true, state: { running: { startedAt: started } } }],
+    containerStatuses: [
+      {
+        ...containerBase('source', MODULE_IMAGE),
+        ready: true,
+        started: true,
+        state: { running: { startedAt: started } },
+      },
+    ],
   });
 }
 
 /** Plays the kubelet: `source` waits in a pull failure (C09). */
-export async function pullTrouble(env: StepEnv, pod: V1Pod, reason: 'ErrImagePull' | 'ImagePullBackOff' | 'InvalidImageName'): Promise<void> {
+export async function pullTrouble(
+  env: StepEnv,
+  pod: V1Pod,
+  reason: 'ErrImagePull' | 'ImagePullBackOff' | 'InvalidImageName',
+): Promise<void> {
   const started = new Date();
   await writePodStatus(env, pod, {
     phase: 'Pending',
     startTime: started,
     initContainerStatuses: [
-      { ...containerBase('runner', RUNNER_IMAGE), state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: started, finishedAt: started } } },
+      {
+        ...containerBase('runner', RUNNER_IMAGE),
+        state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: started, finishedAt: started } },
+      },
     ],
-    containerStatuses: [{ ...containerBase('source', MODULE_IMAGE), state: { waiting: { reason, message: `pull ${MODULE_IMAGE}: not found` } } }],
+    containerStatuses: [
+      {
+        ...containerBase('source', MODULE_IMAGE),
+        state: { waiting: { reason, message: `pull ${MODULE_IMAGE}: not found` } },
+      },
+    ],
   });
 }
 
 /** Plays the kubelet: `source` ends as `end` says, and the pod's phase follows the exit code. */
 export async function endPod(env: StepEnv, pod: V1Pod, end: PodEnd): Promise<void> {
   const now = new Date();
-  const message = end.result === undefined ? undefined : typeof end.result === 'string' ? end.result : JSON.stringify(end.result);
+  const message =
+    end.result === undefined
+      ? undefined
+      : typeof end.result === 'string'
+        ? end.result
+        : JSON.stringify(end.result);
   await writePodStatus(env, pod, {
     phase: end.exitCode === 0 ? 'Succeeded' : 'Failed',
     startTime: now,
     ...(end.podReason ? { reason: end.podReason } : {}),
     ...(end.disrupted
-      ? { conditions: [{ type: 'DisruptionTarget', status: 'True', reason: 'EvictionByEvictionAPI', lastTransitionTime: now }] }
+      ? {
+          conditions: [
+            {
+              type: 'DisruptionTarget',
+              status: 'True',
+              reason: 'EvictionByEvictionAPI',
+              lastTransitionTime: now,
+            },
+          ],
+        }
       : {}),
     initContainerStatuses: [
-      { ...containerBase('runner', RUNNER_IMAGE), state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: now, finishedAt: now } } },
+      {
+        ...containerBase('runner', RUNNER_IMAGE),
+        state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: now, finishedAt: now } },
+      },
     ],
     containerStatuses: end.noContainerStatuses
       ? []
@@ -336,21 +409,30 @@ export async function endPod(env: StepEnv, pod: V1Pod, end: PodEnd): Promise<voi
 export async function jobFinished(env: StepEnv, job: string): Promise<V1Job> {
   return eventually(
     () => env.batch.readNamespacedJob({ namespace: env.namespace, name: job }),
-    (read) => read.status?.conditions?.some((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True') === true,
+    (read) =>
+      read.status?.conditions?.some(
+        (c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True',
+      ) === true,
     60_000,
     `Job ${job} finished`,
   );
 }
 
 /** A runner result document (src/schemas/result.ts) for `op`. */
-export function result(op: RunnerResult['op'], outcome: RunnerResult['result'], extra: Partial<RunnerResult> = {}): RunnerResult {
+export function result(
+  op: RunnerResult['op'],
+  outcome: RunnerResult['result'],
+  extra: Partial<RunnerResult> = {},
+): RunnerResult {
   return { version: 1, op, result: outcome, steps: [{ name: 'init', exit: 0, seconds: 1.5 }], ...extra };
 }
 
 /** Events about the object (events.k8s.io/v1). */
 export async function eventsOf(env: StepEnv, ref: ObjectRef): Promise<EventsV1Event[]> {
   const list = await env.events.listNamespacedEvent({ namespace: env.namespace });
-  return list.items.filter((event) => event.regarding?.name === ref.name && event.regarding?.kind === ref.kind);
+  return list.items.filter(
+    (event) => event.regarding?.name === ref.name && event.regarding?.kind === ref.kind,
+  );
 }
 
 /** Simulates the step lock's 30 s expiry after a crashed step (the failpoint left it held). */

@@ -24,7 +24,9 @@ afterAll(async () => {
 
 describe('one apply, end to end', () => {
   it('creates the Job, its per-run Secret and status.activeJob, then bookkeeps the success', async () => {
-    const { ref, job } = await startedObject(env, 'TerraformMachine', 'm-a', { variables: { size: 'small' } });
+    const { ref, job } = await startedObject(env, 'TerraformMachine', 'm-a', {
+      variables: { size: 'small' },
+    });
     const jobs = await jobsOf(env, ref);
     expect(jobs.map((j) => j.metadata?.name)).toEqual([job]);
     const secret = await env.kube.reader.getSecret(env.namespace, `captf-run-${job}`);
@@ -32,12 +34,22 @@ describe('one apply, end to end', () => {
     const active = await statusOf(env, ref);
     expect(active.activeJob).toMatchObject({ name: job, op: 'apply', attempt: 1 });
 
-    await finishJob(env, job, { exitCode: 0, result: result('apply', 'succeeded', { outputs: { providerID: 'demo://m-a' } }) });
+    await finishJob(env, job, {
+      exitCode: 0,
+      result: result('apply', 'succeeded', { outputs: { providerID: 'demo://m-a' } }),
+    });
     const outcome = await env.step()(ref);
     expect(outcome).toMatchObject({ action: 'bookkept', reason: 'ApplySucceeded', job });
     const status = await statusOf(env, ref);
     expect(status.activeJob).toBeUndefined();
-    expect(status.lastRun).toMatchObject({ job, op: 'apply', attempt: 1, result: 'succeeded', reason: 'ApplySucceeded', generation: 1 });
+    expect(status.lastRun).toMatchObject({
+      job,
+      op: 'apply',
+      attempt: 1,
+      result: 'succeeded',
+      reason: 'ApplySucceeded',
+      generation: 1,
+    });
     expect(status.ready).toBe(true);
     expect(status.lastSuccess?.apply).toBeDefined();
     const [bookkept] = await jobsOf(env, ref);
