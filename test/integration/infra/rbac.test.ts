@@ -1,0 +1,260 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { KubeConfig } from '@kubernetes/client-node';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { composeAppDeps } from '../../../functions/compose.ts';
+import { systemClock } from '../../../src/adapters/clock.ts';
+import { createKubeAdapter } from '../../../src/adapters/kube/adapter.ts';
+import { createRedisAdapter } from '../../../src/adapters/redis/adapter.ts';
+import { readConfig } from '../../../src/config.ts';
+import { buildApp } from '../../../src/http/app.ts';
+import { createLogger } from '../../../src/http/logger.ts';
+import { kubeWatchSource } from '../../../src/relay/kube-source.ts';
+import { RELAY_RESOURCES } from '../../../src/relay/resources.ts';
+import type { ReconcileStep } from '../../../src/step/contract.ts';
+import { testStack } from '../../env/index.ts';
+
+// The shipped ClusterRoles against the real API server's authorizer: enough for what the handlers' wiring
+// and the relay do (run under impersonation of the service accounts bound only to them), and no more.
+
+const run = promisify(execFile);
+const root = join(import.meta.dirname, '..', '..', '..');
+const CONTROLLER = 'system:serviceaccount:captf-system:captf-controller';
+const EVENT_SOURCE = 'system:serviceaccount:captf-system:captf-event-source';
+
+const kubectl = (args: string[]) =>
+  run('/usr/bin/kubectl', ['--kubeconfig', testStack().kubeconfigPath, ...args]);
+
+/**
+ * Asks the API server's authorizer directly (SubjectAccessReview), so resources whose CRD is not installed
+ * here (Cluster API's Cluster) are checked too. `resource` is `plural[.group][/subresource]`.
+ */
+async function canI(user: string, verb: string, resource: string, namespace = 'default'): Promise<boolean> {
+  const [typed = '', subresource] = resource.split('/');
+  const dot = typed.indexOf('.');
+  const review = {
+    apiVersion: 'authorization.k8s.io/v1',
+    kind: 'SubjectAccessReview',
+    spec: {
+      user,
+      groups: user.startsWith('system:serviceaccount:')
+        ? ['system:serviceaccounts', 'system:authenticated']
+        : [],
+      resourceAttributes: {
+        namespace,
+        verb,
+        resource: dot === -1 ? typed : typed.slice(0, dot),
+        group: dot === -1 ? '' : typed.slice(dot + 1),
+        ...(subresource === undefined ? {} : { subresource }),
+      },
+    },
+  };
+  const child = kubectl(['create', '-f', '-', '-o', 'jsonpath={.status.allowed}']);
+  child.child.stdin?.end(JSON.stringify(review));
+  return (await child).stdout.trim() === 'true';
+}
+
+function impersonating(user: string): KubeConfig {
+  const admin = new KubeConfig();
+  admin.loadFromFile(testStack().kubeconfigPath);
+  const cluster = admin.getCurrentCluster();
+  const current = admin.getCurrentUser();
+  if (cluster === null || current === null) throw new Error('kubeconfig: no current cluster or user');
+  const kc = new KubeConfig();
+  kc.loadFromClusterAndUser(cluster, { ...current, impersonateUser: user });
+  return kc;
+}
+
+beforeAll(async () => {
+  for (const file of [
+    'crds/infrastructure.cluster.x-k8s.io_terraformclusters.yaml',
+    'crds/infrastructure.cluster.x-k8s.io_terraformmachines.yaml',
+    'crds/infrastructure.cluster.x-k8s.io_terraformmachinepools.yaml',
+    'crds/infrastructure.cluster.x-k8s.io_terraformplans.yaml',
+    'namespace.yaml',
+    'rbac/controller.yaml',
+    'rbac/event-source.yaml',
+  ]) {
+    await kubectl(['apply', '-f', join(root, 'infra', file)]);
+  }
+  await kubectl(['wait', '--for=condition=Established', 'crd', '--all', '--timeout=60s']);
+}, 120_000);
+
+describe('controller ClusterRole', () => {
+  const allowed = [
+    { id: 'job-create', name: 'create Jobs', verb: 'create', resource: 'jobs.batch' },
+    { id: 'job-patch', name: 'patch Jobs (bookkept annotation)', verb: 'patch', resource: 'jobs.batch' },
+    { id: 'job-delete', name: 'delete Jobs (prune, deadline)', verb: 'delete', resource: 'jobs.batch' },
+    { id: 'pod-list', name: 'list Pods', verb: 'list', resource: 'pods' },
+    { id: 'secret-create', name: 'create per-run Secrets', verb: 'create', resource: 'secrets' },
+    { id: 'secret-delete', name: 'delete per-run Secrets', verb: 'delete', resource: 'secrets' },
+    {
+      id: 'status',
+      name: 'patch TerraformCluster status',
+      verb: 'patch',
+      resource: 'terraformclusters.infrastructure.cluster.x-k8s.io/status',
+    },
+    {
+      id: 'finalizers',
+      name: 'update TerraformMachine finalizers',
+      verb: 'update',
+      resource: 'terraformmachines.infrastructure.cluster.x-k8s.io/finalizers',
+    },
+    {
+      id: 'plans',
+      name: 'create TerraformPlans',
+      verb: 'create',
+      resource: 'terraformplans.infrastructure.cluster.x-k8s.io',
+    },
+    { id: 'events', name: 'create events.k8s.io Events', verb: 'create', resource: 'events.events.k8s.io' },
+    { id: 'capi', name: 'get Cluster API Clusters', verb: 'get', resource: 'clusters.cluster.x-k8s.io' },
+  ];
+  const denied = [
+    {
+      id: 'secret-update',
+      name: 'update Secrets (state belongs to the runner)',
+      verb: 'update',
+      resource: 'secrets',
+    },
+    { id: 'pod-create', name: 'create Pods', verb: 'create', resource: 'pods' },
+    { id: 'pod-exec', name: 'exec into Pods', verb: 'create', resource: 'pods/exec' },
+    { id: 'job-update', name: 'update Job specs', verb: 'update', resource: 'jobs.batch' },
+    { id: 'configmaps', name: 'read ConfigMaps', verb: 'list', resource: 'configmaps' },
+    {
+      id: 'leases',
+      name: 'touch Leases (the runner backend lock)',
+      verb: 'update',
+      resource: 'leases.coordination.k8s.io',
+    },
+    {
+      id: 'capi-write',
+      name: 'patch Cluster API Clusters',
+      verb: 'patch',
+      resource: 'clusters.cluster.x-k8s.io',
+    },
+    {
+      id: 'crd-delete',
+      name: 'delete CRDs',
+      verb: 'delete',
+      resource: 'customresourcedefinitions.apiextensions.k8s.io',
+    },
+  ];
+  it.each(allowed)('$id may $name', async ({ verb, resource }) => {
+    expect(await canI(CONTROLLER, verb, resource)).toBe(true);
+  });
+  it.each(denied)('$id may not $name', async ({ verb, resource }) => {
+    expect(await canI(CONTROLLER, verb, resource)).toBe(false);
+  });
+
+  it('the handlers wiring (sweep lists and delete, owner reads, readiness) works bound only to it', async () => {
+    const namespace = `rbac-${randomBytes(3).toString('hex')}`;
+    await kubectl(['create', 'namespace', namespace]);
+    await kubectl(['-n', namespace, 'create', 'secret', 'generic', 'captf-run-gone-job']);
+    await kubectl(['-n', namespace, 'label', 'secret', 'captf-run-gone-job', 'captf.io/managed=true']);
+    const stack = testStack();
+    const read = readConfig({
+      REDIS_URL: stack.redisUrl,
+      KUBECONFIG: stack.kubeconfigPath,
+      CAPTF_AUTH_DISABLED: 'true',
+      CAPTF_RUNNER_IMAGE: 'captf-runner:test',
+    });
+    if (!read.ok) throw new Error(read.message);
+    const redis = createRedisAdapter({
+      url: stack.redisUrl,
+      keyPrefix: `rbac-${randomBytes(3).toString('hex')}`,
+    });
+    await redis.waitUntilReady(5000);
+    const kube = createKubeAdapter({
+      source: { kind: 'loaded', config: impersonating(CONTROLLER) },
+      clock: systemClock,
+      reporter: { controller: 'captf.io/test', instance: 'rbac' },
+    });
+    const step: ReconcileStep = async (ref) => ({
+      ref,
+      action: 'none',
+      reason: 'UpToDate',
+      requeueAfterSeconds: 600,
+    });
+    const app = buildApp(
+      composeAppDeps({
+        config: read.config,
+        logger: createLogger('silent'),
+        redis,
+        kube,
+        step,
+        clock: systemClock,
+      }),
+    );
+    try {
+      const tick = await app.inject({ method: 'POST', url: '/tick' });
+      expect(tick.json().sweep).toMatchObject({ state: 'ran', secretsDeleted: 1 });
+      const ready = await app.inject({ method: 'GET', url: '/readyz' });
+      expect(ready.json()).toMatchObject({ ready: true });
+      const owner = await app.inject({
+        method: 'POST',
+        url: '/events',
+        headers: {
+          'content-type': 'application/json',
+          'ce-specversion': '1.0',
+          'ce-id': '1',
+          'ce-source': stack.apiServerUrl,
+          'ce-type': 'dev.knative.apiserver.ref.update',
+        },
+        payload: JSON.stringify({ apiVersion: 'v1', kind: 'Pod', name: 'absent', namespace }),
+      });
+      expect(owner.json()).toEqual({ handled: false, reason: 'ObjectGone' });
+    } finally {
+      await app.close();
+      await redis.close();
+    }
+  });
+});
+
+describe('event-source ClusterRole (ApiServerSource and the relay)', () => {
+  it('lists every resource the relay and the ApiServerSource watch', async () => {
+    const source = kubeWatchSource(impersonating(EVENT_SOURCE));
+    for (const resource of RELAY_RESOURCES) {
+      // A CRD applied moments ago may answer 429 "storage is (re)initializing" for a second.
+      let listed: { resourceVersion: string } | undefined;
+      for (let attempt = 0; listed === undefined && attempt < 20; attempt++) {
+        listed = await source.list(resource).catch(async (error: unknown) => {
+          if ((error as { code?: unknown }).code !== 429) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 250));
+          return undefined;
+        });
+      }
+      expect(listed?.resourceVersion, resource.kind).toEqual(expect.any(String));
+    }
+  });
+
+  it.each([
+    { id: 'no-writes', name: 'create Jobs', verb: 'create', resource: 'jobs.batch' },
+    {
+      id: 'no-status',
+      name: 'patch TerraformCluster status',
+      verb: 'patch',
+      resource: 'terraformclusters.infrastructure.cluster.x-k8s.io/status',
+    },
+    { id: 'no-delete', name: 'delete Secrets', verb: 'delete', resource: 'secrets' },
+  ])('$id: may not $name', async ({ verb, resource }) => {
+    expect(await canI(EVENT_SOURCE, verb, resource)).toBe(false);
+  });
+});
+
+describe('runner Role', () => {
+  it('grants the kubernetes backend its Secrets and Lease in one namespace, nothing cluster-wide', async () => {
+    const namespace = `runner-${randomBytes(3).toString('hex')}`;
+    await kubectl(['create', 'namespace', namespace]);
+    await kubectl(['apply', '-n', namespace, '-f', join(root, 'infra/rbac/runner.yaml')]);
+    const runner = `system:serviceaccount:${namespace}:captf-runner`;
+    expect(await canI(runner, 'create', 'secrets', namespace)).toBe(true);
+    expect(await canI(runner, 'update', 'leases.coordination.k8s.io', namespace)).toBe(true);
+    expect(await canI(runner, 'list', 'secrets', 'default')).toBe(false);
+    expect(await canI(runner, 'create', 'jobs.batch', namespace)).toBe(false);
+    expect(await canI(runner, 'get', 'terraformclusters.infrastructure.cluster.x-k8s.io', namespace)).toBe(
+      false,
+    );
+  });
+});
