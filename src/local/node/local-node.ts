@@ -153,7 +153,11 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
       const target = localImageTarget(parsed.reference, registry);
       if (target.kind === 'foreign')
         return { kind: 'failed', message: `failed to resolve reference "${image}": ${image}: not found` };
-      return pullLocalImage(target.name, target.digest, imageDirs, tools);
+      try {
+        return pullLocalImage(target.name, target.digest, imageDirs, tools);
+      } catch (cause) {
+        return { kind: 'failed', message: `read image ${target.name}: ${(cause as Error).message}` };
+      }
     },
     imageId: (image) => `${registry}/${image.name}@${image.digest}`,
     podsDir,

@@ -53,7 +53,8 @@ export interface PodWorker {
   done: Promise<void>;
 }
 
-type Termination = { reason: 'deleted' | 'deadline'; killAtMs: number };
+/** Why the node ends a pod before its containers finish. */
+type TerminationReason = 'deleted' | 'deadline';
 type ContainerOutcome = { kind: 'exited'; exitCode: number } | { kind: 'not-started' };
 
 const podHostname = (pod: V1Pod): string => (pod.spec?.hostname ?? pod.metadata?.name ?? 'pod').slice(0, 63);
@@ -82,7 +83,8 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
   };
   const processes = new Set<ContainerProcess>();
   const stopping = new AbortController();
-  let termination: Termination | undefined;
+  /** Set once the pod is being ended: when its remaining processes get SIGKILL (epoch ms). */
+  let killAtMs: number | undefined;
   let killTimer: NodeJS.Timeout | undefined;
   let deadlineTimer: NodeJS.Timeout | undefined;
   let finished = false;
@@ -92,16 +94,19 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
     if (!silent) void ctx.api.recordEvent(pod, type, reason, message);
   };
 
-  // Status writes are serialised; each writes the runtime as it is when its turn comes.
-  let writes: Promise<void> = Promise.resolve();
-  const publish = (): Promise<void> => {
+  // Status writes are serialised; each writes the runtime as it is when its turn comes. Answers false when
+  // the write failed (an outage): a later write carries the same state, except after the last one.
+  let writes: Promise<boolean> = Promise.resolve(true);
+  const publish = (): Promise<boolean> => {
     writes = writes.then(async () => {
-      if (silent) return;
+      if (silent) return true;
       try {
         const outcome = await ctx.api.writeStatus(pod, (live) => podStatus(live, runtime, ctx.now()));
         if (outcome === 'pod-gone') abandon();
+        return true;
       } catch (cause) {
         ctx.log(`pod ${label}: status write failed: ${(cause as Error).message}`);
+        return false;
       }
     });
     return writes;
@@ -122,19 +127,19 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
     killTimer = setTimeout(killAll, Math.max(0, killAtMs - ctx.now().getTime()));
   };
 
-  const requestTermination = (reason: Termination['reason'], graceSeconds: number): void => {
+  const requestTermination = (reason: TerminationReason, graceSeconds: number): void => {
     // A finished pod has nothing left to stop; the node only deletes its object.
     if (finished) return;
-    const killAtMs = ctx.now().getTime() + graceSeconds * 1000;
-    if (termination) {
+    const requestedKillAtMs = ctx.now().getTime() + graceSeconds * 1000;
+    if (killAtMs !== undefined) {
       // A later request may only shorten the grace period (as a second delete with a smaller grace does).
-      if (killAtMs < termination.killAtMs) {
-        termination.killAtMs = killAtMs;
+      if (requestedKillAtMs < killAtMs) {
+        killAtMs = requestedKillAtMs;
         scheduleKill(killAtMs);
       }
       return;
     }
-    termination = { reason, killAtMs };
+    killAtMs = requestedKillAtMs;
     clearTimeout(deadlineTimer);
     stopping.abort();
     if (reason === 'deadline') {
@@ -147,7 +152,7 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
       event('Normal', 'Killing', `Stopping container (grace ${graceSeconds} s)`);
       proc.terminate();
     }
-    scheduleKill(killAtMs);
+    scheduleKill(requestedKillAtMs);
   };
 
   const abandon = (): void => {
@@ -156,7 +161,7 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
     killAll();
   };
 
-  const setState = (list: ContainerState[], index: number, state: ContainerState): Promise<void> => {
+  const setState = (list: ContainerState[], index: number, state: ContainerState): Promise<boolean> => {
     list[index] = state;
     return publish();
   };
@@ -313,7 +318,7 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
     }
     processes.add(proc);
     // A termination asked for while the container was being created reaches it like any running one.
-    if (termination) proc.terminate();
+    if (killAtMs !== undefined) proc.terminate();
     event('Normal', 'Started', `Started container ${container.name}`);
     ctx.log(`pod ${label}: container ${container.name} started (pid ${proc.pid}, log ${logPath})`);
     await setState(list, index, { kind: 'running', startedAt, containerId, imageId });
@@ -327,7 +332,8 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
       logTail: () => (existsSync(logPath) ? readFileSync(logPath) : Buffer.alloc(0)),
       containerCount,
     });
-    ctx.log(`pod ${label}: container ${container.name} exited ${exit.exitCode}`);
+    const bySignal = exit.signal === undefined ? '' : ` (signal ${exit.signal})`;
+    ctx.log(`pod ${label}: container ${container.name} exited ${exit.exitCode}${bySignal}`);
     await setState(list, index, {
       kind: 'terminated',
       exitCode: exit.exitCode,
@@ -392,7 +398,8 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
     clearTimeout(killTimer);
     // Every process of the pod has ended: whatever the containers reached, the phase is now terminal.
     runtime.stopped = true;
-    await publish();
+    // The terminal status is the one write that must land: the Job controller waits for it.
+    for (let attempt = 1; !(await publish()) && attempt < 60; attempt++) await sleep(1000);
     if (pod.metadata?.deletionTimestamp && !silent) await ctx.api.deletePod(pod).catch(() => undefined);
     ctx.log(`pod ${label}: finished`);
   };
