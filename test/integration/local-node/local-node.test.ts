@@ -657,6 +657,39 @@ describe('deletion and deadlines', () => {
     expect(Date.now() - deletedAt).toBeLessThan(15_000);
   });
 
+  it('C07: an evicted pod keeps the DisruptionTarget condition, gets SIGTERM and ends Failed with exit 143', async () => {
+    const recorder = await recordPods(config, namespace);
+    const trapTerm = 'trap \'printf "interrupted" > "$0"; exit 143\' TERM; while :; do sleep 0.1; done';
+    const pod = await createJob(
+      config,
+      core,
+      namespace,
+      job(
+        'evicted',
+        podSpec({ containers: [container('source', ['/bin/sh', '-c', trapTerm, '/dev/termination-log'])] }),
+      ),
+    );
+    const name = pod.metadata?.name ?? '';
+    await podUntil(core, namespace, name, 'Running', (p) => p.status?.phase === 'Running');
+    await core.createNamespacedPodEviction({
+      namespace,
+      name,
+      body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name, namespace } },
+    });
+    await eventually(
+      'the evicted pod to disappear',
+      () => core.listNamespacedPod({ namespace, fieldSelector: `metadata.name=${name}` }),
+      (list) => list.items.length === 0,
+      30_000,
+    );
+    recorder.stop();
+    const last = recorder.of(name).findLast((entry) => terminated(entry.pod) !== undefined)?.pod;
+    expect(last?.status?.phase).toBe('Failed');
+    expect(terminated(last as V1Pod)).toMatchObject({ exitCode: 143, message: 'interrupted' });
+    const disruption = last?.status?.conditions?.find((c) => c.type === 'DisruptionTarget');
+    expect(disruption).toMatchObject({ status: 'True', reason: 'EvictionByEvictionAPI' });
+  });
+
   it('pod deletion: a process that ignores SIGTERM is SIGKILLed after the grace period (exit 137)', async () => {
     const recorder = await recordPods(config, namespace);
     const pod = await createJob(
