@@ -1,22 +1,28 @@
 import { rmSync } from 'node:fs';
 import type { TestProject } from 'vitest/node';
 import { attachToStack, startLocalStack } from '../../src/local/stack.ts';
+import { applyCrds } from './crds.ts';
 import './index.ts';
 
 /**
  * Starts the real local stack (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, redis-server)
- * once per test run and provides it to the tests as `testStack`. `CAPTF_TEST_STACK=<stack.json>` reuses a
+ * once per test run, applies the generated CRDs, and provides it to the tests as `testStack`. `CAPTF_TEST_STACK=<stack.json>` reuses a
  * stack started by `node src/local/cli.ts up` instead; `CAPTF_KEEP_STACK=1` keeps the temp dir for logs.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const reuse = process.env.CAPTF_TEST_STACK;
   if (reuse) {
     const info = await attachToStack(reuse);
+    await applyCrds(info);
     project.provide('testStack', { ...info });
     return async () => {};
   }
   const started = Date.now();
   const stack = await startLocalStack({ log: (line) => console.log(`[test-env] ${line}`) });
+  await applyCrds(stack.info).catch(async (cause: unknown) => {
+    await stack.stop();
+    throw cause;
+  });
   console.log(
     `[test-env] stack ready in ${((Date.now() - started) / 1000).toFixed(1)} s (${stack.info.workDir})`,
   );
