@@ -188,9 +188,11 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
       .catch((cause: Error) => log(`delete pod ${pod.metadata?.name}: ${cause.message}`));
   };
 
+  let stopped = false;
   const handle = (pod: V1Pod): void => {
     const uid = pod.metadata?.uid;
-    if (!uid) return;
+    // A stopping node starts nothing new (a late watch event must not outlive stop()).
+    if (!uid || stopped) return;
     const known = records.get(uid);
     if (known) {
       known.worker?.update(pod);
@@ -237,7 +239,6 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
       );
   };
 
-  let stopped = false;
   let currentWatch: AbortController | undefined;
   const core = config.makeApiClient(CoreV1Api);
   const watcher = new Watch(config);
