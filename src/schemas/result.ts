@@ -133,12 +133,15 @@ export function parseRunnerResult(text: string | undefined | null): ParsedResult
   let json: unknown;
   try {
     json = JSON.parse(text);
-  } catch (cause) {
-    const truncated = new TextEncoder().encode(text).length >= RESULT_MAX_BYTES;
+  } catch {
+    // The parser's message quotes the text, which may hold anything the pod printed (C15): say only how
+    // long it was.
+    const bytes = new TextEncoder().encode(text).length;
+    const truncated = bytes >= RESULT_MAX_BYTES;
     return {
       ok: false,
       reason: truncated ? 'truncated' : 'not-json',
-      message: `read runner result: ${truncated ? 'truncated at the termination-message cap' : 'not JSON'}: ${(cause as Error).message}`,
+      message: `read runner result: ${truncated ? 'truncated at the termination-message cap' : 'not JSON'} (${bytes} bytes)`,
     };
   }
   const parsed = RunnerResultSchema.safeParse(json);
