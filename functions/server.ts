@@ -3,6 +3,7 @@ import type { Clock } from '../src/adapters/clock.ts';
 import { systemClock } from '../src/adapters/clock.ts';
 import type { KubeAdapter } from '../src/adapters/kube/adapter.ts';
 import { createKubeAdapter } from '../src/adapters/kube/adapter.ts';
+import type { KubeConfigSource } from '../src/adapters/kube/connection.ts';
 import type { RedisAdapter } from '../src/adapters/redis/adapter.ts';
 import { createRedisAdapter } from '../src/adapters/redis/adapter.ts';
 import { readConfig } from '../src/config.ts';
@@ -21,6 +22,8 @@ import { composeAppDeps } from './compose.ts';
 /** What the server hands the step factory: the adapters, the clock and the step's configuration. */
 export interface StepInputs {
   kube: KubeAdapter;
+  /** Where the adapter's kubeconfig came from (the step's spec writer opens its own connection). */
+  kubeSource: KubeConfigSource;
   redis: RedisAdapter;
   clock: Clock;
   config: StepConfig;
@@ -52,14 +55,16 @@ export async function runServer(
   const { config } = read;
   const logger = createLogger(config.logLevel);
   const redis = createRedisAdapter({ url: config.redisUrl, keyPrefix: config.keyPrefix });
+  const kubeSource: KubeConfigSource =
+    config.kube.mode === 'in-cluster' ? { kind: 'in-cluster' } : { kind: 'file', path: config.kube.path };
   const kube = createKubeAdapter({
-    source:
-      config.kube.mode === 'in-cluster' ? { kind: 'in-cluster' } : { kind: 'file', path: config.kube.path },
+    source: kubeSource,
     clock: systemClock,
     reporter: { controller: 'captf.io/controller', instance: (env.HOSTNAME ?? 'captf').slice(0, 128) },
   });
   const step = createStep({
     kube,
+    kubeSource,
     redis,
     clock: systemClock,
     config: {

@@ -16,7 +16,8 @@ const envFlag = z
 
 const EnvSchema = z
   .object({
-    PORT: z.coerce.number().int().min(1).max(65535).default(8080),
+    /** 0 picks a free port (tests). */
+    PORT: z.coerce.number().int().min(0).max(65535).default(8080),
     HOST: z.string().min(1).default('0.0.0.0'),
     /** Bearer token guarding the mutating routes (DESIGN.md section 13); at least 32 characters. */
     CAPTF_AUTH_TOKEN: z.string().min(32, 'CAPTF_AUTH_TOKEN: at least 32 characters').optional(),
