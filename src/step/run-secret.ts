@@ -22,10 +22,21 @@ export async function createRunSecret(
     },
     config,
   });
+  const { reader, writer } = context.deps.kube;
   try {
-    await context.deps.kube.writer.createSecret(secret);
+    await writer.createSecret(secret);
   } catch (error) {
     if (!isKubeError(error, 'AlreadyExists')) throw error;
+    // Ours from a crashed step, or left by an earlier Job of the same name (deleted by hand, C14) that the
+    // garbage collector has not removed yet: only the former may stay, the latter would vanish under us.
+    const existing = await reader.getSecret(secret.metadata.namespace, secret.metadata.name);
+    const ownerUid = existing?.metadata?.ownerReferences?.[0]?.uid;
+    if (existing && ownerUid !== job.metadata?.uid) {
+      await writer.deleteSecret(secret.metadata.namespace, secret.metadata.name, {
+        uid: existing.metadata?.uid ?? '',
+      });
+      await writer.createSecret(secret);
+    }
   }
   context.deps.failpoints.hit('after-run-secret-create');
 }

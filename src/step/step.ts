@@ -101,11 +101,17 @@ function contextOf(deps: StepDeps, snap: Snapshot): StepContext {
  * this step's bookkeeping is about to create for the current inputs waits for approval like a live one.
  */
 function plansOf(snap: Snapshot, bookkeeping?: Bookkeeping): PlanSituation {
-  const created = bookkeeping?.plans.find((change) => change.kind === 'create' && change.inputsHash === snap.inputsHash);
+  const created = bookkeeping?.plans.find(
+    (change) => change.kind === 'create' && change.inputsHash === snap.inputsHash,
+  );
   const live = planSituation(snap.pendingPlan ? [snap.pendingPlan] : [], snap.uid, snap.inputsHash);
   if (created?.kind !== 'create') return live;
   const superseded = snap.pendingPlan ? [snap.pendingPlan.metadata.name] : [];
-  return { approval: 'pending', live: planName(created.job), supersede: superseded.filter((name) => name !== planName(created.job)) };
+  return {
+    approval: 'pending',
+    live: planName(created.job),
+    supersede: superseded.filter((name) => name !== planName(created.job)),
+  };
 }
 
 /** `status` without a pending plan that the input change superseded (DESIGN.md section 11, C18). */

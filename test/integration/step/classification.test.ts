@@ -29,7 +29,11 @@ afterAll(async () => {
 });
 
 const PLAN = { digest: `sha256:${'a'.repeat(64)}`, add: 0, change: 1, destroy: 3, destructive: true };
-const LOCK_ERROR = { kind: 'step' as const, step: 'plan' as const, summary: 'Error acquiring the state lock' };
+const LOCK_ERROR = {
+  kind: 'step' as const,
+  step: 'plan' as const,
+  summary: 'Error acquiring the state lock',
+};
 
 interface Row {
   id: string;
@@ -54,14 +58,24 @@ const rows: Row[] = [
   {
     id: 'R02',
     name: 'error kind step is ApplyFailed, counted',
-    end: { exitCode: 1, result: result('apply', 'failed', { error: { kind: 'step', step: 'plan', summary: 'Error: Invalid value for variable' } }) },
+    end: {
+      exitCode: 1,
+      result: result('apply', 'failed', {
+        error: { kind: 'step', step: 'plan', summary: 'Error: Invalid value for variable' },
+      }),
+    },
     expected: { result: 'failed', reason: 'ApplyFailed', errorKind: 'step' },
     counted: true,
   },
   {
     id: 'R03',
     name: 'error kind image-layout is ImageInvalid, counted',
-    end: { exitCode: 1, result: result('apply', 'failed', { error: { kind: 'image-layout', step: 'prepare', summary: '/captf/module is missing' } }) },
+    end: {
+      exitCode: 1,
+      result: result('apply', 'failed', {
+        error: { kind: 'image-layout', step: 'prepare', summary: '/captf/module is missing' },
+      }),
+    },
     expected: { result: 'failed', reason: 'ImageInvalid', errorKind: 'image-layout' },
     counted: true,
   },
@@ -90,7 +104,10 @@ const rows: Row[] = [
   {
     id: 'R07',
     name: 'result blocked without destruction (Manual) is PlanAwaitingApproval',
-    end: { exitCode: 3, result: result('apply', 'blocked', { plan: { ...PLAN, destroy: 0, destructive: false } }) },
+    end: {
+      exitCode: 3,
+      result: result('apply', 'blocked', { plan: { ...PLAN, destroy: 0, destructive: false } }),
+    },
     expected: { result: 'blocked', reason: 'PlanAwaitingApproval' },
     counted: false,
     awaitsApproval: true,
@@ -98,7 +115,10 @@ const rows: Row[] = [
   {
     id: 'R08',
     name: 'result plan-changed is PlanChanged, waits for approval',
-    end: { exitCode: 3, result: result('apply', 'plan-changed', { plan: { ...PLAN, digest: `sha256:${'b'.repeat(64)}` } }) },
+    end: {
+      exitCode: 3,
+      result: result('apply', 'plan-changed', { plan: { ...PLAN, digest: `sha256:${'b'.repeat(64)}` } }),
+    },
     expected: { result: 'blocked', reason: 'PlanChanged' },
     counted: false,
     awaitsApproval: true,
@@ -120,7 +140,10 @@ const rows: Row[] = [
   {
     id: 'R11',
     name: 'a truncated result is kind unknown with a clear summary, counted (C10)',
-    end: { exitCode: 1, result: `{"version":1,"op":"apply","result":"failed","steps":[${'{"name":"init","exit":0,"seconds":1},'.repeat(120)}` },
+    end: {
+      exitCode: 1,
+      result: `{"version":1,"op":"apply","result":"failed","steps":[${'{"name":"init","exit":0,"seconds":1},'.repeat(120)}`,
+    },
     expected: { result: 'failed', reason: 'ApplyFailed', errorKind: 'unknown' },
     counted: true,
   },
@@ -134,8 +157,18 @@ const rows: Row[] = [
   {
     id: 'R13',
     name: 'C12a: exit 0 with an error result is failed with RunnerContractViolation',
-    end: { exitCode: 0, result: result('apply', 'failed', { error: { kind: 'step', step: 'apply', summary: 'Error: apply failed' } }) },
-    expected: { result: 'failed', reason: 'ApplyFailed', errorKind: 'step', warnings: ['RunnerContractViolation'] },
+    end: {
+      exitCode: 0,
+      result: result('apply', 'failed', {
+        error: { kind: 'step', step: 'apply', summary: 'Error: apply failed' },
+      }),
+    },
+    expected: {
+      result: 'failed',
+      reason: 'ApplyFailed',
+      errorKind: 'step',
+      warnings: ['RunnerContractViolation'],
+    },
     counted: true,
   },
   {
@@ -148,7 +181,10 @@ const rows: Row[] = [
   {
     id: 'R15',
     name: 'a lock held by a foreign holder is LockContended, not counted',
-    end: { exitCode: 1, result: result('apply', 'failed', { error: LOCK_ERROR, lock: { id: 'lock-1', who: 'alice@laptop' } }) },
+    end: {
+      exitCode: 1,
+      result: result('apply', 'failed', { error: LOCK_ERROR, lock: { id: 'lock-1', who: 'alice@laptop' } }),
+    },
     expected: { result: 'failed', reason: 'LockContended', errorKind: 'step' },
     counted: false,
   },
@@ -191,7 +227,9 @@ describe('DESIGN.md section 7 classification, through the step', () => {
   });
 
   it('R16 C12c: a drift check that finds changes is DriftChecked with DriftDetected=True, never counted', async () => {
-    const { ref, job } = await startedObject(env, 'TerraformMachine', 'm-drift', { driftCheck: { interval: '1h' } });
+    const { ref, job } = await startedObject(env, 'TerraformMachine', 'm-drift', {
+      driftCheck: { interval: '1h' },
+    });
     await finishJob(env, job, { exitCode: 0, result: result('apply', 'succeeded') });
     await env.step()(ref);
     env.clock.advance(2 * 3600);
@@ -199,10 +237,19 @@ describe('DESIGN.md section 7 classification, through the step', () => {
     expect(drift.reason).toBe('DriftDue');
     // Back to real time: the check finishes now, so the next one is an hour away.
     env.clock.advance(-2 * 3600);
-    await finishJob(env, drift.job ?? '', { exitCode: 0, result: result('drift', 'succeeded', { drift: { detected: true, change: 2 } }) });
+    await finishJob(env, drift.job ?? '', {
+      exitCode: 0,
+      result: result('drift', 'succeeded', { drift: { detected: true, change: 2 } }),
+    });
     await env.step()(ref);
     const status = await statusOf(env, ref);
-    expect(status.lastRun).toMatchObject({ job: drift.job, op: 'drift', result: 'succeeded', reason: 'DriftChecked', drift: { detected: true } });
+    expect(status.lastRun).toMatchObject({
+      job: drift.job,
+      op: 'drift',
+      result: 'succeeded',
+      reason: 'DriftChecked',
+      drift: { detected: true },
+    });
     expect(status.conditions?.find((c) => c.type === 'DriftDetected')?.status).toBe('True');
     expect(status.conditions?.find((c) => c.type === 'DriftJobSucceeded')?.status).toBe('True');
     expect(status.waitReason).not.toBe('Backoff');

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -105,22 +106,22 @@ function kubeConfig(): KubeConfig {
   return config;
 }
 
-/** Installs (or updates) the CRDs from infra/crds and waits until each is Established. */
+/**
+ * Installs (or updates) the CRDs from infra/crds with the real kubectl (client-node's model would drop the
+ * `x-kubernetes-*` keys of a plain YAML object) and waits until each is Established.
+ */
 async function installCrds(extensions: ApiextensionsV1Api): Promise<void> {
+  const stack = testStack();
+  execFileSync(
+    stack.kubectlPath,
+    ['--kubeconfig', stack.kubeconfigPath, 'apply', '--server-side', '--force-conflicts', '-f', CRD_DIR],
+    {
+      stdio: 'pipe',
+    },
+  );
   for (const file of readdirSync(CRD_DIR).filter((f) => f.endsWith('.yaml'))) {
     const crd = parse(readFileSync(join(CRD_DIR, file), 'utf8')) as V1CustomResourceDefinition;
     const name = crd.metadata?.name ?? '';
-    const existing = await extensions.readCustomResourceDefinition({ name }).catch(() => undefined);
-    if (existing) {
-      await extensions.replaceCustomResourceDefinition({
-        name,
-        body: { ...crd, metadata: { ...crd.metadata, resourceVersion: existing.metadata?.resourceVersion } },
-      });
-    } else {
-      await extensions.createCustomResourceDefinition({ body: crd }).catch((error: unknown) => {
-        if (!String(error).includes('AlreadyExists')) throw error;
-      });
-    }
     await eventually(
       () => extensions.readCustomResourceDefinition({ name }),
       (read) =>
