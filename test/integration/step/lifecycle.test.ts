@@ -4,6 +4,7 @@ import {
   eventsOf,
   finishJob,
   jobsOf,
+  readObject,
   result,
   type StepEnv,
   startedObject,
@@ -57,8 +58,8 @@ describe('one apply, end to end', () => {
     expect(await env.kube.reader.getSecret(env.namespace, `captf-run-${job}`)).toBeUndefined();
     const reasons = (await eventsOf(env, ref)).map((e) => e.reason);
     expect(reasons).toEqual(expect.arrayContaining(['JobCreated', 'JobSucceeded']));
-    const object = await env.kube.reader.getCustomObject(ref.kind, ref.namespace, ref.name);
-    expect((object?.spec as { providerID?: string }).providerID).toBe('demo://m-a');
+    const object = await readObject(env, ref);
+    expect(object.spec).toMatchObject({ providerID: 'demo://m-a' });
 
     const idle = await env.step()(ref);
     expect(idle).toMatchObject({ action: 'none', reason: 'UpToDate' });
