@@ -42,7 +42,7 @@ export interface LocalNodeOptions {
    * `tofu` (the pinned OpenTofu in `~/.cache/captf/bin`), each when built.
    */
   tools?: Record<string, string>;
-  /** Where pod work directories live; default a fresh temp directory. */
+  /** Where pod work directories live; default a fresh temp directory, removed on stop. */
   stateDir?: string;
   /** Default cpu 2, memory 8Gi, pods 110. */
   capacity?: NodeCapacity;
@@ -289,6 +289,9 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
       await Promise.all([...records.values()].map((record) => record.worker?.shutdown()));
       await serving;
       if (stopOptions.unregister ?? options.unregisterOnStop) await registration.unregister();
+      // A state directory the node made for itself goes with it; a given one belongs to the caller.
+      if (options.stateDir === undefined && !options.keepPodDirs)
+        rmSync(stateDir, { recursive: true, force: true });
       log(`node ${nodeName} stopped`);
     },
   };
