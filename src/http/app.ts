@@ -18,6 +18,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
  * build a fresh app each. Closing the app waits for in-flight steps (graceful shutdown).
  */
 export function buildApp(deps: AppDeps): FastifyInstance {
+  // The instance is typed with pino's Logger; routes take the base FastifyInstance (FastifyBaseLogger).
   const app = Fastify({
     loggerInstance: deps.logger,
     bodyLimit: deps.config.bodyLimitBytes,

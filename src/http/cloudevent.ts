@@ -14,7 +14,7 @@ import type { ErrorCode } from './errors.ts';
  * registry code and a clear message, never a throw (STYLE.md habit 5).
  */
 export type EventParse =
-  | { ok: true; subject: EventSubject; id: string }
+  | { ok: true; subject: EventSubject }
   | { ok: false; code: Extract<ErrorCode, 'invalid-event' | 'unsupported-event-type'>; message: string };
 
 /** Parses headers plus the raw body text. */
@@ -48,7 +48,7 @@ export function parseCloudEvent(
   if (Array.isArray(decoded)) {
     return { ok: false, code: 'invalid-event', message: 'parse CloudEvent: batched events are not accepted' };
   }
-  const event = decoded as { specversion?: unknown; type?: unknown; id?: unknown; data?: unknown };
+  const event = decoded as { specversion?: unknown; type?: unknown; data?: unknown };
   if (event.specversion !== '1.0') {
     return {
       ok: false,
@@ -69,7 +69,7 @@ export function parseCloudEvent(
   const subject = parseEventData(type.data, data.value);
   if (!subject.ok)
     return { ok: false, code: 'invalid-event', message: `parse CloudEvent: ${subject.message}` };
-  return { ok: true, subject: subject.subject, id: typeof event.id === 'string' ? event.id : '' };
+  return { ok: true, subject: subject.subject };
 }
 
 /**

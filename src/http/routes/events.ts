@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { bearerAuthHook } from '../auth.ts';
 import { parseCloudEvent } from '../cloudevent.ts';
-import type { AppDeps } from '../deps.ts';
+import type { AppDeps, OwnerLookup } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import { dedupeKeyOf, targetOf } from '../event-target.ts';
 import { acceptRawText } from '../raw-body.ts';
@@ -30,16 +30,13 @@ export function eventsRoutes(deps: AppDeps, stepCall: StepCallDeps): FastifyPlug
         eventLog.debug({ reason: target.reason }, 'event ignored');
         return reply.code(200).send({ handled: false, reason: target.reason });
       }
-      let ref = target.kind === 'object' ? target.ref : undefined;
-      if (target.kind === 'lookup') {
-        const lookup = await deps.owners.resolve(target.owned);
-        if (!lookup.found) {
-          eventLog.debug({ reason: lookup.reason }, 'event ignored');
-          return reply.code(200).send({ handled: false, reason: lookup.reason });
-        }
-        ref = lookup.ref;
+      const lookup: OwnerLookup =
+        target.kind === 'object' ? { found: true, ref: target.ref } : await deps.owners.resolve(target.owned);
+      if (!lookup.found) {
+        eventLog.debug({ reason: lookup.reason }, 'event ignored');
+        return reply.code(200).send({ handled: false, reason: lookup.reason });
       }
-      if (ref === undefined) throw new Error('route event: target without an object');
+      const { ref } = lookup;
       const dedupeKey = dedupeKeyOf(subject);
       if (dedupeKey !== undefined && (await deps.dedupe.seen(dedupeKey))) {
         eventLog.debug({ dedupeKey }, 'event ignored: duplicate');

@@ -117,6 +117,9 @@ describe('serverless.yml', () => {
       const context = join(root, fn.context ?? '.');
       expect(existsSync(join(context, fn.handler)), `${name}: ${fn.handler}`).toBe(true);
       const dockerfile = readFileSync(join(context, fn.handler), 'utf8');
+      const entry = /^CMD \["node", "([^"]+)"\]$/m.exec(dockerfile)?.[1];
+      expect(entry, `${name}: CMD`).toBeDefined();
+      expect(existsSync(join(context, entry ?? '')), `${name}: CMD ${entry}`).toBe(true);
       for (const [, source] of dockerfile.matchAll(/^COPY\s+(\S+)\s+\S+$/gm)) {
         expect(existsSync(join(context, source ?? '')), `${name}: COPY ${source}`).toBe(true);
       }

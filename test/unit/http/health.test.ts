@@ -93,3 +93,21 @@ it('GET /metrics still answers when the fleet store is down, and reports the out
   expect(response.body).toContain('# TYPE captf_reconcile_steps_total counter');
   expect(errors).toHaveLength(3);
 });
+
+it('a lease or slot wait counts toward captf_lease_waits_total; other waits do not', async () => {
+  const t = testApp({
+    answer: (ref) =>
+      ref.name === 'slot'
+        ? { action: 'waiting', reason: 'WaitingForJobSlot', requeueAfterSeconds: 15 }
+        : { action: 'waiting', reason: 'AwaitingApproval', requeueAfterSeconds: 600 },
+  });
+  const headers = {
+    authorization: `Bearer ${t.deps.config.auth.mode === 'bearer' ? t.deps.config.auth.token : ''}`,
+  };
+  await t.app.inject({ method: 'POST', url: '/reconcile/TerraformCluster/team-a/slot', headers });
+  await t.app.inject({ method: 'POST', url: '/reconcile/TerraformCluster/team-a/plan', headers });
+  const body = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+  expect(body).toContain('captf_lease_waits_total{reason="WaitingForJobSlot"} 1');
+  expect(body).not.toContain('reason="AwaitingApproval"');
+  expect(body).toContain('captf_reconcile_steps_total{action="waiting"} 2');
+});
