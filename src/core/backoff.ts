@@ -26,10 +26,40 @@ export function backoffDelaySeconds(failures: number, failedJobsHistoryLimit: nu
 export interface FailureHistory {
   /** Counted failures (section 4 "Counted"), newest first up to the newest success. */
   counted: number;
-  /** Interruptions that are not deadline kills, in a row, newest first. */
+  /** Interruptions that are not deadline kills, in a row, newest first (`currentInterruptionRun`). */
   interruptionsInRow: number;
-  /** Finish of the newest failed or interrupted Job, in ms since the epoch. */
+  /**
+   * Finish of the newest counted failure or interruption of the current run, in ms since the epoch. An
+   * interruption that an uncounted run (blocked, lock contended) already followed no longer delays anything.
+   */
   newestFailureMs?: number;
+}
+
+/** The bookkept Jobs of `op` that carry an outcome, newest first: what retry accounting reads. */
+function accountedNewestFirst(records: readonly JobRecord[], op: Op): JobRecord[] {
+  return newestFirst(records, op).filter((r) => r.bookkept && r.outcome !== undefined);
+}
+
+/**
+ * The current run of interruptions of `op`: the interruptions (not deadline kills) newest first, up to the
+ * first Job that is not one (DESIGN.md section 4, "its own cap of 5 in a row").
+ */
+export function currentInterruptionRun(records: readonly JobRecord[], op: Op): JobRecord[] {
+  const run: JobRecord[] = [];
+  for (const record of accountedNewestFirst(records, op)) {
+    if (record.outcome === undefined || !EVIDENCE_TABLE[record.outcome].interruption) break;
+    run.push(record);
+  }
+  return run;
+}
+
+/**
+ * How many Jobs of the current interruption run pruning keeps (src/core/prune.ts): the allowance, plus
+ * enough for the failures they add to reach `failedJobsHistoryLimit`, where the delay stops growing. So the
+ * cap is reachable and pruning never changes a retry verdict.
+ */
+export function interruptionsRetained(failedJobsHistoryLimit: number): number {
+  return INTERRUPTION_ALLOWANCE - 1 + Math.max(1, failedJobsHistoryLimit);
 }
 
 /**
@@ -37,32 +67,43 @@ export interface FailureHistory {
  * plan-changed runs and contended locks neither count nor stop the walk; they do end a run of interruptions.
  */
 export function failureHistory(records: readonly JobRecord[], op: Op): FailureHistory {
+  const run = currentInterruptionRun(records, op);
   let counted = 0;
-  let interruptionsInRow = 0;
-  let inInterruptionRun = true;
-  let newestFailureMs: number | undefined;
-  for (const record of newestFirst(records, op)) {
-    if (!record.bookkept || record.outcome === undefined) continue;
+  let newestFailureMs = run[0]?.finishedAtMs;
+  for (const record of accountedNewestFirst(records, op)) {
+    if (record.outcome === undefined) continue;
     const row = EVIDENCE_TABLE[record.outcome];
     if (row.success) break;
-    if (row.interruption && inInterruptionRun) interruptionsInRow += 1;
-    else inInterruptionRun = false;
-    if (row.counted) counted += 1;
-    if ((row.counted || row.interruption) && newestFailureMs === undefined)
-      newestFailureMs = record.finishedAtMs;
+    if (!row.counted) continue;
+    counted += 1;
+    newestFailureMs ??= record.finishedAtMs;
   }
-  return { counted, interruptionsInRow, ...(newestFailureMs !== undefined ? { newestFailureMs } : {}) };
+  return {
+    counted,
+    interruptionsInRow: run.length,
+    ...(newestFailureMs !== undefined ? { newestFailureMs } : {}),
+  };
 }
 
 /** When the next attempt of an op may start. */
 export type RetryVerdict =
   | { kind: 'now'; reason: 'NoFailures' | 'InterruptionRetry' }
-  | { kind: 'backoff'; reason: 'Backoff'; failures: number; delaySeconds: number; notBeforeMs: number };
+  | {
+      kind: 'backoff';
+      reason: 'Backoff';
+      /**
+       * Failures the delay is computed from, at most `failedJobsHistoryLimit`: pruning keeps no more than
+       * that many, and from there on the delay is the cap anyway.
+       */
+      failures: number;
+      delaySeconds: number;
+      notBeforeMs: number;
+    };
 
 /**
- * The retry verdict for one op. Up to INTERRUPTION_ALLOWANCE interruptions in a row retry at once; from
- * then on each further interruption in the row counts as a failure, so the normal backoff applies. The
- * delay runs from the finish of the newest failed Job.
+ * The retry verdict for one op. Up to INTERRUPTION_ALLOWANCE - 1 interruptions in a row retry at once; from
+ * the INTERRUPTION_ALLOWANCE-th on each interruption in the row counts as a failure, so the normal backoff
+ * applies. The delay runs from the finish of the newest failed Job.
  */
 export function retryVerdict(history: FailureHistory, failedJobsHistoryLimit: number): RetryVerdict {
   const overAllowance = Math.max(0, history.interruptionsInRow - INTERRUPTION_ALLOWANCE + 1);
@@ -74,7 +115,7 @@ export function retryVerdict(history: FailureHistory, failedJobsHistoryLimit: nu
   return {
     kind: 'backoff',
     reason: 'Backoff',
-    failures,
+    failures: Math.min(failures, Math.max(1, failedJobsHistoryLimit)),
     delaySeconds,
     notBeforeMs: history.newestFailureMs + delaySeconds * 1000,
   };

@@ -158,7 +158,8 @@ function retryGate(op: Op, input: GateInput): WaitDecision | undefined {
     return waitFor('Backoff', {
       ...context,
       untilMs: verdict.notBeforeMs,
-      message: `${verdict.failures} failed ${op} run(s) in a row; next attempt after ${verdict.delaySeconds}s`,
+      // failures stops at the history limit (only that many are retained): "at least" from there.
+      message: `${verdict.failures >= input.failedJobsHistoryLimit ? 'at least ' : ''}${verdict.failures} failed ${op} run(s) in a row; next attempt after ${verdict.delaySeconds}s`,
     });
   }
   return undefined;

@@ -1,12 +1,22 @@
 import { OPS } from '../schemas/result.ts';
+import { currentInterruptionRun, interruptionsRetained } from './backoff.ts';
 import { EVIDENCE_TABLE } from './classify.ts';
 import { type JobRecord, newestFirst } from './job-record.ts';
 
 /**
  * Pruning selection (DESIGN.md section 7): per object and per op, the bookkept Jobs above the history
- * limits, oldest first. Kept always: each op's newest success, and its newest failure while no newer success
- * exists. Never selected: running or un-bookkept Jobs, and Jobs already being deleted. The shell deletes
- * with `propagationPolicy: Background` so the pods go too.
+ * limits, oldest first. Never selected: running or un-bookkept Jobs, and Jobs already being deleted. The
+ * shell deletes with `propagationPolicy: Background` so the pods go too.
+ *
+ * Retry accounting (section 4, src/core/backoff.ts) reads the retained Jobs, so pruning keeps what it reads
+ * and never changes a retry verdict:
+ * - successes: the newest `successfulJobsHistoryLimit`, and always the newest one;
+ * - counted failures: the newest `failedJobsHistoryLimit` (the delay is at its cap from there), so the
+ *   newest failure is always kept;
+ * - the current run of interruptions, up to `interruptionsRetained` (so the cap of 5 in a row is reachable);
+ *   older interruptions no longer count for anything;
+ * - runs that wait (blocked, plan-changed, lock contended): only the newest one, which is what ends a run
+ *   of interruptions; they never take the place of a counted failure.
  */
 export interface HistoryLimits {
   successfulJobsHistoryLimit: number;
@@ -20,22 +30,23 @@ export function selectJobsToPrune(records: readonly JobRecord[], limits: History
     const done = newestFirst(records, op).filter(
       (r) => r.finished && r.bookkept && r.outcome !== undefined && !r.deleting,
     );
-    const successes = done.filter((r) => r.outcome !== undefined && EVIDENCE_TABLE[r.outcome].success);
-    const failures = done.filter((r) => r.outcome !== undefined && !EVIDENCE_TABLE[r.outcome].success);
+    const rowOf = (r: JobRecord) => (r.outcome === undefined ? undefined : EVIDENCE_TABLE[r.outcome]);
+    const successes = done.filter((r) => rowOf(r)?.success === true);
+    const counted = done.filter((r) => rowOf(r)?.counted === true);
+    const waiting = done.filter((r) => {
+      const row = rowOf(r);
+      return row !== undefined && !row.success && !row.counted && !row.interruption;
+    });
+    const interruptions = currentInterruptionRun(records, op).slice(
+      0,
+      interruptionsRetained(limits.failedJobsHistoryLimit),
+    );
     const keep = new Set<JobRecord>([
-      ...successes.slice(0, limits.successfulJobsHistoryLimit),
-      ...failures.slice(0, limits.failedJobsHistoryLimit),
+      ...successes.slice(0, Math.max(1, limits.successfulJobsHistoryLimit)),
+      ...counted.slice(0, Math.max(1, limits.failedJobsHistoryLimit)),
+      ...interruptions,
+      ...waiting.slice(0, 1),
     ]);
-    const newestSuccess = successes[0];
-    if (newestSuccess) keep.add(newestSuccess);
-    const newestFailure = failures[0];
-    // A failure newer than every success explains the object's state; keep it whatever the limit.
-    if (
-      newestFailure &&
-      done.indexOf(newestFailure) < (newestSuccess ? done.indexOf(newestSuccess) : done.length)
-    ) {
-      keep.add(newestFailure);
-    }
     selected.push(...done.filter((r) => !keep.has(r)));
   }
   return selected

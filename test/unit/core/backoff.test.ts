@@ -6,8 +6,39 @@ import {
   INTERRUPTION_ALLOWANCE,
   retryVerdict,
 } from '../../../src/core/backoff.ts';
-import type { Evidence } from '../../../src/core/classify.ts';
+import { EVIDENCE, type Evidence } from '../../../src/core/classify.ts';
+import type { JobRecord } from '../../../src/core/job-record.ts';
+import { type HistoryLimits, selectJobsToPrune } from '../../../src/core/prune.ts';
 import { at, record } from './builders.ts';
+
+const limits3: HistoryLimits = { successfulJobsHistoryLimit: 3, failedJobsHistoryLimit: 3 };
+
+/** The records left after one prune. */
+function afterPrune(records: readonly JobRecord[], limits: HistoryLimits): JobRecord[] {
+  const pruned = new Set(selectJobsToPrune(records, limits));
+  return records.filter((r) => !pruned.has(r.name));
+}
+
+/** Apply Jobs ending with `outcomes` in turn, 200 s apart, each bookkept and then pruned (DESIGN.md section 7). */
+function afterPruneCycles(outcomes: readonly Evidence[], limits: HistoryLimits): JobRecord[] {
+  let records: JobRecord[] = [];
+  outcomes.forEach((outcome, i) => {
+    records = afterPrune([...records, record('apply', outcome, (i + 1) * 200)], limits);
+  });
+  return records;
+}
+
+/** mulberry32: a fixed seed gives the same histories on every run. */
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
 
 describe('backoffDelaySeconds: DESIGN.md section 4', () => {
   it.each([
@@ -164,29 +195,77 @@ describe('retryVerdict: DESIGN.md section 4', () => {
     });
   });
 
-  it('C07: drained three times in a row: each retry starts at once', () => {
-    const records = [1, 2, 3].map((i) => record('apply', 'interrupted', i * 200));
+  it('C07: drained three times in a row: each retry starts at once, through prune cycles', () => {
+    const records = afterPruneCycles(['interrupted', 'interrupted', 'interrupted'], limits3);
+    expect(records).toHaveLength(3);
     expect(retryVerdict(failureHistory(records, 'apply'), 3)).toEqual({
       kind: 'now',
       reason: 'InterruptionRetry',
     });
   });
 
-  it(`C07: after ${INTERRUPTION_ALLOWANCE} interruptions in a row the normal backoff applies`, () => {
-    const four = [1, 2, 3, 4].map((i) => record('apply', 'interrupted', i * 200));
+  it(`C07: the ${INTERRUPTION_ALLOWANCE}th interruption in a row brings the normal backoff, through prune cycles`, () => {
+    const four = afterPruneCycles(Array(4).fill('interrupted'), limits3);
     expect(retryVerdict(failureHistory(four, 'apply'), 3).kind).toBe('now');
-    const five = [...four, record('apply', 'interrupted', 1000)];
+    const five = afterPruneCycles(Array(INTERRUPTION_ALLOWANCE).fill('interrupted'), limits3);
+    expect(five).toHaveLength(INTERRUPTION_ALLOWANCE);
     expect(retryVerdict(failureHistory(five, 'apply'), 3)).toMatchObject({
       kind: 'backoff',
       failures: 1,
       delaySeconds: 60,
     });
-    const seven = [...five, record('apply', 'interrupted', 1200), record('apply', 'interrupted', 1400)];
-    expect(retryVerdict(failureHistory(seven, 'apply'), 3)).toMatchObject({
+    const ten = afterPruneCycles(Array(10).fill('interrupted'), limits3);
+    expect(retryVerdict(failureHistory(ten, 'apply'), 3)).toMatchObject({
       failures: 3,
       delaySeconds: BACKOFF_CAP_SECONDS,
     });
   });
+
+  it('C07: an interruption run that a success ended is pruned and counts for nothing', () => {
+    const records = afterPruneCycles([...Array(6).fill('interrupted'), 'succeeded', 'interrupted'], limits3);
+    expect(records.map((r) => r.outcome)).toEqual(['succeeded', 'interrupted']);
+    expect(retryVerdict(failureHistory(records, 'apply'), 3).kind).toBe('now');
+  });
+
+  it('S4.prune-1 lock-contended runs do not push counted failures out: 120 s before and after pruning', () => {
+    const outcomes: Evidence[] = [
+      'succeeded',
+      'step-failed',
+      'step-failed',
+      'lock-contended',
+      'lock-contended',
+    ];
+    const all = outcomes.map((outcome, i) => record('apply', outcome, (i + 1) * 200));
+    const verdict = retryVerdict(failureHistory(all, 'apply'), 3);
+    expect(verdict).toMatchObject({ kind: 'backoff', failures: 2, delaySeconds: 120 });
+    expect(retryVerdict(failureHistory(afterPruneCycles(outcomes, limits3), 'apply'), 3)).toEqual(
+      retryVerdict(failureHistory(afterPrune(all, limits3), 'apply'), 3),
+    );
+    expect(retryVerdict(failureHistory(afterPrune(all, limits3), 'apply'), 3)).toEqual(verdict);
+  });
+
+  it.each([1, 2, 3, 5])(
+    'S4.prune-2 property: pruning never changes the verdict (failedJobsHistoryLimit %i, 400 random histories)',
+    (failedJobsHistoryLimit) => {
+      const random = seededRandom(failedJobsHistoryLimit);
+      const limits = { successfulJobsHistoryLimit: 1 + Math.floor(random() * 3), failedJobsHistoryLimit };
+      for (let history = 0; history < 400; history++) {
+        const length = Math.floor(random() * 16);
+        const outcomes = Array.from(
+          { length },
+          () => EVIDENCE[Math.floor(random() * EVIDENCE.length)] ?? 'succeeded',
+        );
+        const all = outcomes.map((outcome, i) => record('apply', outcome, (i + 1) * 200));
+        const verdictOf = (records: readonly JobRecord[]) =>
+          retryVerdict(failureHistory(records, 'apply'), failedJobsHistoryLimit);
+        const pruned = afterPrune(all, limits);
+        expect(verdictOf(pruned), outcomes.join(',')).toEqual(verdictOf(all));
+        // Pruning after every bookkeeping (the shell's order) ends in the same verdict.
+        expect(verdictOf(afterPruneCycles(outcomes, limits)), outcomes.join(',')).toEqual(verdictOf(all));
+        expect(selectJobsToPrune(pruned, limits)).toEqual([]);
+      }
+    },
+  );
 
   it('S4.retry-3 a counted failure ends a run of interruptions', () => {
     const records = [

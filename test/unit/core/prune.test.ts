@@ -50,4 +50,25 @@ describe('selectJobsToPrune: DESIGN.md section 7', () => {
     const kept = records.filter((r) => !pruned.has(r.name)).map((r) => r.name);
     expect(kept).toEqual(['r21', 'r24', 'r26', 'r27', 'r28', 'r29']);
   });
+
+  it('P5 blocked and lock-contended runs never evict counted failures; only the newest waiting run stays', () => {
+    const records = [
+      record('apply', 'step-failed', 100, { name: 'f1' }),
+      record('apply', 'step-failed', 200, { name: 'f2' }),
+      record('apply', 'lock-contended', 300, { name: 'l1' }),
+      record('apply', 'awaiting-approval', 400, { name: 'b1' }),
+      record('apply', 'lock-contended', 500, { name: 'l2' }),
+    ];
+    expect(selectJobsToPrune(records, limits)).toEqual(['l1', 'b1']);
+  });
+
+  it('P6 keeps the current run of interruptions up to the allowance plus the failed limit; older ones go', () => {
+    const old = record('apply', 'interrupted', 50, { name: 'old' });
+    const failure = record('apply', 'step-failed', 60, { name: 'f' });
+    const run = Array.from({ length: 9 }, (_, i) =>
+      record('apply', 'interrupted', 100 + i * 100, { name: `i${i + 1}` }),
+    );
+    // 5 - 1 + 3 = 7 of the current run are kept; with them the delay is already at its cap.
+    expect(selectJobsToPrune([old, failure, ...run], limits)).toEqual(['old', 'i1', 'i2']);
+  });
 });
