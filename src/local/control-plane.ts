@@ -166,7 +166,9 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
         '--leader-elect=false',
         '--bind-address=127.0.0.1',
         `--secure-port=${kcmPort}`,
-        '--controllers=job,garbagecollector,ttl-after-finished,namespace,serviceaccount,serviceaccount-token,podgc',
+        // root-ca-certificate-publisher makes kube-root-ca.crt, without which no pod with a service-account
+        // token volume can start (the runner's kubernetes backend uses that token).
+        '--controllers=job,garbagecollector,ttl-after-finished,namespace,serviceaccount,serviceaccount-token,podgc,root-ca-certificate-publisher-controller',
         `--service-account-private-key-file=${saKey}`,
         `--root-ca-file=${caPath}`,
       ],

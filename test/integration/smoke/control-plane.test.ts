@@ -77,6 +77,14 @@ describe('local control plane', () => {
     expect(nodes.items).toEqual([]);
   });
 
+  it('publishes kube-root-ca.crt into a new namespace, so pods with service-account tokens can start', async () => {
+    const configMap = await eventually(
+      () => core.readNamespacedConfigMap({ namespace, name: 'kube-root-ca.crt' }).catch(() => undefined),
+      (value) => value !== undefined,
+    );
+    expect(configMap?.data?.['ca.crt']).toContain('BEGIN CERTIFICATE');
+  });
+
   it('runs the real Job controller: a Job gets a Pod, and the scheduler reports it unschedulable (no node)', async () => {
     await batch.createNamespacedJob({ namespace, body: job('smoke-unschedulable') });
     const pods = await eventually(
