@@ -16,6 +16,11 @@ export const RUNNER_BIN_DIR = '/captf/bin';
 export const RUN_CONFIG_DIR = '/captf/config';
 /** Scratch space of the runner: the module image may have no writable file system. */
 export const RUNNER_WORK_DIR = '/captf/work';
+/** The image contract's module and runtime (DESIGN.md section 10, docs/image-contract.md). */
+const MODULE_DIR = '/captf/module';
+const RUNTIME_PATH = '/captf/runtime';
+/** The kubelet's default `terminationMessagePath`, where the runner writes its result. */
+const RESULT_FILE = '/dev/termination-log';
 /** 600 s: Terraform finishes the in-flight provider call and writes state after SIGTERM (section 10). */
 export const TERMINATION_GRACE_SECONDS = 600;
 /** The runner's own files in RUNNER_BIN_DIR (src/runner/copy.ts): itself, its loader, its libraries. */
@@ -185,11 +190,16 @@ export function buildJobManifest(input: JobManifestInput): JobManifest {
               image: input.image,
               // The module image needs no shell and no loader of its own (section 10): the runner brings both.
               command: [LOADER, '--library-path', LIBS, RUNNER],
+              // Every path is named, even the runner's defaults (the image contract, section 10): a node
+              // without mount namespaces (the local node) maps only the paths it sees on the command line.
               args: [
                 'run',
                 `--op=${input.op}`,
+                `--module-dir=${MODULE_DIR}`,
+                `--runtime=${RUNTIME_PATH}`,
                 `--config-dir=${RUN_CONFIG_DIR}`,
                 `--work-dir=${RUNNER_WORK_DIR}`,
+                `--result-file=${RESULT_FILE}`,
               ],
               env: policy.env,
               resources: policy.resources,

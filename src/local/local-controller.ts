@@ -1,0 +1,179 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { applyClusterResources } from './cluster-resources.ts';
+import { type Kubectl, kubectlFor } from './kubectl.ts';
+import { freePort } from './ports.ts';
+import { type ManagedProcess, startProcess, waitUntilHealthy } from './process.ts';
+import { ensureRunnerBuilt } from './runner-build.ts';
+import type { StackInfo } from './stack.ts';
+
+/**
+ * Everything of the local run on top of a running stack (DESIGN.md section 15), in one function used by
+ * the main job (`node src/local/cli.ts up`) and the end-to-end tests, so both run the same thing:
+ * the CRDs and the approval policy, the runner executable, the local node, the handlers with the real
+ * reconcile step, and the bundled relay (watch → CloudEvents → `/events`) with its local timer (`/tick`).
+ * Node, handlers and relay are child processes with their logs in `<logDir>/<name>.log`.
+ */
+
+/** The controller's `--runner-image` in the local run: the node maps it to infra/local/images/runner/. */
+export const LOCAL_RUNNER_IMAGE = 'captf.local/runner:dev';
+
+/** Options of {@link startLocalController}. */
+export interface LocalControllerOptions {
+  stack: StackInfo;
+  /** Where the node's pod directories and the logs go. */
+  workDir: string;
+  /** Node name; default `captf-local-node`. Tests pin their Jobs to it with `spec.jobs.nodeSelector`. */
+  nodeName?: string;
+  /** Prefix of the controller's Redis keys; default `captf`. Tests use their own. */
+  keyPrefix?: string;
+  /** Local timer interval, ms; default 2000 (a PingSource fires once a minute; locally we want speed). */
+  tickIntervalMs?: number;
+  /** The sweep period, seconds; default 60. */
+  syncPeriodSeconds?: number;
+  log?: (line: string) => void;
+}
+
+/** The running controller of the local run. */
+export interface LocalController {
+  /** Base URL of the handlers, `http://127.0.0.1:<port>`. */
+  url: string;
+  /** Bearer token of the mutating routes (generated for this run; never logged). */
+  token: string;
+  nodeName: string;
+  logDir: string;
+  kubectl: Kubectl;
+  /** Stops relay, handlers and node (in that order) and waits for each process to exit. */
+  stop(): Promise<void>;
+}
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** How long each component may take to become ready, ms. */
+const READY_TIMEOUT_MS = 60_000;
+/** Grace of each child on stop, ms: the node kills its containers, the handlers finish their steps. */
+const STOP_GRACE_MS = 15_000;
+
+/** Environment of a child: the parent's, minus anything that would point it at another cluster. */
+function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const { KUBECONFIG: _kubeconfig, REDIS_URL: _redis, ...rest } = process.env;
+  return { ...rest, ...extra };
+}
+
+/** Whether the Node object reports Ready=True. */
+async function nodeReady(kubectl: Kubectl, nodeName: string): Promise<boolean> {
+  const status = await kubectl.run([
+    'get',
+    'node',
+    nodeName,
+    '-o',
+    'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
+  ]);
+  return status.trim() === 'True';
+}
+
+/**
+ * Starts the local run's controller on `options.stack`. Throws (after stopping what it started) when a
+ * component fails to start; the error carries that component's log tail.
+ */
+export async function startLocalController(options: LocalControllerOptions): Promise<LocalController> {
+  const { stack } = options;
+  const log = options.log ?? (() => undefined);
+  const nodeName = options.nodeName ?? 'captf-local-node';
+  const keyPrefix = options.keyPrefix ?? 'captf';
+  const logDir = join(options.workDir, 'logs');
+  mkdirSync(logDir, { recursive: true });
+  const kubectl = kubectlFor(stack.kubectlPath, stack.kubeconfigPath);
+
+  log('applying the CRDs and the plan approval policy (kubectl apply)');
+  await applyClusterResources(kubectl, repoRoot);
+  await ensureRunnerBuilt(repoRoot, log);
+
+  const started: ManagedProcess[] = [];
+  const stop = async (): Promise<void> => {
+    for (const proc of [...started].reverse()) await proc.stop(STOP_GRACE_MS);
+  };
+  try {
+    log(`starting the local node ${nodeName}`);
+    const node = startProcess(
+      'local-node',
+      process.execPath,
+      [
+        join(repoRoot, 'src', 'local', 'node', 'main.ts'),
+        '--kubeconfig',
+        stack.kubeconfigPath,
+        '--images',
+        join(repoRoot, 'infra', 'local', 'images'),
+        '--node-name',
+        nodeName,
+        '--state-dir',
+        join(options.workDir, 'node'),
+        '--unregister-on-stop',
+      ],
+      logDir,
+      childEnv({}),
+    );
+    started.push(node);
+    await waitUntilHealthy(node, 'Ready', () => nodeReady(kubectl, nodeName), READY_TIMEOUT_MS, 500);
+
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const token = randomBytes(32).toString('base64url');
+    log('starting the handlers (functions/server.ts with the real reconcile step)');
+    const controller = startProcess(
+      'controller',
+      process.execPath,
+      [join(repoRoot, 'src', 'local', 'controller-main.ts')],
+      logDir,
+      childEnv({
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        CAPTF_AUTH_TOKEN: token,
+        REDIS_URL: stack.redisUrl,
+        KUBECONFIG: stack.kubeconfigPath,
+        CAPTF_RUNNER_IMAGE: LOCAL_RUNNER_IMAGE,
+        CAPTF_KEY_PREFIX: keyPrefix,
+        CAPTF_SYNC_PERIOD_SECONDS: String(options.syncPeriodSeconds ?? 60),
+        LOG_LEVEL: 'info',
+      }),
+    );
+    started.push(controller);
+    await waitUntilHealthy(
+      controller,
+      'ready (/readyz)',
+      async () => (await fetch(`${url}/readyz`)).ok,
+      READY_TIMEOUT_MS,
+    );
+
+    log('starting the relay (watch → /events) and the local timer (/tick)');
+    const relay = startProcess(
+      'relay',
+      process.execPath,
+      [join(repoRoot, 'functions', 'relay.ts')],
+      logDir,
+      childEnv({
+        CAPTF_HANDLER_URL: url,
+        CAPTF_AUTH_TOKEN: token,
+        REDIS_URL: stack.redisUrl,
+        KUBECONFIG: stack.kubeconfigPath,
+        CAPTF_KEY_PREFIX: keyPrefix,
+        CAPTF_TICK_INTERVAL_MS: String(options.tickIntervalMs ?? 2000),
+        HOSTNAME: `relay-${process.pid}`,
+        LOG_LEVEL: 'info',
+      }),
+    );
+    started.push(relay);
+    await waitUntilHealthy(
+      relay,
+      'watching',
+      async () => readFileSync(relay.logPath, 'utf8').includes('relay: lease taken'),
+      READY_TIMEOUT_MS,
+    );
+    return { url, token, nodeName, logDir, kubectl, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

@@ -1,0 +1,35 @@
+/**
+ * The commands the main job prints after applying the sample: what a new user can try next on the local
+ * run (change a variable, make a destructive change and approve its plan as the requesting user, check
+ * drift, delete), spelled with the stack's own kubectl and kubeconfig so they can be pasted as they are.
+ */
+
+/** Where the commands point. */
+export interface TryNextTarget {
+  kubectlPath: string;
+  kubeconfigPath: string;
+  namespace: string;
+}
+
+/** The lines to print (pure). */
+export function nextCommands(target: TryNextTarget): string[] {
+  const k = `${target.kubectlPath} --kubeconfig ${target.kubeconfigPath} -n ${target.namespace}`;
+  return [
+    '',
+    'Try next (in another terminal):',
+    `  export K="${k}"`,
+    '  # change a variable: a new apply (size updates in place)',
+    `  $K patch terraformmachine m-a --type=merge -p '{"spec":{"variables":{"size":"medium"}}}'`,
+    '  # a destructive change (replaces the server): the apply stops with DestructivePlanBlocked and a TerraformPlan',
+    `  $K patch terraformmachine m-b --type=merge -p '{"spec":{"variables":{"generation":2}}}'`,
+    '  $K get terraformplans',
+    '  # approve it as yourself (spec.approvedBy must be the requesting user; the admission policy checks it)',
+    `  $K --as=alice patch terraformplan <plan> --type=merge -p '{"spec":{"approved":true,"approvedBy":"alice"}}'`,
+    '  # what happened, and why nothing is happening',
+    '  $K get terraformclusters,terraformmachines,jobs',
+    '  $K get events --field-selector involvedObject.name=m-b',
+    '  # delete: a destroy Job runs, then the finalizer goes',
+    '  $K delete terraformmachine m-a',
+    '',
+  ];
+}
