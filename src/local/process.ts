@@ -1,7 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, readFileSync } from 'node:fs';
+import { createWriteStream, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+
+const SETPRIV = '/usr/bin/setpriv';
 
 /** A long-running child process of the local stack, with its output in `<logDir>/<name>.log`. */
 export interface ManagedProcess {
@@ -26,7 +28,12 @@ export function startProcess(
 ): ManagedProcess {
   const logPath = join(logDir, `${name}.log`);
   const log = createWriteStream(logPath, { flags: 'a' });
-  const child: ChildProcess = spawn(command, args, {
+  // setpriv (util-linux) execs the command with a parent-death signal, so a test run or main job that is
+  // killed outright does not leave etcd, the API server or Redis running behind it.
+  const [file, argv] = existsSync(SETPRIV)
+    ? [SETPRIV, ['--pdeathsig', 'SIGTERM', '--', command, ...args]]
+    : [command, args];
+  const child: ChildProcess = spawn(file, argv, {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: env ?? process.env,
   });
