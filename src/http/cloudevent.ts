@@ -48,14 +48,7 @@ export function parseCloudEvent(
   if (Array.isArray(decoded)) {
     return { ok: false, code: 'invalid-event', message: 'parse CloudEvent: batched events are not accepted' };
   }
-  const event = decoded as { specversion?: unknown; type?: unknown; data?: unknown };
-  if (event.specversion !== '1.0') {
-    return {
-      ok: false,
-      code: 'invalid-event',
-      message: `parse CloudEvent: specversion must be "1.0", got ${JSON.stringify(String(event.specversion)).slice(0, 40)}`,
-    };
-  }
+  const event = decoded as { type?: unknown; data?: unknown };
   const type = ApiServerEventTypeSchema.safeParse(event.type);
   if (!type.success) {
     return {
