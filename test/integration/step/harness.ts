@@ -1,21 +1,15 @@
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  ApiextensionsV1Api,
   BatchV1Api,
   CoreV1Api,
   CustomObjectsApi,
   EventsV1Api,
   type EventsV1Event,
   KubeConfig,
-  type V1CustomResourceDefinition,
   type V1Job,
   type V1Pod,
 } from '@kubernetes/client-node';
-import { parse } from 'yaml';
 import type { Clock } from '../../../src/adapters/clock.ts';
 import { createKubeAdapter, type KubeAdapter } from '../../../src/adapters/kube/adapter.ts';
 import type { CustomObject } from '../../../src/adapters/kube/custom-object.ts';
@@ -38,8 +32,8 @@ import { createReconcileStep } from '../../../src/step/step.ts';
 import { testStack } from '../../env/index.ts';
 
 /**
- * The step's test environment on the real stack (test/env): one namespace and one Redis key prefix per test
- * file, the CRDs from infra/crds, the real Kubernetes and Redis adapters, and a kubelet played by the test:
+ * The step's test environment on the real stack (test/env, whose global setup applies infra/crds): one
+ * namespace and one Redis key prefix per test file, the real Kubernetes and Redis adapters, and a kubelet played by the test:
  * there is no node, so pods stay Pending until the test writes their status through the `/status`
  * subresource, and the real Job controller then completes or fails the Job from the pod phases.
  */
@@ -96,7 +90,6 @@ export interface StepEnv {
   close(): Promise<void>;
 }
 
-const CRD_DIR = join(import.meta.dirname, '../../../infra/crds');
 export const RUNNER_IMAGE = 'registry.example.com/captf/runner:test';
 export const MODULE_IMAGE = 'registry.example.com/modules/demo:1.0.0';
 
@@ -104,30 +97,6 @@ function kubeConfig(): KubeConfig {
   const config = new KubeConfig();
   config.loadFromFile(testStack().kubeconfigPath);
   return config;
-}
-
-/**
- * Installs (or updates) the CRDs from infra/crds with the real kubectl (client-node's model would drop the
- * `x-kubernetes-*` keys of a plain YAML object) and waits until each is Established.
- */
-async function installCrds(extensions: ApiextensionsV1Api): Promise<void> {
-  const stack = testStack();
-  execFileSync(
-    stack.kubectlPath,
-    ['--kubeconfig', stack.kubeconfigPath, 'apply', '--server-side', '--force-conflicts', '-f', CRD_DIR],
-    {
-      stdio: 'pipe',
-    },
-  );
-  for (const file of readdirSync(CRD_DIR).filter((f) => f.endsWith('.yaml'))) {
-    const crd = parse(readFileSync(join(CRD_DIR, file), 'utf8')) as V1CustomResourceDefinition;
-    const name = crd.metadata?.name ?? '';
-    await eventually(
-      () => extensions.readCustomResourceDefinition({ name }),
-      (read) =>
-        read.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true,
-    );
-  }
 }
 
 /** Polls `read` until `done` holds; throws after `timeoutMs` with `what`. */
@@ -152,7 +121,6 @@ export async function createStepEnv(label: string): Promise<StepEnv> {
   const config = kubeConfig();
   const core = config.makeApiClient(CoreV1Api);
   const namespace = `step-${label}-${randomBytes(3).toString('hex')}`;
-  await installCrds(config.makeApiClient(ApiextensionsV1Api));
   await core.createNamespace({ body: { metadata: { name: namespace } } });
   const clock = testClock();
   const kube = createKubeAdapter({

@@ -1,0 +1,77 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RequestCounts } from '../../../src/adapters/kube/request-count.ts';
+import type { ObjectRef, StepOutcome } from '../../../src/step/contract.ts';
+import { createObject, createStepEnv, finishJob, result, type StepEnv, stepUntil } from './harness.ts';
+
+// API requests per step kind (issue 4, "Must show"), counted on the wire by the adapter's counter (plus the
+// spec writer's, which is zero here: no contract output changes). Printed, and held under upper bounds.
+
+let env: StepEnv;
+
+beforeAll(async () => {
+  env = await createStepEnv('counts');
+});
+
+afterAll(async () => {
+  await env?.close();
+});
+
+async function counted(ref: ObjectRef): Promise<{ outcome: StepOutcome; counts: RequestCounts }> {
+  env.kube.takeRequestCounts();
+  env.specCounter.take();
+  const outcome = await env.step()(ref);
+  const counts = env.kube.takeRequestCounts();
+  const spec = env.specCounter.take();
+  return {
+    outcome,
+    counts: { total: counts.total + spec.total, byRequest: { ...counts.byRequest, ...spec.byRequest } },
+  };
+}
+
+function print(kind: string, counts: RequestCounts): void {
+  console.log(`[request-counts] ${kind}: ${counts.total} requests ${JSON.stringify(counts.byRequest)}`);
+}
+
+describe('API requests per step', () => {
+  it('no-op, Job-creating and bookkeeping steps stay within their budgets', async () => {
+    const ref = await createObject(env, 'TerraformMachine', 'm-count');
+    await stepUntil(env.step(), ref, 'none');
+
+    const create = await counted(ref);
+    expect(create.outcome.action).toBe('created');
+    print('Job-creating step (first: also creates the plan HMAC key Secret)', create.counts);
+    // get object, list Jobs, list pods, get + create the plan key Secret, create Job, create Secret,
+    // patch status, create Event.
+    expect(create.counts.total).toBeLessThanOrEqual(9);
+
+    await finishJob(env, create.outcome.job ?? '', { exitCode: 0, result: result('apply', 'succeeded') });
+    const bookkeep = await counted(ref);
+    expect(bookkeep.outcome.action).toBe('bookkept');
+    print('bookkeeping step', bookkeep.counts);
+    // get object, list Jobs, list pods, patch status, create Event, patch Job (mark), delete Secret.
+    expect(bookkeep.counts.total).toBeLessThanOrEqual(7);
+
+    const noop = await counted(ref);
+    expect(noop.outcome).toMatchObject({ action: 'none', reason: 'UpToDate' });
+    print('no-op step', noop.counts);
+    // get object, list Jobs: nothing else is read when nothing runs and nothing is due.
+    expect(noop.counts.total).toBeLessThanOrEqual(2);
+
+    const { PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
+    await env.custom.patchNamespacedCustomObject(
+      {
+        group: 'infrastructure.cluster.x-k8s.io',
+        version: 'v1alpha1',
+        plural: 'terraformmachines',
+        namespace: ref.namespace,
+        name: ref.name,
+        body: { spec: { variables: { n: 2 } } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    const second = await counted(ref);
+    expect(second.outcome.action).toBe('created');
+    print('Job-creating step (steady state)', second.counts);
+    expect(second.counts.total).toBeLessThanOrEqual(8);
+  });
+});
