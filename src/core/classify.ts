@@ -197,12 +197,19 @@ export interface ClassifyInput {
   job: JobView;
   /** Every pod of the Job (label `job-name`), in any order. */
   pods: readonly PodView[];
-  /** The controller saw the pull trouble while the Job ran (`status.waitReason: ImagePullBackOff`). */
+  /**
+   * The controller saw the pull trouble while the Job ran (`status.waitReason: ImagePullBackOff`). It is
+   * evidence of an image pull failure only when the Job hit its deadline and the `source` container never
+   * ran (a pull that recovered is judged by what the container did).
+   */
   observedPullTrouble?: boolean;
   /** The controller itself enforced the deadline because the Job controller was late (section 5, step 4). */
   deadlineEnforced?: boolean;
-  /** The holder of a lock the run reported is alive (read live by the shell, DESIGN.md section 12). */
-  lockHolderAlive?: boolean;
+  /**
+   * The lock the run reported blocks it without its fault: its holder is alive or foreign, so it may not be
+   * force-unlocked (read live by the shell, DESIGN.md section 12). The run waits and is not counted.
+   */
+  lockBlocksRun?: boolean;
   /** The clock, used only when the Job carries no finish time. */
   now: Date;
 }
@@ -237,6 +244,8 @@ interface PodEvidence {
   finishedAt?: Timestamp;
   parsed: ParsedResult;
   pullReason?: string;
+  /** The `source` container started (running or terminated): its image was pulled. */
+  ran: boolean;
   disrupted: boolean;
   deadline: boolean;
 }
@@ -252,6 +261,7 @@ function podEvidence(pod: PodView): PodEvidence {
     ...(terminated?.reason ? { terminationReason: terminated.reason } : {}),
     parsed: parseRunnerResult(terminated?.message),
     ...(waitingReason && PULL_FAILURE_REASONS.includes(waitingReason) ? { pullReason: waitingReason } : {}),
+    ran: terminated !== undefined || source?.state?.running !== undefined,
     disrupted:
       pod.status?.conditions?.some((c) => c.type === 'DisruptionTarget' && c.status === 'True') ?? false,
     deadline: pod.status?.reason === 'DeadlineExceeded',
@@ -302,7 +312,7 @@ function fromResult(
   op: Op,
   winner: PodEvidence,
   deadline: boolean,
-  lockHolderAlive: boolean,
+  lockBlocksRun: boolean,
 ): Verdict {
   const exitZero = winner.exitCode === 0;
   if (result.op !== op) {
@@ -333,7 +343,7 @@ function fromResult(
         };
       const withError = { ...base, step: result.error.step, summary: result.error.summary };
       if (result.error.kind === 'image-layout') return { ...withError, evidence: 'image-layout' };
-      if (result.lock && lockHolderAlive) return { ...withError, evidence: 'lock-contended' };
+      if (result.lock && lockBlocksRun) return { ...withError, evidence: 'lock-contended' };
       return { ...withError, evidence: 'step-failed' };
     }
     case 'interrupted':
@@ -356,7 +366,8 @@ function withoutResult(
   pullTrouble: boolean,
   parsed: ParsedResult,
 ): Verdict {
-  if (pullTrouble)
+  // Section 7: the pod waited on its image "until the deadline"; a container that ran says what happened.
+  if (pullTrouble && deadline && !winner?.ran)
     return { evidence: 'image-pull', summary: 'the module image could not be pulled before the deadline' };
   // C08: a deadline kill often leaves no container status and no result; that is not a parse error.
   if (deadline)
@@ -393,7 +404,7 @@ export function classifyJob(input: ClassifyInput): Classification {
   const parsed: ParsedResult = winner?.parsed ?? parseRunnerResult(undefined);
   const pullTrouble = input.observedPullTrouble === true || winner?.pullReason !== undefined;
   const verdict = winner?.parsed.ok
-    ? fromResult(winner.parsed.result, input.op, winner, deadline, input.lockHolderAlive === true)
+    ? fromResult(winner.parsed.result, input.op, winner, deadline, input.lockBlocksRun === true)
     : withoutResult(winner, deadline, pullTrouble, parsed);
   const row = EVIDENCE_TABLE[verdict.evidence];
   const extraPods = pods.filter((p) => p !== winner).map((p) => p.name);

@@ -21,24 +21,29 @@ export function lockHolderHost(lock: LockInfo): string | undefined {
   return at === -1 ? who : who.slice(at + 1);
 }
 
-/** Pod names of this object's Jobs: `<job name>-<5 random>`, the job name starting with one of `jobPrefixes`. */
-export function isOwnJobPod(host: string, jobPrefixes: readonly string[]): boolean {
-  return (
-    jobPrefixes.some((prefix) => host.startsWith(prefix)) && /-a[0-9]+-[0-9a-f]{6}-[a-z0-9]{5}$/.test(host)
-  );
+/** The suffix the Job controller appends to a Job's name for its pods (`generateName`, 5 characters). */
+const POD_SUFFIX = /^-[a-z0-9]{5}$/;
+
+/**
+ * Whether `host` is a pod of one of `ownJobNames` exactly: `<job name>-<5 characters>`. A prefix test would
+ * take object `web`'s lock from a pod of `web-apply`, or of `web` in another namespace (DESIGN.md section 12:
+ * a foreign holder is never unlocked). Job names are at most 57 characters, so the hostname is never cut.
+ */
+export function isOwnJobPod(host: string, ownJobNames: readonly string[]): boolean {
+  return ownJobNames.some((job) => host.startsWith(job) && POD_SUFFIX.test(host.slice(job.length)));
 }
 
 /**
- * Judges a held lock. `jobPrefixes` are this object's Job name prefixes (`jobNamePrefixes` in names.ts);
+ * Judges a held lock. `ownJobNames` are the names of this object's Jobs (listed by its owner UID label);
  * `holderPod` is the holder pod read live (undefined when it is gone).
  */
 export function judgeLock(
   lock: LockInfo,
-  jobPrefixes: readonly string[],
+  ownJobNames: readonly string[],
   holderPod: PodView | undefined,
 ): LockVerdict {
   const host = lockHolderHost(lock);
-  if (host === undefined || !isOwnJobPod(host, jobPrefixes))
+  if (host === undefined || !isOwnJobPod(host, ownJobNames))
     return { kind: 'foreign', reason: 'StateLocked', who: lock.who ?? '(unknown)' };
   const phase = holderPod?.status?.phase;
   const finished = holderPod === undefined || phase === 'Succeeded' || phase === 'Failed';

@@ -49,15 +49,6 @@ export function jobName(input: JobNameInput): string {
     : build(sha256Hex(input.name).slice(0, HASHED_NAME_LENGTH));
 }
 
-/**
- * The prefixes this object's Job names start with: with its name and with its hashed name (a long name is
- * hashed only in the Jobs where the whole would pass 57 characters). Lock holders are matched against them.
- */
-export function jobNamePrefixes(kind: TargetKind, name: string): string[] {
-  const code = KIND_CODES[kind];
-  return [`captf-${code}-${name}-`, `captf-${code}-${sha256Hex(name).slice(0, HASHED_NAME_LENGTH)}-`];
-}
-
 /** `attempt` = 1 + the highest attempt among the retained Jobs of that op (section 9). */
 export function nextAttempt(records: readonly JobRecord[], op: Op): number {
   return 1 + records.filter((r) => r.op === op).reduce((highest, r) => Math.max(highest, r.attempt), 0);

@@ -83,8 +83,7 @@ export async function prepareBookkeeping(
   const records = snap.records.map((r) => ({ ...r }));
   for (const { job, record } of finished) {
     const { classification } = classifyWithLock(
-      snap.ref.kind,
-      snap.ref.name,
+      snap.jobs,
       {
         op: record.op,
         job: asJobView(job),

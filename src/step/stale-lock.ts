@@ -2,9 +2,7 @@ import type { V1Job, V1Pod } from '@kubernetes/client-node';
 import { type Classification, classifyJob } from '../core/classify.ts';
 import type { JobRecord } from '../core/job-record.ts';
 import { judgeLock, type LockVerdict, lockHolderHost } from '../core/locks.ts';
-import { jobNamePrefixes } from '../core/names.ts';
 import { type LockInfo, parseRunnerResult } from '../schemas/result.ts';
-import type { ObjectKind } from './contract.ts';
 import { podsOfJob } from './pods.ts';
 import { RUN_DECISION_ANNOTATIONS } from './run-decisions.ts';
 
@@ -15,11 +13,15 @@ import { RUN_DECISION_ANNOTATIONS } from './run-decisions.ts';
  * an id found there is never passed again.
  */
 
-/** Judges a reported lock against this object's own pods (read live). */
+/** The names of an object's own Jobs: a lock holder must be one of their pods exactly (section 12). */
+function ownJobNames(jobs: readonly V1Job[]): string[] {
+  return jobs.flatMap((job) => (job.metadata?.name ? [job.metadata.name] : []));
+}
+
+/** Judges a reported lock against this object's own Jobs and pods (read live). */
 export function judgeReportedLock(
   lock: LockInfo,
-  kind: ObjectKind,
-  name: string,
+  jobs: readonly V1Job[],
   pods: readonly V1Pod[],
 ): LockVerdict {
   const host = lockHolderHost(lock);
@@ -28,7 +30,7 @@ export function judgeReportedLock(
     holder && host !== undefined
       ? { metadata: { name: host }, status: { phase: holder.status?.phase ?? 'Unknown' } }
       : undefined;
-  return judgeLock(lock, jobNamePrefixes(kind, name), holderView);
+  return judgeLock(lock, ownJobNames(jobs), holderView);
 }
 
 /**
@@ -36,17 +38,16 @@ export function judgeReportedLock(
  * (or foreign) makes the run `lock-contended` rather than a counted failure.
  */
 export function classifyWithLock(
-  kind: ObjectKind,
-  name: string,
-  input: Omit<Parameters<typeof classifyJob>[0], 'lockHolderAlive'>,
+  objectJobs: readonly V1Job[],
+  input: Omit<Parameters<typeof classifyJob>[0], 'lockBlocksRun'>,
   objectPods: readonly V1Pod[],
 ): { classification: Classification; lock?: LockVerdict } {
   const first = classifyJob(input);
   const lock = first.runnerResult?.lock;
   if (!lock || first.evidence !== 'step-failed') return { classification: first };
-  const verdict = judgeReportedLock(lock, kind, name, objectPods);
+  const verdict = judgeReportedLock(lock, objectJobs, objectPods);
   if (verdict.kind === 'stale') return { classification: first, lock: verdict };
-  return { classification: classifyJob({ ...input, lockHolderAlive: true }), lock: verdict };
+  return { classification: classifyJob({ ...input, lockBlocksRun: true }), lock: verdict };
 }
 
 /**
@@ -55,8 +56,6 @@ export function classifyWithLock(
  * there is none, or when a Job already carried that id (a stale id is never retried).
  */
 export function staleLockToUnlock(
-  kind: ObjectKind,
-  name: string,
   jobs: readonly V1Job[],
   records: readonly JobRecord[],
   pods: readonly V1Pod[],
@@ -72,7 +71,7 @@ export function staleLockToUnlock(
     const parsed = parseRunnerResult(source?.state?.terminated?.message);
     const lock = parsed.ok ? parsed.result.lock : undefined;
     if (!lock) continue;
-    const verdict = judgeReportedLock(lock, kind, name, pods);
+    const verdict = judgeReportedLock(lock, jobs, pods);
     if (verdict.kind !== 'stale') return undefined;
     const used = jobs.some(
       (j) => j.metadata?.annotations?.[RUN_DECISION_ANNOTATIONS.forceUnlockId] === verdict.lockId,

@@ -143,12 +143,7 @@ export async function startJob(
   const spec = snap.spec;
   if (!spec) return outcomeOf(context, 'waiting', 'SpecInvalid', 600);
   const pods = await snap.pods();
-  const run = plannedRun(
-    context,
-    start,
-    records,
-    staleLockToUnlock(snap.ref.kind, snap.ref.name, snap.jobs, records, pods),
-  );
+  const run = plannedRun(context, start, records, staleLockToUnlock(snap.jobs, records, pods));
 
   // Resolve the run config first: a missing Secret must hold the start back before anything is taken.
   const resolved = await resolveRunConfig(context, run.decisions);

@@ -317,7 +317,7 @@ describe('classifyJob: DESIGN.md section 7', () => {
     }
   });
 
-  it('a contended lock whose holder is alive is not counted (LockContended)', () => {
+  it('a lock that blocks the run (holder alive or foreign) is not counted (LockContended)', () => {
     const text = ok(
       result({
         op: 'apply',
@@ -330,7 +330,7 @@ describe('classifyJob: DESIGN.md section 7', () => {
       op: 'apply',
       job: failedJob,
       pods: [pod('p1', { exitCode: 1, message: text })],
-      lockHolderAlive: true,
+      lockBlocksRun: true,
       now: T0,
     });
     expect([c.reason, c.counted, c.conditionStatus]).toEqual(['LockContended', false, 'Unknown']);
@@ -366,7 +366,7 @@ describe('classifyJob: field cases', () => {
   ])(
     'C01: two pods for one Job (%s): the pod with exit 0 and a valid result wins; P2 is named, not counted',
     (_, pods) => {
-      const c = classifyJob({ op: 'apply', job: completeJob, pods, lockHolderAlive: true, now: T0 });
+      const c = classifyJob({ op: 'apply', job: completeJob, pods, lockBlocksRun: true, now: T0 });
       expect(c.result).toBe('succeeded');
       expect(c.counted).toBe(false);
       expect(c.pod).toBe('p1');
@@ -439,6 +439,40 @@ describe('classifyJob: field cases', () => {
       now: T0,
     });
     expect(c.reason).toBe('ApplySucceeded');
+  });
+
+  it('C09: pull trouble seen, then the container ran and was OOM-killed → unknown, counted, not ImagePullFailed', () => {
+    const c = classifyJob({
+      op: 'apply',
+      job: failedJob,
+      pods: [pod('p1', { exitCode: 137, reason: 'OOMKilled' })],
+      observedPullTrouble: true,
+      now: T0,
+    });
+    expect([c.reason, c.counted, c.error?.kind]).toEqual(['ApplyFailed', true, 'unknown']);
+    expect(c.error?.summary).toContain('OOM-killed');
+  });
+
+  it('C09: pull trouble seen, the container ran and was still running at the deadline → JobDeadlineExceeded', () => {
+    const c = classifyJob({
+      op: 'apply',
+      job: deadlineJob,
+      pods: [pod('p1', { running: true }, { podReason: 'DeadlineExceeded' })],
+      observedPullTrouble: true,
+      now: T0,
+    });
+    expect([c.reason, c.error?.kind]).toEqual(['JobDeadlineExceeded', 'deadline']);
+  });
+
+  it('C09: still in ImagePullBackOff but the Job failed before any deadline → not ImagePullFailed', () => {
+    const c = classifyJob({
+      op: 'apply',
+      job: failedJob,
+      pods: [pod('p1', { waiting: 'ImagePullBackOff' })],
+      observedPullTrouble: true,
+      now: T0,
+    });
+    expect(c.error?.kind).toBe('unknown');
   });
 
   it('C10: a truncated result is kind unknown, counted, with a clear summary, never a success', () => {

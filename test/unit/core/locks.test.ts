@@ -1,10 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { judgeLock, lockHolderHost } from '../../../src/core/locks.ts';
-import { jobName, jobNamePrefixes } from '../../../src/core/names.ts';
+import { type JobNameInput, jobName } from '../../../src/core/names.ts';
 import { pod } from './builders.ts';
 
-const prefixes = jobNamePrefixes('TerraformMachine', 'm-a');
-const ownPod = `${jobName({ kind: 'TerraformMachine', name: 'm-a', op: 'apply', attempt: 1, inputsHash: 'h', tick: '' })}-x1y2z`;
+const base: JobNameInput = {
+  kind: 'TerraformMachine',
+  name: 'm-a',
+  op: 'apply',
+  attempt: 1,
+  inputsHash: 'h',
+  tick: '',
+};
+const ownJob = jobName(base);
+/** The object's own Job names, as the shell lists them by owner UID. */
+const prefixes = [ownJob, jobName({ ...base, attempt: 2 })];
+const ownPod = `${ownJob}-x1y2z`;
 
 describe('judgeLock: DESIGN.md section 12', () => {
   it('L1 the holder host is the part after @', () => {
@@ -48,5 +58,36 @@ describe('judgeLock: DESIGN.md section 12', () => {
     });
     const otherObject = ownPod.replace('-m-a-', '-m-b-');
     expect(judgeLock({ id: 'L1', who: `root@${otherObject}` }, prefixes, undefined).kind).toBe('foreign');
+  });
+
+  it('L5 object web does not take the lock of a pod of object web-apply (a longer name, same prefix)', () => {
+    const web = { ...base, name: 'web' };
+    const webJobs = [jobName(web)];
+    const webApplyPod = `${jobName({ ...web, name: 'web-apply' })}-abcde`;
+    expect(webApplyPod.startsWith('captf-m-web-')).toBe(true);
+    expect(judgeLock({ id: 'L1', who: `root@${webApplyPod}` }, webJobs, undefined)).toEqual({
+      kind: 'foreign',
+      reason: 'StateLocked',
+      who: `root@${webApplyPod}`,
+    });
+  });
+
+  it('L6 object web does not take the lock of web in another namespace (its Jobs are not ours)', () => {
+    const web = { ...base, name: 'web' };
+    const ourJobs = [jobName({ ...web, inputsHash: 'team-a inputs' })];
+    const otherPod = `${jobName({ ...web, inputsHash: 'team-b inputs' })}-abcde`;
+    expect(judgeLock({ id: 'L1', who: `root@${otherPod}` }, ourJobs, undefined).kind).toBe('foreign');
+  });
+
+  it('L7 a host that only starts with our Job name is foreign: the pod suffix is exactly 5 of [a-z0-9]', () => {
+    for (const host of [
+      `${ownJob}-abcdef`,
+      `${ownJob}-ABCDE`,
+      `${ownJob}-abcd`,
+      `${ownJob}x-abcde`,
+      ownJob,
+    ]) {
+      expect(judgeLock({ id: 'L1', who: `root@${host}` }, prefixes, undefined).kind, host).toBe('foreign');
+    }
   });
 });

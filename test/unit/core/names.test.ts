@@ -1,12 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  hash6,
-  jobName,
-  jobNamePrefixes,
-  MAX_JOB_NAME_LENGTH,
-  nextAttempt,
-  runSecretName,
-} from '../../../src/core/names.ts';
+import { hash6, jobName, MAX_JOB_NAME_LENGTH, nextAttempt, runSecretName } from '../../../src/core/names.ts';
 import { record } from './builders.ts';
 
 const base = {
@@ -68,12 +61,5 @@ describe('jobName: DESIGN.md section 9', () => {
 
   it('the per-run Secret is captf-run-<job>', () => {
     expect(runSecretName('captf-m-m-a-apply-a1-abcdef')).toBe('captf-run-captf-m-m-a-apply-a1-abcdef');
-  });
-
-  it('the name prefixes cover full and hashed names', () => {
-    const long = 'x'.repeat(60);
-    const name = jobName({ ...base, name: long });
-    expect(jobNamePrefixes('TerraformMachine', long).some((p) => name.startsWith(p))).toBe(true);
-    expect(jobNamePrefixes('TerraformMachine', 'm-a').some((p) => jobName(base).startsWith(p))).toBe(true);
   });
 });
