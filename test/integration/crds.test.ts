@@ -146,6 +146,16 @@ describe('CRDs in the real API server', () => {
       message: 'set driftCheck.interval or driftCheck.schedule, not both',
     },
     {
+      name: 'a machine name over 63 characters (it could never label its Jobs)',
+      body: machine('m'.repeat(64), {}),
+      message: 'metadata.name must be at most 63 characters: it is the captf.io/owner-name label',
+    },
+    {
+      name: 'a cluster name over 63 characters',
+      body: manifest('TerraformCluster', 'c'.repeat(70), { source: { image: 'registry.example.com/c:1' } }),
+      message: 'metadata.name must be at most 63 characters: it is the captf.io/owner-name label',
+    },
+    {
       name: 'a failed-history limit of 0',
       body: machine('bad-history', { jobs: { failedJobsHistoryLimit: 0 } }),
       message: 'spec.jobs.failedJobsHistoryLimit in body should be greater than or equal to 1',

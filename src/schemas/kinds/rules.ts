@@ -39,6 +39,22 @@ export function ruleMessage<T>(rule: CrossFieldRule<T>, value: T): string {
   return rule.describe ? rule.describe(value) : rule.message;
 }
 
+/** 63: the longest label value; the object's name goes into the `captf.io/owner-name` label of its Jobs. */
+export const MAX_TARGET_NAME_LENGTH = 63;
+
+/**
+ * A target's name fits a label value (DESIGN.md section 9: `captf.io/owner-name`), else none of its Jobs
+ * could ever be created. A root rule: CEL reaches `self.metadata.name` from the root of the object.
+ */
+export const nameFitsOwnerLabel: CrossFieldRule<{ metadata: { name: string } }> = {
+  cel: `size(self.metadata.name) <= ${MAX_TARGET_NAME_LENGTH}`,
+  message: `metadata.name must be at most ${MAX_TARGET_NAME_LENGTH} characters: it is the captf.io/owner-name label of every Job of the object; choose a shorter name`,
+  // No messageExpression: the API server estimates string building over an unbounded name as too costly.
+  holds: (v) => v.metadata.name.length <= MAX_TARGET_NAME_LENGTH,
+  describe: (v) =>
+    `metadata.name has ${v.metadata.name.length} characters; at most ${MAX_TARGET_NAME_LENGTH} fit the captf.io/owner-name label of every Job of the object; choose a shorter name`,
+};
+
 /** Env names the runner owns: Terraform reads `TF_*`, the kubernetes backend reads `KUBE_*`. */
 export const RESERVED_ENV_PREFIXES = ['TF_', 'KUBE_'] as const;
 

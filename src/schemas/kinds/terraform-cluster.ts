@@ -3,6 +3,7 @@ import { API_VERSION } from './api-group.ts';
 import { JobsPolicySchema } from './jobs-policy.ts';
 import { type KindDefinition, TARGET_PRINTER_COLUMNS } from './kind-definition.ts';
 import { ObjectMetaSchema } from './object-meta.ts';
+import { nameFitsOwnerLabel, withRules } from './rules.ts';
 import { commonSpecShape } from './spec.ts';
 import { commonStatusShape } from './status.ts';
 
@@ -35,13 +36,16 @@ export const TerraformClusterStatusSchema = z
   .describe('Observed state of a TerraformCluster.');
 export type TerraformClusterStatus = z.infer<typeof TerraformClusterStatusSchema>;
 
-export const TerraformClusterSchema = z.object({
-  apiVersion: z.literal(API_VERSION),
-  kind: z.literal('TerraformCluster'),
-  metadata: ObjectMetaSchema,
-  spec: TerraformClusterSpecSchema,
-  status: TerraformClusterStatusSchema.optional(),
-});
+export const TerraformClusterSchema = withRules(
+  z.object({
+    apiVersion: z.literal(API_VERSION),
+    kind: z.literal('TerraformCluster'),
+    metadata: ObjectMetaSchema,
+    spec: TerraformClusterSpecSchema,
+    status: TerraformClusterStatusSchema.optional(),
+  }),
+  [nameFitsOwnerLabel],
+);
 export type TerraformCluster = z.infer<typeof TerraformClusterSchema>;
 
 export const terraformClusterKind: KindDefinition = {
@@ -53,6 +57,6 @@ export const terraformClusterKind: KindDefinition = {
     'Cluster infrastructure of a Cluster API cluster, built by a Terraform/OpenTofu module that runs as Kubernetes Jobs.',
   spec: TerraformClusterSpecSchema,
   status: TerraformClusterStatusSchema,
-  rootRules: [],
+  rootRules: [nameFitsOwnerLabel],
   printerColumns: TARGET_PRINTER_COLUMNS,
 };

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { API_VERSION } from './api-group.ts';
 import { type KindDefinition, TARGET_PRINTER_COLUMNS } from './kind-definition.ts';
 import { ObjectMetaSchema } from './object-meta.ts';
+import { nameFitsOwnerLabel, withRules } from './rules.ts';
 import { commonSpecShape } from './spec.ts';
 import { commonStatusShape } from './status.ts';
 
@@ -27,13 +28,16 @@ export const TerraformMachinePoolStatusSchema = z
   .describe('Observed state of a TerraformMachinePool.');
 export type TerraformMachinePoolStatus = z.infer<typeof TerraformMachinePoolStatusSchema>;
 
-export const TerraformMachinePoolSchema = z.object({
-  apiVersion: z.literal(API_VERSION),
-  kind: z.literal('TerraformMachinePool'),
-  metadata: ObjectMetaSchema,
-  spec: TerraformMachinePoolSpecSchema,
-  status: TerraformMachinePoolStatusSchema.optional(),
-});
+export const TerraformMachinePoolSchema = withRules(
+  z.object({
+    apiVersion: z.literal(API_VERSION),
+    kind: z.literal('TerraformMachinePool'),
+    metadata: ObjectMetaSchema,
+    spec: TerraformMachinePoolSpecSchema,
+    status: TerraformMachinePoolStatusSchema.optional(),
+  }),
+  [nameFitsOwnerLabel],
+);
 export type TerraformMachinePool = z.infer<typeof TerraformMachinePoolSchema>;
 
 export const terraformMachinePoolKind: KindDefinition = {
@@ -45,6 +49,6 @@ export const terraformMachinePoolKind: KindDefinition = {
     'A machine pool of a Cluster API cluster, built by a Terraform/OpenTofu module that runs as Kubernetes Jobs.',
   spec: TerraformMachinePoolSpecSchema,
   status: TerraformMachinePoolStatusSchema,
-  rootRules: [],
+  rootRules: [nameFitsOwnerLabel],
   printerColumns: TARGET_PRINTER_COLUMNS,
 };

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { API_VERSION } from './api-group.ts';
 import { type KindDefinition, TARGET_PRINTER_COLUMNS } from './kind-definition.ts';
 import { ObjectMetaSchema } from './object-meta.ts';
+import { nameFitsOwnerLabel, withRules } from './rules.ts';
 import { commonSpecShape } from './spec.ts';
 import { commonStatusShape } from './status.ts';
 
@@ -37,13 +38,16 @@ export const TerraformMachineStatusSchema = z
   .describe('Observed state of a TerraformMachine.');
 export type TerraformMachineStatus = z.infer<typeof TerraformMachineStatusSchema>;
 
-export const TerraformMachineSchema = z.object({
-  apiVersion: z.literal(API_VERSION),
-  kind: z.literal('TerraformMachine'),
-  metadata: ObjectMetaSchema,
-  spec: TerraformMachineSpecSchema,
-  status: TerraformMachineStatusSchema.optional(),
-});
+export const TerraformMachineSchema = withRules(
+  z.object({
+    apiVersion: z.literal(API_VERSION),
+    kind: z.literal('TerraformMachine'),
+    metadata: ObjectMetaSchema,
+    spec: TerraformMachineSpecSchema,
+    status: TerraformMachineStatusSchema.optional(),
+  }),
+  [nameFitsOwnerLabel],
+);
 export type TerraformMachine = z.infer<typeof TerraformMachineSchema>;
 
 export const terraformMachineKind: KindDefinition = {
@@ -55,6 +59,6 @@ export const terraformMachineKind: KindDefinition = {
     'One machine of a Cluster API cluster, built by a Terraform/OpenTofu module that runs as Kubernetes Jobs.',
   spec: TerraformMachineSpecSchema,
   status: TerraformMachineStatusSchema,
-  rootRules: [],
+  rootRules: [nameFitsOwnerLabel],
   printerColumns: TARGET_PRINTER_COLUMNS,
 };

@@ -2,6 +2,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { jobName, MAX_JOB_NAME_LENGTH } from '../../../src/core/names.ts';
+import { planName } from '../../../src/core/plan-manifest.ts';
+import { API_VERSION } from '../../../src/schemas/kinds/api-group.ts';
+import { KIND_DEFINITIONS } from '../../../src/schemas/kinds/crd.ts';
 import { parseDurationSeconds } from '../../../src/schemas/kinds/duration.ts';
 import {
   JOBS_POLICY_DEFAULTS,
@@ -9,11 +13,13 @@ import {
   jobsPolicyProblems,
   resolveJobsPolicy,
 } from '../../../src/schemas/kinds/jobs-policy.ts';
+import { approveOnlyPending, MAX_TARGET_NAME_LENGTH } from '../../../src/schemas/kinds/rules.ts';
 import { TerraformClusterSchema } from '../../../src/schemas/kinds/terraform-cluster.ts';
 import {
   TerraformMachineSchema,
   TerraformMachineSpecSchema,
 } from '../../../src/schemas/kinds/terraform-machine.ts';
+import { TerraformMachinePoolSchema } from '../../../src/schemas/kinds/terraform-machine-pool.ts';
 import { TerraformPlanSpecSchema } from '../../../src/schemas/kinds/terraform-plan.ts';
 
 const samples = join(import.meta.dirname, '..', '..', '..', 'infra', 'samples');
@@ -139,6 +145,54 @@ describe('cross-field rules: messages a person can act on', () => {
       'approvedBy: set spec.approvedBy to your own user name when you set spec.approved: true',
     ]);
     expect(TerraformPlanSpecSchema.safeParse({ ...plan, approvedBy: 'alice' }).success).toBe(true);
+  });
+});
+
+describe('object names: DESIGN.md section 9 (the owner-name label)', () => {
+  const objects = [
+    { kind: 'TerraformCluster', schema: TerraformClusterSchema },
+    { kind: 'TerraformMachine', schema: TerraformMachineSchema },
+    { kind: 'TerraformMachinePool', schema: TerraformMachinePoolSchema },
+  ] as const;
+
+  it.each(objects)(
+    '$kind: a name of 63 characters is accepted, 64 is rejected saying why',
+    ({ kind, schema }) => {
+      const object = (name: string) => ({
+        apiVersion: API_VERSION,
+        kind,
+        metadata: { name },
+        spec: { source: { image: 'm:1' } },
+      });
+      expect(schema.safeParse(object('n'.repeat(MAX_TARGET_NAME_LENGTH))).success).toBe(true);
+      expect(issues(schema.safeParse(object('n'.repeat(64))))).toEqual([
+        ': metadata.name has 64 characters; at most 63 fit the captf.io/owner-name label of every Job of the object; choose a shorter name',
+      ]);
+    },
+  );
+
+  it('the CRDs of the three target kinds carry the same rule as CEL; the plan kind does not need it', () => {
+    const rules = KIND_DEFINITIONS.map((d) => [d.kind, d.rootRules.map((r) => r.cel)]);
+    expect(rules).toEqual([
+      ['TerraformCluster', ['size(self.metadata.name) <= 63']],
+      ['TerraformMachine', ['size(self.metadata.name) <= 63']],
+      ['TerraformMachinePool', ['size(self.metadata.name) <= 63']],
+      ['TerraformPlan', [approveOnlyPending.cel]],
+    ]);
+  });
+
+  it('a TerraformPlan name (the Job name + -plan) fits any name length: the Job name is at most 57', () => {
+    for (const name of ['a', 'n'.repeat(63)]) {
+      const job = jobName({
+        kind: 'TerraformMachinePool',
+        name,
+        op: 'apply',
+        attempt: 999,
+        inputsHash: 'h',
+        tick: 'now',
+      });
+      expect(planName(job).length).toBeLessThanOrEqual(MAX_JOB_NAME_LENGTH + '-plan'.length);
+    }
   });
 });
 
