@@ -1,3 +1,18 @@
+import {
+  LIB_DIR,
+  LOADER_FILE,
+  MODULE_DIR,
+  RESULT_FILE,
+  RUN_CONFIG_DIR,
+  RUN_CONFIG_FILE_MODE,
+  RUN_CONFIG_FS_GROUP,
+  RUNNER_BIN_DIR,
+  RUNNER_FILE,
+  RUNNER_WORK_DIR,
+  RUNTIME_PATH,
+  STOP_TIMEOUT_SECONDS,
+  TERMINATION_GRACE_SECONDS,
+} from '../schemas/job-contract.ts';
 import type { TargetKind } from '../schemas/kinds/api-group.ts';
 import type { EffectiveJobsPolicy, EnvVar, Quantity, Toleration } from '../schemas/kinds/jobs-policy.ts';
 import type { Op } from '../schemas/result.ts';
@@ -10,23 +25,13 @@ import { runSecretName } from './names.ts';
  * crash recreates exactly what the first attempt would have.
  */
 
-/** Where the init container puts the runner (an emptyDir shared with `source`). */
-export const RUNNER_BIN_DIR = '/captf/bin';
-/** Where the per-run Secret is mounted, read-only. */
-export const RUN_CONFIG_DIR = '/captf/config';
-/** Scratch space of the runner: the module image may have no writable file system. */
-export const RUNNER_WORK_DIR = '/captf/work';
-/** The image contract's module and runtime (DESIGN.md section 10, docs/image-contract.md). */
-const MODULE_DIR = '/captf/module';
-const RUNTIME_PATH = '/captf/runtime';
-/** The kubelet's default `terminationMessagePath`, where the runner writes its result. */
-const RESULT_FILE = '/dev/termination-log';
-/** 600 s: Terraform finishes the in-flight provider call and writes state after SIGTERM (section 10). */
-export const TERMINATION_GRACE_SECONDS = 600;
-/** The runner's own files in RUNNER_BIN_DIR (src/runner/copy.ts): itself, its loader, its libraries. */
-const RUNNER = `${RUNNER_BIN_DIR}/runner`;
-const LOADER = `${RUNNER_BIN_DIR}/ld.so`;
-const LIBS = `${RUNNER_BIN_DIR}/lib`;
+/** The Job/runner contract lives in src/schemas/job-contract.ts; the step imports the grace from here. */
+export { TERMINATION_GRACE_SECONDS };
+
+/** The runner's own files in RUNNER_BIN_DIR (`runner copy`): itself, its loader, its libraries. */
+const RUNNER = `${RUNNER_BIN_DIR}/${RUNNER_FILE}`;
+const LOADER = `${RUNNER_BIN_DIR}/${LOADER_FILE}`;
+const LIBS = `${RUNNER_BIN_DIR}/${LIB_DIR}`;
 
 /** A reference to the object that owns something. */
 export interface OwnerReference {
@@ -57,6 +62,7 @@ export interface JobManifest {
       spec: {
         restartPolicy: 'Never';
         terminationGracePeriodSeconds: number;
+        securityContext: { fsGroup: number };
         serviceAccountName?: string;
         imagePullSecrets: { name: string }[];
         nodeSelector: Record<string, string>;
@@ -143,7 +149,8 @@ export function ownerReference(owner: {
  * The Job of one run (DESIGN.md section 9): `backoffLimit: 0` (a retry is our decision, not the Job
  * controller's), `restartPolicy: Never`, no TTL (bookkeeping reads the Job and pruning deletes it), the
  * deadline from the policy, 600 s grace; init container `runner` copies the runner into `/captf/bin`,
- * container `source` (the module image) runs it with the per-run Secret at `/captf/config`.
+ * container `source` (the module image) runs it with the per-run Secret at `/captf/config` (mode 0440,
+ * group `fsGroup`) and a stop timeout derived from the grace (src/schemas/job-contract.ts).
  */
 export function buildJobManifest(input: JobManifestInput): JobManifest {
   const { owner, policy } = input;
@@ -171,6 +178,8 @@ export function buildJobManifest(input: JobManifestInput): JobManifest {
         spec: {
           restartPolicy: 'Never',
           terminationGracePeriodSeconds: TERMINATION_GRACE_SECONDS,
+          // The run config is group-readable by this group, whatever non-root USER the module image has.
+          securityContext: { fsGroup: RUN_CONFIG_FS_GROUP },
           ...(policy.serviceAccountName ? { serviceAccountName: policy.serviceAccountName } : {}),
           imagePullSecrets: policy.imagePullSecrets,
           nodeSelector: policy.nodeSelector,
@@ -200,6 +209,8 @@ export function buildJobManifest(input: JobManifestInput): JobManifest {
                 `--config-dir=${RUN_CONFIG_DIR}`,
                 `--work-dir=${RUNNER_WORK_DIR}`,
                 `--result-file=${RESULT_FILE}`,
+                // Derived from the same grace as terminationGracePeriodSeconds (section 10).
+                `--stop-timeout=${STOP_TIMEOUT_SECONDS}`,
               ],
               env: policy.env,
               resources: policy.resources,
@@ -214,8 +225,12 @@ export function buildJobManifest(input: JobManifestInput): JobManifest {
           volumes: [
             { name: 'captf-bin', emptyDir: {} },
             { name: 'captf-work', emptyDir: {} },
-            // 0o400: the run config holds variables from Secrets; only the runner's user reads it.
-            { name: 'captf-config', secret: { secretName: runSecretName(input.name), defaultMode: 0o400 } },
+            // 0o440 with the pod's fsGroup: the run config holds variables from Secrets; the container's user
+            // (any UID, the fsGroup among its groups) reads it, nobody writes it.
+            {
+              name: 'captf-config',
+              secret: { secretName: runSecretName(input.name), defaultMode: RUN_CONFIG_FILE_MODE },
+            },
           ],
         },
       },

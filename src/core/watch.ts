@@ -1,6 +1,6 @@
+import { TERMINATION_GRACE_SECONDS } from '../schemas/job-contract.ts';
 import { PULL_FAILURE_REASONS, SOURCE_CONTAINER } from './classify.ts';
 import { WAIT_TABLE } from './gates.ts';
-import { TERMINATION_GRACE_SECONDS } from './job-manifest.ts';
 import { type JobView, type PodView, timestampMs } from './views.ts';
 
 /**

@@ -1,5 +1,13 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import {
+  MODULE_DIR,
+  RESULT_FILE,
+  RUN_CONFIG_DIR,
+  RUNNER_WORK_DIR,
+  RUNTIME_PATH,
+  STOP_TIMEOUT_SECONDS,
+} from '../schemas/job-contract.ts';
 import { OpSchema } from '../schemas/result.ts';
 import { ApplyPolicySchema, PlanDigestSchema } from '../schemas/run-config.ts';
 import type { RunOptions } from './run.ts';
@@ -15,16 +23,16 @@ import type { RunOptions } from './run.ts';
  * forceUnlockId.
  */
 
-/** Paths of the image contract (docs/image-contract.md) and the stop timeout. */
+/** Paths of the image contract (docs/image-contract.md) and the stop timeout (src/schemas/job-contract.ts). */
 export const RUN_DEFAULTS = {
-  moduleDir: '/captf/module',
-  runtimePath: '/captf/runtime',
-  configDir: '/captf/config',
+  moduleDir: MODULE_DIR,
+  runtimePath: RUNTIME_PATH,
+  configDir: RUN_CONFIG_DIR,
   /** An emptyDir the Job mounts: the module image may have no writable file system. */
-  workDir: '/captf/work',
-  resultFile: '/dev/termination-log',
-  /** terminationGracePeriodSeconds 600 minus the 30 s DESIGN.md section 10 keeps for writing the result. */
-  stopTimeoutSeconds: 570,
+  workDir: RUNNER_WORK_DIR,
+  resultFile: RESULT_FILE,
+  /** 540 s: grace 600 − 30 (section 10: the result is written before grace − 30 s) − 30 to write it. */
+  stopTimeoutSeconds: STOP_TIMEOUT_SECONDS,
 } as const;
 
 /** A parsed command line. */

@@ -1,6 +1,7 @@
 import { chmod, copyFile, mkdir, readFile, rename } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { isSea } from 'node:sea';
+import { LIB_DIR, LOADER_FILE, RUNNER_FILE } from '../schemas/job-contract.ts';
 
 /**
  * `runner copy <dest>`: what the Job's init container runs (DESIGN.md section 9). Fills the directory
@@ -13,11 +14,6 @@ import { isSea } from 'node:sea';
  * through a temp name and a rename, so the `source` container never sees half a file.
  */
 export type CopyOutcome = { ok: true; files: number } | { ok: false; message: string };
-
-/** File names inside `dest`. */
-export const RUNNER_FILE = 'runner';
-export const LOADER_FILE = 'ld.so';
-export const LIB_DIR = 'lib';
 
 /** Shared objects mapped into a process, from the text of `/proc/self/maps`: absolute paths, each once. */
 export function mappedSharedObjects(maps: string): string[] {

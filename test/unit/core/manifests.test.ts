@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { buildJobManifest, type JobManifestInput } from '../../../src/core/job-manifest.ts';
 import { buildRunConfig, buildRunSecret } from '../../../src/core/run-secret-manifest.ts';
+import { RUN_DEFAULTS } from '../../../src/runner/cli.ts';
+import { RESULT_WRITE_RESERVE_SECONDS, RUN_CONFIG_FS_GROUP } from '../../../src/schemas/job-contract.ts';
 import { resolveJobsPolicy } from '../../../src/schemas/kinds/jobs-policy.ts';
 import { parseRunConfig } from '../../../src/schemas/run-config.ts';
 
@@ -78,16 +80,27 @@ describe('buildJobManifest: DESIGN.md section 9', () => {
     expect(source?.env).toEqual([{ name: 'HTTPS_PROXY', value: 'p' }]);
   });
 
-  it('S9.secret mounts the per-run Secret read-only at /captf/config', () => {
+  it('S9.secret mounts the per-run Secret read-only at /captf/config, readable by any non-root USER through fsGroup', () => {
     expect(pod.volumes).toContainEqual({
       name: 'captf-config',
-      secret: { secretName: `captf-run-${input.name}`, defaultMode: 0o400 },
+      secret: { secretName: `captf-run-${input.name}`, defaultMode: 0o440 },
     });
+    // 0o440 lets the group read; the fsGroup is that group, and the kubelet adds it to every container.
+    expect(pod.securityContext).toEqual({ fsGroup: RUN_CONFIG_FS_GROUP });
     expect(pod.containers[0]?.volumeMounts).toContainEqual({
       name: 'captf-config',
       mountPath: '/captf/config',
       readOnly: true,
     });
+  });
+
+  it('S10.stop: the runner kills the runtime early enough to write its interrupted result before grace − 30 s', () => {
+    const flag = pod.containers[0]?.args.find((arg) => arg.startsWith('--stop-timeout='));
+    const stopTimeoutSeconds = Number(flag?.slice('--stop-timeout='.length));
+    expect(stopTimeoutSeconds).toBe(RUN_DEFAULTS.stopTimeoutSeconds);
+    expect(stopTimeoutSeconds + RESULT_WRITE_RESERVE_SECONDS).toBeLessThanOrEqual(
+      pod.terminationGracePeriodSeconds - 30,
+    );
   });
 
   it('S2.resources default requests 250m / 512Mi, memory limit 2Gi, no CPU limit', () => {
