@@ -31,15 +31,12 @@ const keyOf = (ref: ObjectRef) => `${ref.kind}/${ref.namespace}/${ref.name}`;
 export class MemorySchedule implements RequeueSchedule {
   readonly due = new Map<string, { ref: ObjectRef; dueAtMs: number }>();
   readonly claimed = new Map<string, ObjectRef>();
-  available = true;
 
   async add(ref: ObjectRef, dueAtMs: number): Promise<void> {
-    this.check();
     const old = this.due.get(keyOf(ref));
     if (old === undefined || dueAtMs < old.dueAtMs) this.due.set(keyOf(ref), { ref, dueAtMs });
   }
   async claimDue(nowMs: number, limit: number): Promise<Claim[]> {
-    this.check();
     const ready = [...this.due.values()]
       .filter((e) => e.dueAtMs <= nowMs)
       .sort((a, b) => a.dueAtMs - b.dueAtMs);
@@ -50,20 +47,13 @@ export class MemorySchedule implements RequeueSchedule {
     });
   }
   async complete(claim: Claim, nextDueAtMs: number | undefined): Promise<void> {
-    this.check();
     this.claimed.delete(keyOf(claim.ref));
     if (nextDueAtMs !== undefined) await this.add(claim.ref, nextDueAtMs);
   }
   dueAt(ref: ObjectRef): number | undefined {
     return this.due.get(keyOf(ref))?.dueAtMs;
   }
-  private check(): void {
-    if (!this.available) throw new UnavailableRedis();
-  }
 }
-
-/** Stands in for the adapter's typed outage. */
-class UnavailableRedis extends Error {}
 
 export class MemoryDedupe implements EventDedupe {
   readonly keys = new Set<string>();
