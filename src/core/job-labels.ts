@@ -30,3 +30,27 @@ export const KIND_CODES: Readonly<Record<TargetKind, 'c' | 'm' | 'mp'>> = {
   TerraformMachine: 'm',
   TerraformMachinePool: 'mp',
 };
+
+/** The object something belongs to, as its labels name it. */
+export interface LabelOwner {
+  kind: TargetKind;
+  name: string;
+  uid: string;
+  /** The Cluster API cluster; no `cluster.x-k8s.io/cluster-name` label when absent or empty. */
+  clusterName?: string | undefined;
+}
+
+/**
+ * The labels that tie a Job, its pods, its per-run Secret or a TerraformPlan to its object, so events about
+ * them map back to the object without a read (DESIGN.md sections 9 and 13).
+ */
+export function ownerLabels(owner: LabelOwner): Record<string, string> {
+  return {
+    [LABELS.managed]: 'true',
+    [LABELS.ownerKind]: owner.kind,
+    [LABELS.ownerName]: owner.name,
+    [LABELS.ownerUid]: owner.uid,
+    // An empty value would still match `cluster-name=` selectors; an object without a cluster has no label.
+    ...(owner.clusterName ? { [LABELS.clusterName]: owner.clusterName } : {}),
+  };
+}

@@ -17,7 +17,7 @@ import type { TargetKind } from '../schemas/kinds/api-group.ts';
 import type { EffectiveJobsPolicy, EnvVar, Quantity, Toleration } from '../schemas/kinds/jobs-policy.ts';
 import type { Op } from '../schemas/result.ts';
 import { SOURCE_CONTAINER } from './classify.ts';
-import { ANNOTATIONS, LABELS } from './job-labels.ts';
+import { ANNOTATIONS, LABELS, ownerLabels } from './job-labels.ts';
 import { runSecretName } from './names.ts';
 
 /**
@@ -97,8 +97,8 @@ export interface JobOwner {
   namespace: string;
   uid: string;
   generation: number;
-  /** The Cluster API cluster (label `cluster.x-k8s.io/cluster-name`). */
-  clusterName: string;
+  /** The Cluster API cluster (label `cluster.x-k8s.io/cluster-name`); '' or absent: none. */
+  clusterName?: string;
 }
 
 export interface JobManifestInput {
@@ -117,15 +117,7 @@ export interface JobManifestInput {
 
 /** The labels of a Job, its pods and its per-run Secret (section 9); events map them to the owner. */
 export function jobLabels(owner: JobOwner, op: Op, attempt: number): Record<string, string> {
-  return {
-    [LABELS.managed]: 'true',
-    [LABELS.ownerKind]: owner.kind,
-    [LABELS.ownerName]: owner.name,
-    [LABELS.ownerUid]: owner.uid,
-    [LABELS.op]: op,
-    [LABELS.attempt]: String(attempt),
-    [LABELS.clusterName]: owner.clusterName,
-  };
+  return { ...ownerLabels(owner), [LABELS.op]: op, [LABELS.attempt]: String(attempt) };
 }
 
 /** The owner reference to an object: the controller owner, so the garbage collector removes its Jobs. */

@@ -2,13 +2,13 @@ import type { V1Job } from '@kubernetes/client-node';
 import { isKubeError } from '../adapters/kube/errors.ts';
 import { OUR_API_VERSION } from '../adapters/kube/resources.ts';
 import type { Classification } from '../core/classify.ts';
+import { ownerLabels } from '../core/job-labels.ts';
 import { bookkeptAnnotations, type JobRecord } from '../core/job-record.ts';
 import { runSecretName } from '../core/names.ts';
 import { buildPlanManifest } from '../core/plan-manifest.ts';
 import { selectJobsToPrune } from '../core/prune.ts';
 import type { StepContext } from './context.ts';
 import { releaseRunGuards, runGuard } from './leases.ts';
-import { jobOwnerLabels } from './owner-labels.ts';
 import { podsOfJob } from './pods.ts';
 import { type PlanChange, type RunEvent, recordRun } from './record-run.ts';
 import type { TargetStatus } from './snapshot.ts';
@@ -139,7 +139,12 @@ export async function writeBeforeStatus(context: StepContext, bookkeeping: Bookk
         job: change.job,
         inputsHash: change.inputsHash,
         plan: change.plan,
-        labels: jobOwnerLabels(snap),
+        labels: ownerLabels({
+          kind: snap.ref.kind,
+          name: snap.ref.name,
+          uid: snap.uid,
+          clusterName: snap.clusterName,
+        }),
       });
       try {
         await deps.kube.writer.createCustomObject('TerraformPlan', {

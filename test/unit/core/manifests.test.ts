@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ownerLabels } from '../../../src/core/job-labels.ts';
 import { buildJobManifest, type JobManifestInput } from '../../../src/core/job-manifest.ts';
 import { buildRunConfig, buildRunSecret } from '../../../src/core/run-secret-manifest.ts';
 import { RUN_DEFAULTS } from '../../../src/runner/cli.ts';
@@ -55,6 +56,15 @@ describe('buildJobManifest: DESIGN.md section 9', () => {
       'captf.io/inputs-hash': 'h1',
       'captf.io/generation': '4',
     });
+  });
+
+  it('S9.labels an object outside any Cluster API cluster gets no empty cluster-name label; plans share the owner labels', () => {
+    const lone = buildJobManifest({ ...input, owner: { ...input.owner, clusterName: '' } });
+    expect(lone.metadata.labels).not.toHaveProperty(['cluster.x-k8s.io/cluster-name']);
+    const { 'captf.io/op': _op, 'captf.io/attempt': _attempt, ...owner } = manifest.metadata.labels;
+    expect(ownerLabels({ kind: 'TerraformMachine', name: 'm-a', uid: 'uid-1', clusterName: 'demo' })).toEqual(
+      owner,
+    );
   });
 
   it('S9.shape backoffLimit 0, restartPolicy Never, no TTL, deadline from the spec, grace 600', () => {
