@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_CLUSTER_MAX_ACTIVE_JOBS, DEFAULT_MAX_ACTIVE_JOBS } from './core/gates.ts';
 
 /**
  * The controller's configuration, read once from the environment at start, validated by zod and passed in
@@ -27,9 +28,9 @@ const EnvSchema = z
     /** Path of a kubeconfig; absent means in-cluster configuration (service account). */
     KUBECONFIG: z.string().min(1).optional(),
     /** DESIGN.md section 5: `--max-active-jobs` per installation. */
-    CAPTF_MAX_ACTIVE_JOBS: positiveInt(200),
+    CAPTF_MAX_ACTIVE_JOBS: positiveInt(DEFAULT_MAX_ACTIVE_JOBS),
     /** DESIGN.md section 5: `--cluster-max-active-jobs` per Cluster API cluster. */
-    CAPTF_CLUSTER_MAX_ACTIVE_JOBS: positiveInt(20),
+    CAPTF_CLUSTER_MAX_ACTIVE_JOBS: positiveInt(DEFAULT_CLUSTER_MAX_ACTIVE_JOBS),
     /** DESIGN.md section 8: `--sync-period` of the sweep, seconds (default 10 min). */
     CAPTF_SYNC_PERIOD_SECONDS: positiveInt(600),
     /** Wall-clock budget of one `/tick` call, milliseconds; below Knative's 300 s request timeout. */

@@ -7,6 +7,7 @@ import {
   type RunnerResult,
   type StepName,
 } from '../schemas/result.ts';
+import { finishedCondition, jobDeadlineExceeded } from './job-conditions.ts';
 import { type JobView, type PodView, type Timestamp, timestampMs } from './views.ts';
 
 /**
@@ -277,24 +278,10 @@ function pickWinner(pods: PodEvidence[]): PodEvidence | undefined {
   return [...pods].sort((a, b) => b.createdMs - a.createdMs || a.name.localeCompare(b.name))[0];
 }
 
-function jobDeadlineExceeded(job: JobView): boolean {
-  return (
-    job.status?.conditions?.some(
-      (c) =>
-        (c.type === 'Failed' || c.type === 'FailureTarget') &&
-        c.status === 'True' &&
-        c.reason === 'DeadlineExceeded',
-    ) ?? false
-  );
-}
-
 function finishTime(job: JobView, winner: PodEvidence | undefined, now: Date): Date {
-  const finishedCondition = job.status?.conditions?.find(
-    (c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True',
-  );
   const ms =
     timestampMs(job.status?.completionTime) ??
-    timestampMs(finishedCondition?.lastTransitionTime) ??
+    timestampMs(finishedCondition(job)?.lastTransitionTime) ??
     timestampMs(winner?.finishedAt);
   return ms === undefined ? now : new Date(ms);
 }

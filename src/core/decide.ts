@@ -8,6 +8,7 @@ import { EVIDENCE_TABLE } from './classify.ts';
 import { WAIT_TABLE } from './gates.ts';
 import { jittered } from './jitter.ts';
 import { type JobRecord, newestFirst } from './job-record.ts';
+import { timestampMs } from './views.ts';
 
 /**
  * DecideOp (DESIGN.md section 3): which op an object needs now, as a pure function of the object, its Jobs
@@ -75,12 +76,6 @@ export interface DecideInput {
 /** How often an object without any schedule is looked at anyway (the sweep runs more often). */
 export const IDLE_REQUEUE_MAX_SECONDS = 3600;
 
-function timeMs(text: string | undefined): number | undefined {
-  if (text === undefined) return undefined;
-  const ms = Date.parse(text);
-  return Number.isNaN(ms) ? undefined : ms;
-}
-
 function latest(...values: (number | undefined)[]): number | undefined {
   const defined = values.filter((v): v is number => v !== undefined);
   return defined.length === 0 ? undefined : Math.max(...defined);
@@ -89,7 +84,7 @@ function latest(...values: (number | undefined)[]): number | undefined {
 /** When the next refresh is due (whole ms), jittered; undefined when no refresh is configured. */
 export function refreshDueMs(input: DecideInput): number | undefined {
   if (input.refreshInterval === undefined) return undefined;
-  const base = latest(timeMs(input.lastSuccess?.refresh), timeMs(input.lastSuccess?.apply));
+  const base = latest(timestampMs(input.lastSuccess?.refresh), timestampMs(input.lastSuccess?.apply));
   if (base === undefined) return undefined;
   return base + Math.ceil(jittered(parseDurationSeconds(input.refreshInterval), input.uid) * 1000);
 }
@@ -101,7 +96,7 @@ export function refreshDueMs(input: DecideInput): number | undefined {
  */
 export function driftDueMs(input: DecideInput): number | undefined {
   if (!input.driftCheck.enabled) return undefined;
-  const base = latest(timeMs(input.lastSuccess?.drift), timeMs(input.lastSuccess?.apply));
+  const base = latest(timestampMs(input.lastSuccess?.drift), timestampMs(input.lastSuccess?.apply));
   if (base === undefined) return undefined;
   if (input.driftCheck.schedule !== undefined) {
     try {
@@ -122,8 +117,8 @@ export function driftDueMs(input: DecideInput): number | undefined {
 function withoutState(input: DecideInput): boolean {
   const everRan = input.hasRun || input.records.length > 0 || input.lastSuccess?.apply !== undefined;
   if (!everRan) return true;
-  const destroyed = timeMs(input.lastSuccess?.destroy);
-  const applied = timeMs(input.lastSuccess?.apply);
+  const destroyed = timestampMs(input.lastSuccess?.destroy);
+  const applied = timestampMs(input.lastSuccess?.apply);
   return destroyed !== undefined && (applied === undefined || destroyed >= applied);
 }
 

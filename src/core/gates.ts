@@ -84,7 +84,9 @@ export interface SlotUsage {
   clusterLimit: number;
 }
 
+/** `--max-active-jobs` default: Jobs per installation (DESIGN.md section 5); src/config.ts reads it. */
 export const DEFAULT_MAX_ACTIVE_JOBS = 200;
+/** `--cluster-max-active-jobs` default: Jobs per Cluster API cluster (DESIGN.md section 5). */
 export const DEFAULT_CLUSTER_MAX_ACTIVE_JOBS = 20;
 /** Drift and refresh start only below this share of a limit, so applies and destroys always find a slot. */
 export const BACKGROUND_SLOT_SHARE = 0.8;

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { EnvVar } from '../schemas/kinds/jobs-policy.ts';
 import type { Backend, VariableFrom } from '../schemas/kinds/spec.ts';
+import { canonicalJson } from './canonical-json.ts';
 
 /**
  * The inputs hash (DESIGN.md sections 3 and 4): the one measure of "the inputs changed". It covers what
@@ -24,17 +25,8 @@ export interface Inputs {
   referencedDataDigest?: string;
 }
 
-/** JSON with object keys sorted at every level, so equal inputs give equal text. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
+/** Re-exported: the step hashes referenced data with the same canonical text. */
+export { canonicalJson };
 
 /** The inputs of an object's spec (any target kind). */
 export function inputsOf(

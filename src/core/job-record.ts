@@ -1,5 +1,6 @@
 import { OPS, type Op } from '../schemas/result.ts';
 import { EVIDENCE, type Evidence } from './classify.ts';
+import { finishedCondition } from './job-conditions.ts';
 import { ANNOTATIONS, LABELS } from './job-labels.ts';
 import { type JobView, timestampMs } from './views.ts';
 
@@ -24,15 +25,6 @@ export interface JobRecord {
   deleting: boolean;
 }
 
-/** A Job is over when the Job controller says so: a Complete or Failed condition that is True. */
-export function isJobFinished(job: JobView): boolean {
-  return (
-    job.status?.conditions?.some(
-      (c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True',
-    ) ?? false
-  );
-}
-
 function isOp(value: string | undefined): value is Op {
   return (OPS as readonly string[]).includes(value ?? '');
 }
@@ -51,13 +43,11 @@ export function jobRecord(job: JobView): JobRecord | undefined {
   const op = labels[LABELS.op];
   if (!isOp(op)) return undefined;
   const attempt = Number.parseInt(labels[LABELS.attempt] ?? '', 10);
-  const finishedCondition = job.status?.conditions?.find(
-    (c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True',
-  );
+  const finished = finishedCondition(job);
   const finishedAtMs =
     timestampMs(annotations[ANNOTATIONS.finishedAt]) ??
     timestampMs(job.status?.completionTime) ??
-    timestampMs(finishedCondition?.lastTransitionTime);
+    timestampMs(finished?.lastTransitionTime);
   const outcome = annotations[ANNOTATIONS.outcome];
   return {
     name: job.metadata.name,
@@ -65,7 +55,7 @@ export function jobRecord(job: JobView): JobRecord | undefined {
     attempt: Number.isNaN(attempt) ? 0 : attempt,
     inputsHash: annotations[ANNOTATIONS.inputsHash] ?? '',
     createdAtMs: timestampMs(job.metadata.creationTimestamp) ?? 0,
-    finished: finishedCondition !== undefined,
+    finished: finished !== undefined,
     ...(finishedAtMs !== undefined ? { finishedAtMs } : {}),
     bookkept: annotations[ANNOTATIONS.bookkept] === 'true',
     ...(isEvidence(outcome) ? { outcome } : {}),

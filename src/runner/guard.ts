@@ -1,3 +1,4 @@
+import { comparePlanDigest } from '../core/digest.ts';
 import type { PlanSummary } from '../schemas/result.ts';
 import type { ApplyPolicy } from '../schemas/run-config.ts';
 
@@ -28,11 +29,9 @@ export interface GuardInput {
 /** Decides what to do with a saved plan; pure. */
 export function decideGuard(input: GuardInput): GuardDecision {
   if (input.changeCount === 0) return { kind: 'apply', reason: 'NoChanges' };
-  if (input.expectedDigest !== undefined) {
-    return input.expectedDigest === input.plan.digest
-      ? { kind: 'apply', reason: 'Approved' }
-      : { kind: 'plan-changed', reason: 'DigestMismatch' };
-  }
+  const digest = comparePlanDigest(input.expectedDigest, input.plan.digest);
+  if (digest.kind === 'same') return { kind: 'apply', reason: 'Approved' };
+  if (digest.kind === 'changed') return { kind: 'plan-changed', reason: 'DigestMismatch' };
   if (input.policy === 'Manual') return { kind: 'blocked', reason: 'ManualPolicy' };
   if (input.plan.destructive === true) return { kind: 'blocked', reason: 'Destructive' };
   return { kind: 'apply', reason: 'NotDestructive' };

@@ -1,4 +1,5 @@
 import { createHash, createHmac } from 'node:crypto';
+import { canonicalJson } from '../core/canonical-json.ts';
 import type { PlanSummary } from '../schemas/result.ts';
 import { isJsonObject, type JsonValue } from './json.ts';
 import { jsonDocument } from './machine-ui.ts';
@@ -49,19 +50,6 @@ export function readPlanDocument(stdout: string): ParsedPlan {
     changes.push({ address: `${entry.address}${deposed}`, actions, change: entry.change });
   }
   return { ok: true, changes };
-}
-
-/** JSON with object keys sorted at every level, so equal changes hash equally whatever the key order. */
-export function canonicalJson(value: JsonValue | undefined): string {
-  if (value === undefined) return 'null';
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (isJsonObject(value)) {
-    const keys = Object.keys(value)
-      .filter((k) => value[k] !== undefined)
-      .sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
 }
 
 /** The digest of a set of planned changes under the per-object key (UTF-8 bytes). */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { OBJECT_KINDS, type ObjectKind } from '../step/contract.ts';
 import { NamespaceSchema, ObjectNameSchema } from './cloudevents.ts';
+import { TARGET_KINDS as OBJECT_KINDS, type TargetKind as ObjectKind } from './kinds/api-group.ts';
 
 /** Bodies, path parameters and query strings of the HTTP routes (DESIGN.md section 13). */
 

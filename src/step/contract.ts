@@ -1,11 +1,13 @@
+import type { TargetKind } from '../schemas/kinds/api-group.ts';
+
 /**
  * The contract between the reconcile step (src/step) and its callers (HTTP routes, the tick runner, the
  * sweep). A step is one idempotent pass over one object (DESIGN.md section 5).
  */
 
-/** Our object kinds (DESIGN.md section 2). */
-export const OBJECT_KINDS = ['TerraformCluster', 'TerraformMachine', 'TerraformMachinePool'] as const;
-export type ObjectKind = (typeof OBJECT_KINDS)[number];
+/** Our object kinds (DESIGN.md section 2), defined once by the schema, under the names callers use. */
+export { TARGET_KINDS as OBJECT_KINDS } from '../schemas/kinds/api-group.ts';
+export type ObjectKind = TargetKind;
 
 /** Identifies one object; the key of the requeue schedule is `kind/namespace/name` (DESIGN.md section 8). */
 export interface ObjectRef {

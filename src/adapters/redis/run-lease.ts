@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
+import type { TargetKind as ObjectKind } from '../../schemas/kinds/api-group.ts';
 import type { Op } from '../../schemas/result.ts';
-import type { ObjectKind } from '../../step/contract.ts';
 import type { KeyLayout, ObjectId } from './keys.ts';
 import { objectIdString } from './keys.ts';
 import { replyArray, replyNumber, replyString } from './reply.ts';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { bookkeptAnnotations, isJobFinished, jobRecord } from '../../../src/core/job-record.ts';
+import { finishedCondition } from '../../../src/core/job-conditions.ts';
+import { bookkeptAnnotations, jobRecord } from '../../../src/core/job-record.ts';
 import type { JobView } from '../../../src/core/views.ts';
 import { at, iso, job } from './builders.ts';
 
@@ -38,8 +39,10 @@ describe('jobRecord', () => {
   });
 
   it('a finished Job is one with Complete or Failed True (C11: FailureTarget alone is not)', () => {
-    expect(isJobFinished(job([['Complete']]))).toBe(true);
-    expect(isJobFinished(job([['Failed', 'DeadlineExceeded']]))).toBe(true);
-    expect(isJobFinished(job([['FailureTarget', 'DeadlineExceeded']]))).toBe(false);
+    expect(finishedCondition(job([['Complete']]))?.type).toBe('Complete');
+    expect(finishedCondition(job([['Failed', 'DeadlineExceeded']]))?.type).toBe('Failed');
+    expect(finishedCondition(job([['FailureTarget', 'DeadlineExceeded']]))).toBeUndefined();
+    const terminating = { ...job([['FailureTarget', 'DeadlineExceeded']]), metadata: labelled.metadata };
+    expect(jobRecord(terminating)?.finished).toBe(false);
   });
 });

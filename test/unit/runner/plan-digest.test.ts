@@ -1,7 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { canonicalJson } from '../../../src/core/canonical-json.ts';
 import {
-  canonicalJson,
   type PlannedChange,
   planDigest,
   readPlanDocument,
