@@ -149,8 +149,14 @@ export function conditionsAfterRun(
 
 /**
  * Conditions while a start waits (DESIGN.md section 6): the waiting op's condition becomes `Unknown` with
- * the wait reason. A backoff leaves the failure that earned it visible (`waitReason` and `nextAttemptAt`
- * explain the wait), and a wait without an op changes nothing but `Ready`.
+ * the wait reason, and a wait without an op changes nothing but `Ready`.
+ *
+ * A `Backoff` wait is the exception, by choice: the op condition reports the op's last run (section 7), and
+ * a backoff exists only because that run failed, so `ApplyJobSucceeded` stays `False` with the failure's
+ * reason and summary, and `Ready` stays `False` with it. "Waits are Unknown, never False" is about waits
+ * that no failure caused (leases, slots, approval); turning a counted failure into `Unknown/Backoff` would
+ * hide why the object is broken and flap False → Unknown → False (one Event each) on every retry. The wait
+ * itself is explained by `status.waitReason: Backoff` and `status.nextAttemptAt`.
  */
 export function conditionsForWait(
   conditions: readonly Condition[],

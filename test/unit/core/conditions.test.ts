@@ -5,6 +5,7 @@ import {
   conditionsForWait,
   conditionTransitions,
   findCondition,
+  readyUpdate,
   setCondition,
 } from '../../../src/core/conditions.ts';
 import { waitFor } from '../../../src/core/gates.ts';
@@ -140,7 +141,7 @@ describe('conditionsForWait: DESIGN.md section 6', () => {
     expect(findCondition(next, 'Ready')).toMatchObject({ status: 'Unknown', reason: 'WaitingForJobSlot' });
   });
 
-  it('a backoff keeps the failure that earned it visible', () => {
+  it('a backoff keeps the failure that earned it visible: op condition and Ready stay False, no transition', () => {
     const failed: Condition[] = setCondition(
       [],
       { type: 'ApplyJobSucceeded', status: 'False', reason: 'ApplyFailed', message: 'm' },
@@ -155,7 +156,15 @@ describe('conditionsForWait: DESIGN.md section 6', () => {
     expect(findCondition(next, 'ApplyJobSucceeded')).toMatchObject({
       status: 'False',
       reason: 'ApplyFailed',
+      lastTransitionTime: writeAt(0).now.toISOString(),
     });
+    expect(findCondition(next, 'Ready')).toMatchObject({ status: 'False', reason: 'ApplyFailed' });
+    const afterRun = setCondition(
+      failed,
+      readyUpdate(failed, { provisioned: false, deleting: false }),
+      writeAt(0),
+    );
+    expect(conditionTransitions(afterRun, next)).toEqual([]);
   });
 });
 

@@ -32,8 +32,34 @@ function big(count: number): RunnerResult {
 }
 
 describe('result document fitting (DESIGN.md section 10, C10)', () => {
-  it('the drop order is fixed: outputs first, the error last', () => {
-    expect(DROP_ORDER).toEqual([
+  it('as the budget shrinks, fields go one by one in a fixed order (outputs first, the error last) and the result always fits', () => {
+    const doc: RunnerResult = {
+      ...big(20),
+      result: 'failed',
+      imageDigest: `sha256:${'d'.repeat(64)}`,
+      drift: { detected: true },
+      lock: { id: 'lock-id', who: `root@${'h'.repeat(60)}` },
+      error: { kind: 'step', step: 'apply', summary: 'x'.repeat(300) },
+    };
+    // The smallest document: the required fields and every optional one named as dropped.
+    const floor = resultBytes({
+      version: 1,
+      op: 'apply',
+      result: 'failed',
+      steps: doc.steps,
+      dropped: [...DROP_ORDER],
+    });
+    let previous: string[] = [];
+    for (let budget = resultBytes(doc); budget >= floor; budget -= 7) {
+      const fitted = fitResult(doc, budget);
+      const dropped = fitted.dropped ?? [];
+      expect(resultBytes(fitted), `budget ${budget}`).toBeLessThanOrEqual(budget);
+      // A smaller budget only ever drops more, never another field first: the order is fixed.
+      expect(dropped.slice(0, previous.length), `budget ${budget}`).toEqual(previous);
+      expect(parseRunnerResult(JSON.stringify(fitted)).ok).toBe(true);
+      previous = dropped;
+    }
+    expect(previous).toEqual([
       'outputs.addresses',
       'outputs.providerIDList',
       'outputs',
