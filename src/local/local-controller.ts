@@ -56,6 +56,9 @@ const READY_TIMEOUT_MS = 60_000;
 /** Grace of each child on stop, ms: the node kills its containers, the handlers finish their steps. */
 const STOP_GRACE_MS = 15_000;
 
+/** Node flags of every child: exit when the local run's process goes away (exit-with-parent.ts). */
+const CHILD_NODE_FLAGS = ['--import', join(repoRoot, 'src', 'local', 'exit-with-parent.ts')];
+
 /** Environment of a child: the parent's, minus anything that would point it at another cluster. */
 function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const { KUBECONFIG: _kubeconfig, REDIS_URL: _redis, ...rest } = process.env;
@@ -101,6 +104,7 @@ export async function startLocalController(options: LocalControllerOptions): Pro
       'local-node',
       process.execPath,
       [
+        ...CHILD_NODE_FLAGS,
         join(repoRoot, 'src', 'local', 'node', 'main.ts'),
         '--kubeconfig',
         stack.kubeconfigPath,
@@ -125,7 +129,7 @@ export async function startLocalController(options: LocalControllerOptions): Pro
     const controller = startProcess(
       'controller',
       process.execPath,
-      [join(repoRoot, 'src', 'local', 'controller-main.ts')],
+      [...CHILD_NODE_FLAGS, join(repoRoot, 'src', 'local', 'controller-main.ts')],
       logDir,
       childEnv({
         PORT: String(port),
@@ -151,7 +155,7 @@ export async function startLocalController(options: LocalControllerOptions): Pro
     const relay = startProcess(
       'relay',
       process.execPath,
-      [join(repoRoot, 'functions', 'relay.ts')],
+      [...CHILD_NODE_FLAGS, join(repoRoot, 'functions', 'relay.ts')],
       logDir,
       childEnv({
         CAPTF_HANDLER_URL: url,

@@ -1,0 +1,232 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  applyObjects,
+  conditionOf,
+  type E2eRun,
+  eventReasons,
+  jobsOf,
+  machine,
+  podDirs,
+  podsOfJob,
+  RESOURCE,
+  sourceLog,
+  startE2eRun,
+  waitFor,
+  waitObject,
+} from './harness.ts';
+
+// Runs that go wrong, end to end (DESIGN.md sections 4, 7 and 12): a module image that cannot be pulled,
+// a deadline kill, a drain, and a run killed while holding the state lock. Each uses its own machine on
+// the same local run, concurrently; the sample machine module sleeps `sleep_seconds` inside its apply
+// (a local-exec on the host) so the run is mid-apply, holding the state lock, when the test strikes.
+
+const MINUTE = 60_000;
+let run: E2eRun;
+
+beforeAll(async () => {
+  run = await startE2eRun('faults');
+}, 2 * MINUTE);
+
+afterAll(async () => {
+  await run?.close();
+}, MINUTE);
+
+/** The newest Job of a machine, once it exists. */
+async function newestJob(name: string, timeoutMs: number): Promise<string> {
+  const jobs = await waitFor(
+    `a Job of ${name}`,
+    () => jobsOf(run, name),
+    (j) => j.length > 0,
+    timeoutMs,
+  );
+  return jobs.at(-1) ?? '';
+}
+
+/** Waits until the Job's pod runs the busy resource's sleep (the apply is mid-way, the state lock held). */
+async function waitUntilSleeping(job: string): Promise<{ pod: string; uid: string }> {
+  const pod =
+    (
+      await waitFor(
+        `a pod of ${job}`,
+        () => podsOfJob(run, job),
+        (p) => p.length > 0,
+        MINUTE,
+      )
+    )[0] ?? '';
+  const uid = (
+    await run.kubectl.run(['get', 'pod', pod, '-n', run.namespace, '-o', 'jsonpath={.metadata.uid}'])
+  ).trim();
+  await waitFor(
+    `${pod} to reach the sleep`,
+    async () => sourceLog(run, uid),
+    (log) => log.includes('terraform_data.busy[0]: Provisioning with'),
+    2 * MINUTE,
+  );
+  expect(podDirs(run)).toContain(uid);
+  return { pod, uid };
+}
+
+describe.concurrent('runs that go wrong, on the real stack', () => {
+  it(
+    'C09: an unknown module image shows ImagePullBackOff at once and is recorded as ImagePullFailed (counted) at the deadline',
+    async () => {
+      await applyObjects(run, [
+        machine(run, 'pull', {
+          image: 'captf.local/no-such-module:1',
+          jobs: { activeDeadlineSeconds: 30, lockTimeoutSeconds: 5 },
+        }),
+      ]);
+      const waiting = await waitObject(
+        run,
+        RESOURCE.TerraformMachine,
+        'pull',
+        'waitReason ImagePullBackOff',
+        (o) => o.status?.waitReason === 'ImagePullBackOff',
+        MINUTE,
+      );
+      expect(waiting.status?.activeJob?.op).toBe('apply');
+
+      const failed = await waitObject(
+        run,
+        RESOURCE.TerraformMachine,
+        'pull',
+        'the run recorded as ImagePullFailed',
+        (o) => o.status?.lastRun?.reason === 'ImagePullFailed',
+        3 * MINUTE,
+      );
+      expect(failed.status?.lastRun).toMatchObject({ op: 'apply', result: 'failed', attempt: 1 });
+      // Counted: the retry waits out the first backoff step (60 s), DESIGN.md section 4.
+      expect(failed.status?.waitReason).toBe('Backoff');
+      expect(Date.parse(failed.status?.nextAttemptAt ?? '')).toBeGreaterThan(Date.now() + 20_000);
+      expect(await eventReasons(run, 'pull')).toContain('JobFailed');
+    },
+    5 * MINUTE,
+  );
+
+  it(
+    'a deadline kill is recorded as JobDeadlineExceeded and counted (backoff before the retry)',
+    async () => {
+      await applyObjects(run, [
+        machine(run, 'slow', {
+          variables: { sleep_seconds: 600 },
+          jobs: { activeDeadlineSeconds: 40, lockTimeoutSeconds: 5 },
+        }),
+      ]);
+      await waitUntilSleeping(await newestJob('slow', MINUTE));
+
+      const killed = await waitObject(
+        run,
+        RESOURCE.TerraformMachine,
+        'slow',
+        'the run recorded as JobDeadlineExceeded',
+        (o) => o.status?.lastRun?.reason === 'JobDeadlineExceeded',
+        4 * MINUTE,
+      );
+      expect(killed.status?.lastRun).toMatchObject({ op: 'apply', result: 'failed', attempt: 1 });
+      expect(conditionOf(killed, 'Ready')?.status).toBe('False');
+      expect(killed.status?.waitReason).toBe('Backoff');
+      expect(Date.parse(killed.status?.nextAttemptAt ?? '')).toBeGreaterThan(Date.now() + 10_000);
+      expect(await eventReasons(run, 'slow')).toContain('JobDeadlineExceeded');
+    },
+    6 * MINUTE,
+  );
+
+  it(
+    'C07 (one drain): a pod deleted with a grace period while applying is JobInterrupted, not counted, and retried at once',
+    async () => {
+      await applyObjects(run, [
+        machine(run, 'drained', {
+          variables: { sleep_seconds: 600 },
+          jobs: { activeDeadlineSeconds: 900, lockTimeoutSeconds: 30 },
+        }),
+      ]);
+      const first = await newestJob('drained', MINUTE);
+      const { pod } = await waitUntilSleeping(first);
+      // A drain: the pod is deleted with a grace period; the runner forwards the interrupt and reports it.
+      await run.kubectl.run(['delete', 'pod', pod, '-n', run.namespace, '--grace-period=90', '--wait=false']);
+
+      await waitFor(
+        'a JobInterrupted event',
+        () => eventReasons(run, 'drained'),
+        (reasons) => reasons.includes('JobInterrupted'),
+        3 * MINUTE,
+      );
+      // Not counted: attempt 2 starts on the next step, with no backoff wait in between.
+      const retried = await waitObject(
+        run,
+        RESOURCE.TerraformMachine,
+        'drained',
+        'attempt 2 started',
+        (o) => o.status?.activeJob?.attempt === 2,
+        MINUTE,
+      );
+      expect(retried.status?.lastRun).toMatchObject({
+        job: first,
+        result: 'interrupted',
+        reason: 'JobInterrupted',
+      });
+      expect(retried.status?.waitReason).not.toBe('Backoff');
+    },
+    6 * MINUTE,
+  );
+
+  it(
+    'a stale lock left by a killed run is force-unlocked by the next Job (ForceUnlocked), which then applies',
+    async () => {
+      await applyObjects(run, [
+        machine(run, 'locked', {
+          variables: { sleep_seconds: 600 },
+          jobs: { activeDeadlineSeconds: 900, lockTimeoutSeconds: 5 },
+        }),
+      ]);
+      const first = await newestJob('locked', MINUTE);
+      const { pod } = await waitUntilSleeping(first);
+      // Killed outright (no grace): OpenTofu never releases its lock Lease.
+      await run.kubectl.run([
+        'delete',
+        'pod',
+        pod,
+        '-n',
+        run.namespace,
+        '--grace-period=0',
+        '--force',
+        '--wait=false',
+      ]);
+      // The next apply should not sleep again once the lock is dealt with.
+      await waitObject(
+        run,
+        RESOURCE.TerraformMachine,
+        'locked',
+        'the killed run bookkept',
+        (o) => o.status?.lastRun?.job === first,
+        2 * MINUTE,
+      );
+      await run.kubectl.run([
+        'patch',
+        'terraformmachine',
+        'locked',
+        '-n',
+        run.namespace,
+        '--type=merge',
+        '-p',
+        JSON.stringify({ spec: { variables: { sleep_seconds: 0 } } }),
+      ]);
+
+      const unlocked = await waitObject(
+        run,
+        RESOURCE.TerraformMachine,
+        'locked',
+        'an apply after the force-unlock',
+        (o) => o.status?.lastRun?.result === 'succeeded',
+        6 * MINUTE,
+      );
+      const reasons = await eventReasons(run, 'locked');
+      expect(reasons).toContain('ForceUnlocked');
+      // The Job that met the lock failed on it first (a lock is only stale once a run reports it).
+      expect(reasons.filter((r) => r === 'JobFailed').length).toBeGreaterThanOrEqual(1);
+      expect(conditionOf(unlocked, 'Ready')?.status).toBe('True');
+      expect(unlocked.spec.providerID).toMatch(/^captf-local:\/\/locked\//);
+    },
+    10 * MINUTE,
+  );
+});

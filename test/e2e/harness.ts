@@ -1,0 +1,412 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { parseAllDocuments } from 'yaml';
+import type { Kubectl } from '../../src/local/kubectl.ts';
+import { type LocalController, startLocalController } from '../../src/local/local-controller.ts';
+import { prepareWorkloadNamespace } from '../../src/local/workload-namespace.ts';
+import { testStack } from '../env/index.ts';
+
+/**
+ * The end-to-end environment: the same local run as the main job (src/local/local-controller.ts: CRDs,
+ * approval policy, runner, local node, handlers with the real step, relay and timer) on the test stack, a
+ * fresh namespace prepared as the main job prepares `team-a`, and the observations a person makes with
+ * kubectl (object status, Events, Jobs, pods). Every wait polls live state with a bounded timeout.
+ */
+
+const repoRoot = join(import.meta.dirname, '..', '..');
+
+/** The sample the main job applies. */
+export const SAMPLE_FILE = join(repoRoot, 'infra', 'samples', 'local', 'demo.yaml');
+
+/** Our kinds as kubectl resource names. */
+export const RESOURCE = {
+  TerraformCluster: 'terraformcluster',
+  TerraformMachine: 'terraformmachine',
+  TerraformPlan: 'terraformplan',
+} as const;
+export type Resource = (typeof RESOURCE)[keyof typeof RESOURCE];
+
+/** A condition as written by the controller. */
+export interface Condition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+}
+
+/** The parts of one of our objects the tests read. */
+export interface ObservedObject {
+  metadata: { name: string; uid: string; finalizers?: string[]; deletionTimestamp?: string };
+  spec: {
+    variables?: Record<string, unknown>;
+    providerID?: string;
+    controlPlaneEndpoint?: { host: string; port: number };
+  };
+  status?: {
+    ready?: boolean;
+    conditions?: Condition[];
+    activeJob?: { name: string; op: string; attempt: number };
+    lastRun?: {
+      job: string;
+      op: string;
+      attempt: number;
+      result: string;
+      reason?: string;
+      inputsHash: string;
+      error?: { kind: string; step?: string; summary?: string };
+      plan?: { digest?: string; add: number; change: number; destroy: number };
+      drift?: { detected: boolean };
+    };
+    waitReason?: string;
+    nextAttemptAt?: string;
+    pendingPlanRef?: { name: string };
+    addresses?: { type: string; address: string }[];
+  };
+}
+
+/** A TerraformPlan as the tests read it. */
+export interface ObservedPlan {
+  metadata: { name: string };
+  spec: {
+    digest: string;
+    add: number;
+    change: number;
+    destroy: number;
+    approved?: boolean;
+    targetRef: { name: string };
+  };
+  status?: { phase?: string; appliedBy?: string };
+}
+
+/** A core/v1 Event, as far as the tests read it. */
+export interface ObservedEvent {
+  reason: string;
+  message?: string;
+  type: string;
+  involvedObject: { kind: string; name: string };
+}
+
+/** A running end-to-end environment. */
+export interface E2eRun {
+  namespace: string;
+  nodeName: string;
+  controller: LocalController;
+  kubectl: Kubectl;
+  /** Directory of the node's pod work directories (container logs). */
+  podsDir: string;
+  close(): Promise<void>;
+}
+
+/** Starts the local run's controller on the test stack with its own node, Redis keys and namespace. */
+export async function startE2eRun(label: string): Promise<E2eRun> {
+  const stack = testStack();
+  const suffix = randomBytes(3).toString('hex');
+  const workDir = mkdtempSync(join(tmpdir(), `captf-e2e-${label}-`));
+  const nodeName = `captf-e2e-${label}-${suffix}`;
+  const controller = await startLocalController({
+    stack,
+    workDir,
+    nodeName,
+    keyPrefix: `e2e-${label}-${suffix}`,
+    tickIntervalMs: 1000,
+  });
+  const namespace = `e2e-${label}-${suffix}`;
+  await prepareWorkloadNamespace(controller.kubectl, repoRoot, namespace, stack);
+  return {
+    namespace,
+    nodeName,
+    controller,
+    kubectl: controller.kubectl,
+    podsDir: join(workDir, 'node', 'pods'),
+    close: async () => {
+      // Finalizers first: with the controller gone nobody would remove them and the namespace would hang.
+      for (const resource of ['terraformclusters', 'terraformmachines']) {
+        const names = await controller.kubectl
+          .run(['get', resource, '-n', namespace, '-o', 'name'])
+          .catch(() => '');
+        for (const name of names.split('\n').filter(Boolean)) {
+          await controller.kubectl
+            .run(['patch', name, '-n', namespace, '--type=merge', '-p', '{"metadata":{"finalizers":null}}'])
+            .catch(() => undefined);
+        }
+      }
+      await controller.stop();
+      await controller.kubectl.run(['delete', 'namespace', namespace, '--wait=false']).catch(() => undefined);
+    },
+  };
+}
+
+/**
+ * The sample documents of the main job, moved to `namespace` and pinned to the test's node (other test
+ * files register nodes of their own), with `overrides` merged into each object's spec by name.
+ */
+export function sampleDocuments(
+  run: E2eRun,
+  overrides: Record<string, Record<string, unknown>> = {},
+): Record<string, unknown>[] {
+  return parseAllDocuments(readFileSync(SAMPLE_FILE, 'utf8')).map((doc) => {
+    const object = doc.toJS() as {
+      metadata: { name: string; namespace?: string };
+      spec: Record<string, unknown> & { jobs?: Record<string, unknown> };
+    };
+    object.metadata.namespace = run.namespace;
+    object.spec = {
+      ...object.spec,
+      jobs: { ...object.spec.jobs, nodeSelector: { 'kubernetes.io/hostname': run.nodeName } },
+      ...overrides[object.metadata.name],
+    };
+    return object;
+  });
+}
+
+/** A TerraformMachine of the sample machine image, pinned to the test's node. */
+export function machine(
+  run: E2eRun,
+  name: string,
+  spec: { image?: string; variables?: Record<string, unknown>; jobs?: Record<string, unknown> } & Record<
+    string,
+    unknown
+  >,
+): Record<string, unknown> {
+  const { image, variables, jobs, ...rest } = spec;
+  return {
+    apiVersion: 'infrastructure.cluster.x-k8s.io/v1alpha1',
+    kind: 'TerraformMachine',
+    metadata: { name, namespace: run.namespace },
+    spec: {
+      source: { image: image ?? 'captf.local/sample-machine:1' },
+      variables: { name, ...variables },
+      backend: { secretRef: { name: 'captf-local-backend' } },
+      jobs: { nodeSelector: { 'kubernetes.io/hostname': run.nodeName }, ...jobs },
+      ...rest,
+    },
+  };
+}
+
+/** `kubectl apply` of objects (a List). */
+export async function applyObjects(run: E2eRun, objects: Record<string, unknown>[]): Promise<void> {
+  await run.kubectl.run(
+    ['apply', '-f', '-'],
+    JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }),
+  );
+}
+
+/** Reads one object; undefined when it does not exist. */
+export async function readObject<T = ObservedObject>(
+  run: E2eRun,
+  resource: Resource,
+  name: string,
+): Promise<T | undefined> {
+  try {
+    return JSON.parse(await run.kubectl.run(['get', resource, name, '-n', run.namespace, '-o', 'json'])) as T;
+  } catch (error) {
+    if (String((error as Error).message).includes('NotFound')) return undefined;
+    throw error;
+  }
+}
+
+/** Merge-patches an object, optionally as another user (`--as`). */
+export async function patchObject(
+  run: E2eRun,
+  resource: Resource,
+  name: string,
+  patch: Record<string, unknown>,
+  as?: string,
+): Promise<string> {
+  return run.kubectl.run([
+    ...(as === undefined ? [] : ['--as', as]),
+    'patch',
+    resource,
+    name,
+    '-n',
+    run.namespace,
+    '--type=merge',
+    '-p',
+    JSON.stringify(patch),
+  ]);
+}
+
+/** The Events of one object, oldest first. */
+export async function eventsOf(run: E2eRun, name: string): Promise<ObservedEvent[]> {
+  const list = JSON.parse(
+    await run.kubectl.run([
+      'get',
+      'events',
+      '-n',
+      run.namespace,
+      '--field-selector',
+      `involvedObject.name=${name}`,
+      '--sort-by=.metadata.creationTimestamp',
+      '-o',
+      'json',
+    ]),
+  ) as { items: ObservedEvent[] };
+  return list.items;
+}
+
+/** Reasons of an object's Events, oldest first. */
+export async function eventReasons(run: E2eRun, name: string): Promise<string[]> {
+  return (await eventsOf(run, name)).map((event) => event.reason);
+}
+
+/** The names of the Jobs of one object (label `captf.io/owner-name`), oldest first. */
+export async function jobsOf(run: E2eRun, name: string): Promise<string[]> {
+  const out = await run.kubectl.run([
+    'get',
+    'jobs',
+    '-n',
+    run.namespace,
+    '-l',
+    `captf.io/owner-name=${name}`,
+    '--sort-by=.metadata.creationTimestamp',
+    '-o',
+    'jsonpath={.items[*].metadata.name}',
+  ]);
+  return out.split(' ').filter(Boolean);
+}
+
+/** Names of the pods of a Job. */
+export async function podsOfJob(run: E2eRun, job: string): Promise<string[]> {
+  const out = await run.kubectl.run([
+    'get',
+    'pods',
+    '-n',
+    run.namespace,
+    '-l',
+    `job-name=${job}`,
+    '-o',
+    'jsonpath={.items[*].metadata.name}',
+  ]);
+  return out.split(' ').filter(Boolean);
+}
+
+/** The `source` container log of a pod on the test's node ('' until it starts). */
+export function sourceLog(run: E2eRun, podUid: string): string {
+  try {
+    return readFileSync(join(run.podsDir, podUid, 'containers', 'source', 'log'), 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** Uids of the pod directories on the test's node. */
+export function podDirs(run: E2eRun): string[] {
+  try {
+    return readdirSync(run.podsDir);
+  } catch {
+    return [];
+  }
+}
+
+/** The condition `type` of an object, if written. */
+export function conditionOf(object: ObservedObject | undefined, type: string): Condition | undefined {
+  return object?.status?.conditions?.find((c) => c.type === type);
+}
+
+/**
+ * Polls `read` every `intervalMs` until `done` holds; throws after `timeoutMs` with `what` and the last
+ * value read, so a failed wait shows where the run was.
+ */
+export async function waitFor<T>(
+  what: string,
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs: number,
+  intervalMs = 500,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let value = await read();
+  while (!done(value)) {
+    if (Date.now() > deadline) {
+      throw new Error(
+        `wait for ${what}: not after ${timeoutMs} ms; last seen: ${JSON.stringify(value)?.slice(0, 2000)}`,
+      );
+    }
+    await sleep(intervalMs);
+    value = await read();
+  }
+  return value;
+}
+
+/** Polls one of our objects until `done` holds for it (an absent object never satisfies `done`). */
+export async function waitObject(
+  run: E2eRun,
+  resource: Resource,
+  name: string,
+  what: string,
+  done: (object: ObservedObject) => boolean,
+  timeoutMs: number,
+): Promise<ObservedObject> {
+  const object = await waitFor(
+    what,
+    () => readObject(run, resource, name),
+    (o) => o !== undefined && done(o),
+    timeoutMs,
+  );
+  if (!object) throw new Error(`${name}: gone`);
+  return object;
+}
+
+/** Waits until an object's Ready condition is True for its current generation's inputs. */
+export async function waitReady(
+  run: E2eRun,
+  resource: Resource,
+  name: string,
+  timeoutMs: number,
+): Promise<ObservedObject> {
+  const object = await waitFor(
+    `${name} Ready`,
+    () => readObject(run, resource, name),
+    (o) => conditionOf(o, 'Ready')?.status === 'True' && o?.status?.activeJob === undefined,
+    timeoutMs,
+  );
+  if (!object) throw new Error(`${name}: gone`);
+  return object;
+}
+
+/** Name of the state Secret of Terraform's kubernetes backend for an object (suffix = the object's UID). */
+export function stateSecretName(uid: string): string {
+  return `tfstate-default-${uid}`;
+}
+
+/** A Terraform state document, as far as the drift test edits it. */
+interface TerraformState {
+  serial: number;
+  resources: { type: string; name: string; instances: { attributes: Record<string, unknown> }[] }[];
+}
+
+/**
+ * Changes the state behind the module's back, as a change made outside Terraform does once refreshed:
+ * `edit` rewrites the decoded state (the backend stores it gzip'd in `data.tfstate`).
+ */
+export async function editState(
+  run: E2eRun,
+  uid: string,
+  edit: (state: TerraformState) => void,
+): Promise<void> {
+  const name = stateSecretName(uid);
+  const secret = JSON.parse(
+    await run.kubectl.run(['get', 'secret', name, '-n', run.namespace, '-o', 'json']),
+  ) as {
+    data: { tfstate: string };
+  };
+  const state = JSON.parse(
+    gunzipSync(Buffer.from(secret.data.tfstate, 'base64')).toString('utf8'),
+  ) as TerraformState;
+  edit(state);
+  const data = gzipSync(Buffer.from(JSON.stringify(state))).toString('base64');
+  await run.kubectl.run([
+    'patch',
+    'secret',
+    name,
+    '-n',
+    run.namespace,
+    '--type=merge',
+    '-p',
+    JSON.stringify({ data: { tfstate: data } }),
+  ]);
+}
