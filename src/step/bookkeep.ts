@@ -82,7 +82,7 @@ export async function prepareBookkeeping(
   const runs: FinishedRun[] = [];
   const records = snap.records.map((r) => ({ ...r }));
   for (const { job, record } of finished) {
-    const { classification } = classifyWithLock(
+    const { classification: raw } = classifyWithLock(
       snap.jobs,
       {
         op: record.op,
@@ -95,6 +95,10 @@ export async function prepareBookkeeping(
       },
       pods,
     );
+    // C15: summaries feed conditions, lastRun and Events; cut referenced Secret values out once, here.
+    const classification = raw.error
+      ? { ...raw, error: { ...raw.error, summary: context.redact(raw.error.summary) } }
+      : raw;
     const recorded = recordRun(status, asJobView(job), record, classification, {
       kind: snap.ref.kind,
       now: context.now,

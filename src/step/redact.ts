@@ -39,3 +39,15 @@ export function redactorOf(secrets: ReferencedSecrets): Redactor {
     .sort((a, b) => b.length - a.length);
   return (text) => ordered.reduce((out, value) => out.split(value).join(MASK), text);
 }
+
+/** `value` with the redactor applied to every string inside it (objects and arrays copied). */
+export function redactDeep<T>(value: T, redact: Redactor): T {
+  if (typeof value === 'string') return redact(value) as T;
+  if (Array.isArray(value)) return value.map((item) => redactDeep(item, redact)) as T;
+  if (typeof value === 'object' && value !== null) {
+    return Object.fromEntries(
+      Object.entries(value).map(([key, item]) => [key, redactDeep(item, redact)]),
+    ) as T;
+  }
+  return value;
+}

@@ -1,6 +1,7 @@
 import { isKubeError } from '../adapters/kube/errors.ts';
 import type { StepContext } from './context.ts';
 import { mergePatchOf } from './merge-patch.ts';
+import { redactDeep } from './redact.ts';
 import type { TargetStatus } from './snapshot.ts';
 
 /**
@@ -18,7 +19,11 @@ export type StatusWrite = { kind: 'written' } | { kind: 'unchanged' } | { kind: 
  */
 export async function commitStatus(context: StepContext, next: TargetStatus): Promise<StatusWrite> {
   const { snap, deps } = context;
-  const withGeneration: TargetStatus = { ...next, observedGeneration: snap.generation };
+  // C15: whatever a runner reported, no referenced Secret value reaches the status.
+  const withGeneration: TargetStatus = redactDeep(
+    { ...next, observedGeneration: snap.generation },
+    context.redact,
+  );
   const patch = mergePatchOf(
     context.status as Record<string, unknown>,
     withGeneration as Record<string, unknown>,
