@@ -9,11 +9,15 @@ import { binaryRefEvent, malformedEvent, structuredResourceEvents } from './lib/
 import { type LatencySummary, measureConcurrentRate, measureLatency } from './lib/latency.ts';
 import { printMachine } from './lib/machine.ts';
 import { settledMemory } from './lib/memory.ts';
-import { printRatio, printTable } from './lib/table.ts';
+import { formatNumber, printRatio, printTable } from './lib/table.ts';
 
-const CALLS = 2000;
+const CALLS = 1000;
+/** Per round; three rounds, the median reported. */
+const CONCURRENT_CALLS = 500;
 const IN_FLIGHT = 32;
 const MEMORY_EVENTS = 20_000;
+const CHECKPOINT_EVENTS = 5000;
+const WARMUP_EVENTS = 2000;
 const OBJECT_BYTES = 20_000;
 
 interface Case {
@@ -91,23 +95,36 @@ const cycle = async (count: number, offset: number): Promise<void> => {
     await send(memoryApp, one.request(offset + i), one.status);
   }
 };
-await cycle(2000, 1_000_000);
-const before = settledMemory();
-await cycle(MEMORY_EVENTS, 2_000_000);
-const after = settledMemory();
+await cycle(WARMUP_EVENTS, 1_000_000);
+const readings = [{ events: 0, memory: settledMemory() }];
+for (let sent = 0; sent < MEMORY_EVENTS; sent += CHECKPOINT_EVENTS) {
+  await cycle(CHECKPOINT_EVENTS, 2_000_000 + sent);
+  readings.push({ events: sent + CHECKPOINT_EVENTS, memory: settledMemory() });
+}
 await memoryApp.close();
 const MB = 1024 * 1024;
-const per1k = MEMORY_EVENTS / 1000;
 printTable(
-  `memory of one app across ${MEMORY_EVENTS} events (after a full GC; growth per 1k events)`,
-  ['measure', 'before MB', 'after MB', 'growth KB/1k events'],
-  (['rss', 'heapUsed', 'heapTotal', 'external'] as const).map((key) => [
-    key,
-    before[key] / MB,
-    after[key] / MB,
-    (after[key] - before[key]) / 1024 / per1k,
+  `memory of one app across ${MEMORY_EVENTS} events after ${WARMUP_EVENTS} warm-up events (MB, after a full GC)`,
+  ['events sent', 'rss', 'heapUsed', 'heapTotal', 'external'],
+  readings.map(({ events, memory }) => [
+    String(events),
+    memory.rss / MB,
+    memory.heapUsed / MB,
+    memory.heapTotal / MB,
+    memory.external / MB,
   ]),
-  [0, 1, 1, 1],
+  [0, 1, 1, 1, 1],
+);
+const first = readings[0];
+const second = readings[1];
+const last = readings[readings.length - 1];
+if (!first || !second || !last) throw new Error('http bench: memory readings are missing');
+const growthKbPer1k = (from: typeof first, key: 'rss' | 'heapUsed') =>
+  (last.memory[key] - from.memory[key]) / 1024 / ((last.events - from.events) / 1000);
+process.stdout.write(
+  `growth per 1k events: rss ${formatNumber(growthKbPer1k(first, 'rss'), 1)} KB over all ${MEMORY_EVENTS}, ` +
+    `${formatNumber(growthKbPer1k(second, 'rss'), 1)} KB after the first ${CHECKPOINT_EVENTS}; ` +
+    `heapUsed ${formatNumber(growthKbPer1k(first, 'heapUsed'), 1)} KB (a leak grows heapUsed linearly)\n`,
 );
 
 const app = buildApp(benchAppDeps());
@@ -117,7 +134,7 @@ for (const one of cases) {
   if (one.prime) await send(app, one.prime, 200);
   checkAnswer(await send(app, one.request(0), one.status), one.answer, one.name);
   const latency = await measureLatency(CALLS, (i) => send(app, one.request(i + 1), one.status));
-  const concurrent = await measureConcurrentRate(CALLS, IN_FLIGHT, (i) =>
+  const concurrent = await measureConcurrentRate(CONCURRENT_CALLS, IN_FLIGHT, (i) =>
     send(app, one.request(CALLS * 2 + i), one.status),
   );
   rows.push({ name: one.name, latency, concurrent });
