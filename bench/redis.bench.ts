@@ -142,11 +142,16 @@ async function scheduleRows(redis: RedisAdapter): Promise<Row[]> {
   const claimStarted = performance.now();
   const concurrentClaims = await claimAll(redis, SCHEDULE_MEMBERS);
   const claimMs = performance.now() - claimStarted;
-  const ackRate = await measureConcurrentRate(SCHEDULE_MEMBERS, IN_FLIGHT, async (i) => {
-    const claim = concurrentClaims.claims[i];
-    if (claim === undefined) throw new Error('redis bench: ran out of claims to acknowledge');
-    expectKind(await redis.schedule.ack(claim), 'acknowledged', 'schedule ack');
-  });
+  const ackRate = await measureConcurrentRate(
+    SCHEDULE_MEMBERS,
+    IN_FLIGHT,
+    async (i) => {
+      const claim = concurrentClaims.claims[i];
+      if (claim === undefined) throw new Error('redis bench: ran out of claims to acknowledge');
+      expectKind(await redis.schedule.ack(claim), 'acknowledged', 'schedule ack');
+    },
+    1,
+  );
   const sequentialClaimMs = sequentialClaims.micros.reduce((a, b) => a + b, 0) / 1000;
   const claimCalls = summarise(sequentialClaims.micros, sequentialClaimMs);
   const ackMs = (SCHEDULE_MEMBERS * 1000) / ackLatency.opsPerSecond;

@@ -13,12 +13,15 @@ function isTarget(name: string | undefined): name is ProbeTarget {
 
 async function probe(target: ProbeTarget): Promise<ProbeReport> {
   const { modules, build } = PROBE_TARGETS[target];
+  const cpuStarted = process.cpuUsage();
   const started = performance.now();
   for (const specifier of modules) await import(specifier);
   const importMs = performance.now() - started;
+  const cpu = process.cpuUsage(cpuStarted);
   const imported = settledMemory();
   const report: ProbeReport = {
     importMs,
+    importCpuMs: (cpu.user + cpu.system) / 1000,
     rssAfterImport: imported.rss,
     heapUsedAfterImport: imported.heapUsed,
   };

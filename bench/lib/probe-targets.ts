@@ -21,7 +21,10 @@ export type ProbeTarget = keyof typeof PROBE_TARGETS;
 
 /** The JSON line a probe prints. */
 export interface ProbeReport {
+  /** Wall time of the imports. */
   importMs: number;
+  /** CPU time of the whole process during the imports (less moved by a loaded machine than wall time). */
+  importCpuMs: number;
   rssAfterImport: number;
   heapUsedAfterImport: number;
   /** Only when the target builds: buildApp + ready, then one binary ref event through `app.inject`. */
