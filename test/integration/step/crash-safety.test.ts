@@ -78,6 +78,12 @@ async function finishActiveJob(ref: ObjectRef): Promise<void> {
   await jobFinished(env, name);
 }
 
+/** Ends a Job's pod as `end` says and waits for the Job controller. */
+async function finishJobWith(job: string, end: Parameters<typeof endPod>[2]): Promise<void> {
+  await endPod(env, await podOf(env, job), end);
+  await jobFinished(env, job);
+}
+
 /** Moves the world on after an outcome: finish a watched Job; change the inputs once the first apply is in. */
 async function advance(ref: ObjectRef, outcome: StepOutcome, world: World): Promise<void> {
   if (outcome.action === 'watching') await finishActiveJob(ref);
@@ -226,5 +232,67 @@ describe('duplicates and concurrency', () => {
     } finally {
       await Promise.all(adapters.map((redis) => redis.close()));
     }
+  });
+});
+
+describe('crash safety on the special paths', () => {
+  it('after-plan-write: a blocked run crashed after its TerraformPlan was created records one plan and waits for approval', async () => {
+    const ref = await createObject(env, 'TerraformMachine', 'm-fp-plan');
+    const created = await stepUntil(env.step(), ref, 'created');
+    await finishJobWith(created.job ?? '', {
+      exitCode: 3,
+      result: result('apply', 'blocked', {
+        plan: { digest: `sha256:${'c'.repeat(64)}`, add: 1, change: 0, destroy: 1, destructive: true },
+      }),
+    });
+    expect(await stepOrCrash(env.step({ failpoints: ['after-plan-write'] }), ref)).toBe('crashed');
+    expect(await env.step()(ref)).toMatchObject({ action: 'bookkept', reason: 'AwaitingApproval' });
+    expect(await env.step()(ref)).toMatchObject({ action: 'waiting', reason: 'AwaitingApproval' });
+    const status = await statusOf(env, ref);
+    expect(status.pendingPlanRef?.name).toBe(`${created.job}-plan`);
+    expect((await eventsOf(env, ref)).filter((e) => e.reason === 'DestructivePlanBlocked')).toHaveLength(1);
+  });
+
+  it('after-deadline-delete: a run recorded and deleted for its deadline stays recorded once', async () => {
+    const ref = await createObject(env, 'TerraformMachine', 'm-fp-deadline', {
+      jobs: { activeDeadlineSeconds: 600, lockTimeoutSeconds: 60 },
+    });
+    const created = await stepUntil(env.step(), ref, 'created');
+    const late = 600 + 600 + 61;
+    env.clock.advance(late);
+    try {
+      expect(await stepOrCrash(env.step({ failpoints: ['after-deadline-delete'] }), ref)).toBe('crashed');
+      await env.step()(ref);
+      await env.step()(ref);
+    } finally {
+      env.clock.advance(-late);
+    }
+    expect((await statusOf(env, ref)).lastRun).toMatchObject({
+      job: created.job,
+      reason: 'JobDeadlineExceeded',
+    });
+    expect((await eventsOf(env, ref)).filter((e) => e.reason === 'JobDeadlineExceeded')).toHaveLength(1);
+    expect((await jobsOf(env, ref)).map((j) => j.metadata?.name)).not.toContain(created.job);
+  });
+
+  it("after-stuck-delete: the stuck Job's lease is healed and one new Job starts", async () => {
+    const ref = await createObject(env, 'TerraformMachine', 'm-fp-stuck', { variables: { v: 1 } });
+    await stepUntil(env.step(), ref, 'none');
+    expect(await stepOrCrash(env.step({ failpoints: ['after-job-create'] }), ref)).toBe('crashed');
+    const [stuck] = await jobsOf(env, ref);
+    await patchSpec(env, ref, { variables: { v: 2 } });
+    env.clock.advance(61);
+    try {
+      expect(await stepOrCrash(env.step({ failpoints: ['after-stuck-delete'] }), ref)).toBe('crashed');
+    } finally {
+      env.clock.advance(-61);
+    }
+    const next = await stepUntil(env.step(), ref, 'created');
+    expect(next.job).not.toBe(stuck?.metadata?.name);
+    expect(await env.redis.runLeases.read({ object: ref })).toMatchObject({
+      kind: 'held',
+      token: { holder: next.job },
+    });
+    expect((await eventsOf(env, ref)).filter((e) => e.reason === 'StuckJobDeleted')).toHaveLength(1);
   });
 });
