@@ -9,7 +9,7 @@ import { runLiveView } from './live-view.ts';
 import { type LocalController, startLocalController } from './local-controller.ts';
 import { type LocalStack, startLocalStack } from './stack.ts';
 import { nextCommands } from './try-next.ts';
-import { prepareWorkloadNamespace } from './workload-namespace.ts';
+import { grantPlanApprovers, prepareWorkloadNamespace } from './workload-namespace.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SAMPLE_FILE = join(repoRoot, 'infra', 'samples', 'local', 'demo.yaml');
@@ -50,6 +50,7 @@ async function up(withSample: boolean): Promise<void> {
       await new Promise(() => undefined);
     }
     await prepareWorkloadNamespace(controller.kubectl, repoRoot, SAMPLE_NAMESPACE, info);
+    await grantPlanApprovers(controller.kubectl, SAMPLE_NAMESPACE);
     await controller.kubectl.run(['apply', '-f', SAMPLE_FILE]);
     log(`applied ${SAMPLE_FILE}`);
     for (const line of nextCommands({

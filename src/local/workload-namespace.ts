@@ -19,6 +19,9 @@ export const LOCAL_BACKEND_SECRET = 'captf-local-backend';
 /** The runner's service account in infra/rbac/runner.yaml. */
 const RUNNER_SERVICE_ACCOUNT = 'captf-runner';
 
+/** The Role that lets people approve plans in the local run (the admission policy checks the name). */
+const PLAN_APPROVER_ROLE = 'captf-plan-approver';
+
 /** A kubeconfig path that exists neither on the host nor in any image (see the Secret below). */
 const NO_KUBECONFIG_FILE = '/nonexistent/captf-static-credentials';
 
@@ -82,4 +85,40 @@ export async function prepareWorkloadNamespace(
   };
   // Server-side apply: a client-side apply would copy the token into the last-applied annotation.
   await kubectl.run(['apply', '--server-side', '--force-conflicts', '-f', '-'], JSON.stringify(secret));
+}
+
+/**
+ * Lets every authenticated user read our objects and approve TerraformPlans in `namespace` (local run
+ * only: `kubectl --as=<user>` then acts as a person would). Who may approve is still narrowed by the
+ * ValidatingAdmissionPolicy: `spec.approvedBy` must be the requesting user (DESIGN.md section 11).
+ */
+export async function grantPlanApprovers(kubectl: Kubectl, namespace: string): Promise<void> {
+  const role = {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata: { name: PLAN_APPROVER_ROLE, namespace },
+    rules: [
+      {
+        apiGroups: ['infrastructure.cluster.x-k8s.io'],
+        resources: ['terraformplans'],
+        verbs: ['get', 'list', 'watch', 'patch'],
+      },
+      {
+        apiGroups: ['infrastructure.cluster.x-k8s.io'],
+        resources: ['terraformclusters', 'terraformmachines', 'terraformmachinepools'],
+        verbs: ['get', 'list', 'watch'],
+      },
+    ],
+  };
+  const binding = {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name: PLAN_APPROVER_ROLE, namespace },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: PLAN_APPROVER_ROLE },
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:authenticated' }],
+  };
+  await kubectl.run(
+    ['apply', '-f', '-'],
+    JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [role, binding] }),
+  );
 }
