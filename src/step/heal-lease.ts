@@ -1,5 +1,6 @@
 import type { JobRecord } from '../core/job-record.ts';
 import type { StepContext } from './context.ts';
+import { isOwnJobName } from './own-jobs.ts';
 
 /**
  * Heals a run lease whose release was lost (a crash or a Redis outage after bookkeeping, DESIGN.md section
@@ -17,6 +18,7 @@ export async function healStaleLease(context: StepContext, records: readonly Job
   if (current.kind !== 'held') return;
   const holder = current.token.holder;
   if (records.some((record) => record.name === holder && !record.finished)) return;
+  if (!isOwnJobName(snap.ref.kind, snap.ref.name, holder)) return;
   const released = await deps.redis.runLeases.release(scope, current.token);
   if (released.kind === 'released') {
     await deps.redis.jobSlots.release({

@@ -6,6 +6,7 @@ import { TERMINATION_GRACE_SECONDS } from '../core/job-manifest.ts';
 import type { Op } from '../schemas/result.ts';
 import type { ObjectRef } from './contract.ts';
 import type { StepConfig, StepRedis } from './deps.ts';
+import { isOwnJobName } from './own-jobs.ts';
 
 /**
  * The Redis guards of one run (DESIGN.md section 5 step 6): the run lease (every op), the cluster lease
@@ -24,7 +25,7 @@ export function leaseTtlSeconds(activeDeadlineSeconds: number): number {
 
 /** Everything that names one run's guards. */
 export interface RunGuard {
-  scope: RunLeaseScope;
+  scope: RunLeaseScope & { object: ObjectRef };
   role: RunLeaseRole;
   slots: JobSlotScope;
   ttlSeconds: number;
@@ -79,7 +80,13 @@ export async function takeRunGuards(
   afterLease: () => void,
 ): Promise<GuardTake> {
   let lease = await redis.runLeases.take(guard.scope, job, guard.role, guard.ttlSeconds);
-  if (lease.kind === 'held' && !holderIsLive(lease.holder) && isOwnJobName(lease.holder, job)) {
+  // Only this object's own Jobs may be healed: a cluster lease can be held by another object's Job.
+  const { object } = guard.scope;
+  if (
+    lease.kind === 'held' &&
+    !holderIsLive(lease.holder) &&
+    isOwnJobName(object.kind, object.name, lease.holder)
+  ) {
     const released = await redis.runLeases.release(guard.scope, { holder: lease.holder, fence: lease.fence });
     if (released.kind === 'unknown') return released;
     await redis.jobSlots.release({ ...guard.slots, job: lease.holder });
@@ -128,12 +135,6 @@ export async function takeRunGuards(
     };
   }
   return { kind: 'acquired' };
-}
-
-/** Same object, same naming scheme: `captf-<code>-<name>-…`; only such holders may be healed. */
-function isOwnJobName(holder: string, job: string): boolean {
-  const prefix = job.split('-').slice(0, 3).join('-');
-  return holder.startsWith(`${prefix}-`);
 }
 
 /**

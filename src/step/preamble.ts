@@ -1,5 +1,3 @@
-import type { Snapshot } from './snapshot.ts';
-
 /**
  * The preamble of a step (DESIGN.md section 5 step 2): objects managed by someone else are left alone, an
  * object without our finalizer gets it first (and the step stops, so the next one reads the write), and
@@ -19,9 +17,15 @@ export type Preamble =
   | { kind: 'add-finalizer'; reason: 'FinalizerAdded'; finalizers: string[] }
   | { kind: 'not-ours'; reason: 'DeletingWithoutFinalizer' };
 
-/** The preamble's verdict on a snapshot (pure). */
-export function preamble(snap: Snapshot): Preamble {
-  const meta = snap.object.metadata;
+/** The object metadata the preamble reads. */
+export interface PreambleMeta {
+  annotations?: Record<string, string>;
+  finalizers?: string[];
+  deletionTimestamp?: string;
+}
+
+/** The preamble's verdict on an object's metadata (pure). */
+export function preamble(meta: PreambleMeta): Preamble {
   const managedBy = meta.annotations?.[MANAGED_BY_ANNOTATION];
   if (managedBy !== undefined) {
     return {

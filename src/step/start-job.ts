@@ -11,7 +11,7 @@ import type { WaitReason } from '../schemas/kinds/wait-reason.ts';
 import { activeStatus } from './active-status.ts';
 import type { StepContext } from './context.ts';
 import type { StepOutcome } from './contract.ts';
-import { type GuardTake, type RunGuard, releaseRunGuards, runGuard, takeRunGuards } from './leases.ts';
+import { type RunGuard, releaseRunGuards, runGuard, takeRunGuards } from './leases.ts';
 import { outcomeOf, unavailable } from './outcomes.ts';
 import { isPodAlive } from './pods.ts';
 import { type RunDecisions, resolveRunConfig } from './run-config.ts';
@@ -126,13 +126,6 @@ async function createOrAdopt(
   }
 }
 
-function guardWait(taken: Exclude<GuardTake, { kind: 'acquired' } | { kind: 'unknown' }>): {
-  reason: WaitReason;
-  message: string;
-} {
-  return { reason: taken.reason, message: taken.message };
-}
-
 /** Starts the Job of `start` (gates passed). */
 export async function startJob(
   context: StepContext,
@@ -161,10 +154,7 @@ export async function startJob(
     () => deps.failpoints.hit('after-lease-take'),
   );
   if (taken.kind === 'unknown') return unavailable(context, `take the run lease: ${taken.cause.message}`);
-  if (taken.kind === 'wait') {
-    const wait = guardWait(taken);
-    return waitOutcome(context, wait.reason, start.op, wait.message);
-  }
+  if (taken.kind === 'wait') return waitOutcome(context, taken.reason, start.op, taken.message);
   deps.failpoints.hit('after-slot-take');
 
   // API guard (section 5 step 7): Redis is never the only guard against a second run.

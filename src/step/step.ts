@@ -129,7 +129,7 @@ async function reconcile(deps: StepDeps, ref: ObjectRef): Promise<StepOutcome> {
   if (!snap) return { ref, action: 'gone', reason: 'ObjectGone' };
   const context = contextOf(deps, snap);
 
-  const pre = preamble(snap);
+  const pre = preamble(snap.object.metadata);
   if (pre.kind === 'leave-alone')
     return outcomeOf(context, 'none', pre.reason, 3600, { message: pre.message });
   if (pre.kind === 'not-ours') return outcomeOf(context, 'none', pre.reason, undefined);
@@ -277,7 +277,7 @@ async function explain(deps: StepDeps, ref: ObjectRef): Promise<StepOutcome> {
   const snap = await readSnapshot(deps.kube.reader, ref);
   if (!snap) return { ref, action: 'gone', reason: 'ObjectGone' };
   const context = contextOf(deps, snap);
-  const pre = preamble(snap);
+  const pre = preamble(snap.object.metadata);
   if (pre.kind !== 'proceed')
     return outcomeOf(context, 'none', pre.reason, undefined, { message: `dry run: ${pre.reason}` });
   const finished = jobsToBookkeep(context);

@@ -1,4 +1,5 @@
 import type { V1Job } from '@kubernetes/client-node';
+import { ANNOTATIONS } from '../core/job-labels.ts';
 import type { JobRecord } from '../core/job-record.ts';
 import { runSecretName } from '../core/names.ts';
 import { watchActiveJob } from '../core/watch.ts';
@@ -91,7 +92,7 @@ export async function watchActive(context: StepContext, job: V1Job, record: JobR
 
   if (
     !runSecretExists &&
-    job.metadata?.annotations?.['captf.io/inputs-hash'] === snap.inputsHash &&
+    job.metadata?.annotations?.[ANNOTATIONS.inputsHash] === snap.inputsHash &&
     pods.every((pod) => isPodAlive(pod))
   ) {
     // C02: the step that created the Job died before its Secret; the same inputs give the same run config.

@@ -1,0 +1,140 @@
+import { describe, expect, it } from 'vitest';
+import { jobName } from '../../../src/core/names.ts';
+import { FAILPOINTS, FailpointAbort, parseFailpoints } from '../../../src/step/failpoints.ts';
+import { leaseTtlSeconds } from '../../../src/step/leases.ts';
+import { isOwnJobName } from '../../../src/step/own-jobs.ts';
+import { FINALIZER, preamble } from '../../../src/step/preamble.ts';
+import { redactDeep, redactorOf } from '../../../src/step/redact.ts';
+
+// The pure parts of the step's shell (src/step): table rows with sentence names.
+
+describe('preamble (DESIGN.md section 5 step 2)', () => {
+  const rows = [
+    {
+      id: 'P1',
+      name: 'externally managed objects are left alone',
+      meta: { annotations: { 'cluster.x-k8s.io/managed-by': 'x' } },
+      kind: 'leave-alone',
+    },
+    { id: 'P2', name: 'a new object gets the finalizer first', meta: {}, kind: 'add-finalizer' },
+    {
+      id: 'P3',
+      name: 'an object with the finalizer proceeds',
+      meta: { finalizers: [FINALIZER] },
+      kind: 'proceed',
+    },
+    {
+      id: 'P4',
+      name: 'a deleting object without our finalizer is not ours',
+      meta: { deletionTimestamp: '2026-11-29T12:00:00Z' },
+      kind: 'not-ours',
+    },
+    {
+      id: 'P5',
+      name: 'a deleting object with the finalizer proceeds (destroy)',
+      meta: { finalizers: ['other', FINALIZER], deletionTimestamp: '2026-11-29T12:00:00Z' },
+      kind: 'proceed',
+    },
+  ];
+  it.each(rows)('$id $name', ({ meta, kind }) => {
+    expect(preamble(meta).kind).toBe(kind);
+  });
+
+  it('P6 adding the finalizer keeps the others', () => {
+    expect(preamble({ finalizers: ['keep.me/x'] })).toEqual({
+      kind: 'add-finalizer',
+      reason: 'FinalizerAdded',
+      finalizers: ['keep.me/x', FINALIZER],
+    });
+  });
+});
+
+describe('own Job names (lease healing)', () => {
+  const own = jobName({
+    kind: 'TerraformMachine',
+    name: 'web',
+    op: 'apply',
+    attempt: 3,
+    inputsHash: 'h',
+    tick: '',
+  });
+  const other = jobName({
+    kind: 'TerraformMachine',
+    name: 'web-apply',
+    op: 'apply',
+    attempt: 1,
+    inputsHash: 'h',
+    tick: '',
+  });
+  const long = 'x'.repeat(60);
+  const hashed = jobName({
+    kind: 'TerraformMachine',
+    name: long,
+    op: 'destroy',
+    attempt: 12,
+    inputsHash: 'h',
+    tick: '',
+  });
+  const rows = [
+    { id: 'O1', name: 'a Job of the object is its own', object: 'web', candidate: own, expected: true },
+    {
+      id: 'O2',
+      name: "web does not claim web-apply's Jobs",
+      object: 'web',
+      candidate: other,
+      expected: false,
+    },
+    { id: 'O3', name: 'a hashed long name is recognised', object: long, candidate: hashed, expected: true },
+    { id: 'O4', name: 'a foreign name is not', object: 'web', candidate: 'alice-laptop', expected: false },
+  ];
+  it.each(rows)('$id $name', ({ object, candidate, expected }) => {
+    expect(isOwnJobName('TerraformMachine', object, candidate)).toBe(expected);
+  });
+});
+
+describe('redaction (C15)', () => {
+  const redact = redactorOf(
+    new Map([['s', { token: 'tok-123-canary', json: '{"pw":"hunter22"}', short: 'ab' }]]),
+  );
+  it('R1 cuts raw values and strings inside JSON values, leaves short ones', () => {
+    expect(redact('a tok-123-canary b hunter22 c ab')).toBe('a [redacted] b [redacted] c ab');
+  });
+  it('R2 reaches every string of a document', () => {
+    expect(redactDeep({ a: ['x tok-123-canary'], b: { c: 'hunter22' }, n: 3 }, redact)).toEqual({
+      a: ['x [redacted]'],
+      b: { c: '[redacted]' },
+      n: 3,
+    });
+  });
+});
+
+describe('failpoints', () => {
+  it('F1 unset or empty arms none', () => {
+    for (const text of [undefined, '', ' , ']) {
+      const parsed = parseFailpoints(text);
+      if (!parsed.ok) throw new Error(parsed.message);
+      expect(() => parsed.failpoints.hit('after-job-create')).not.toThrow();
+    }
+  });
+  it('F2 an armed point throws FailpointAbort naming it; others pass', () => {
+    const parsed = parseFailpoints(' after-job-create , after-event');
+    if (!parsed.ok) throw new Error(parsed.message);
+    expect(() => parsed.failpoints.hit('after-job-create')).toThrow(FailpointAbort);
+    expect(() => parsed.failpoints.hit('after-step-lock')).not.toThrow();
+  });
+  it('F3 a typo is an error, never a silently disarmed crash test', () => {
+    expect(parseFailpoints('after-job-creat')).toEqual({
+      ok: false,
+      message: 'read CAPTF_FAILPOINTS: unknown failpoint(s) after-job-creat',
+    });
+  });
+  it('F4 every failpoint name is unique', () => {
+    expect(new Set(FAILPOINTS).size).toBe(FAILPOINTS.length);
+  });
+});
+
+describe('leases', () => {
+  it('L1 the TTL backstop is the deadline plus 600 + 300 s', () => {
+    expect(leaseTtlSeconds(3600)).toBe(4500);
+  });
+});
