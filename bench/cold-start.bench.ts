@@ -9,7 +9,7 @@ import { printMachine } from './lib/machine.ts';
 import { PROBE_TARGETS, type ProbeReport, type ProbeTarget } from './lib/probe-targets.ts';
 import { printRatio, printTable } from './lib/table.ts';
 
-const SAMPLES = 5;
+const SAMPLES = 3;
 const probeFile = join(import.meta.dirname, 'lib/import-probe.ts');
 const MB = 1024 * 1024;
 

@@ -4,6 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 
 const dir = import.meta.dirname;
 const filters = process.argv.slice(2);
@@ -18,7 +19,9 @@ if (files.length === 0) {
 let failed = 0;
 for (const file of files) {
   process.stdout.write(`# ${file}\n`);
+  const started = performance.now();
   const run = spawnSync(process.execPath, [join(dir, file)], { stdio: 'inherit' });
+  process.stdout.write(`# ${file}: ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
   if (run.status !== 0) failed += 1;
 }
 if (files.length > 0) process.exitCode = failed === 0 ? 0 : 1;
