@@ -245,7 +245,11 @@ interface PodEvidence {
   finishedAt?: Timestamp;
   parsed: ParsedResult;
   pullReason?: string;
-  /** The `source` container started (running or terminated): its image was pulled. */
+  /**
+   * The `source` container started, so its image was pulled: running, or terminated with a start time. A
+   * container killed before it ever started is reported `terminated` too (137, `ContainerStatusUnknown`), but
+   * without `startedAt`.
+   */
   ran: boolean;
   disrupted: boolean;
   deadline: boolean;
@@ -262,7 +266,7 @@ function podEvidence(pod: PodView): PodEvidence {
     ...(terminated?.reason ? { terminationReason: terminated.reason } : {}),
     parsed: parseRunnerResult(terminated?.message),
     ...(waitingReason && PULL_FAILURE_REASONS.includes(waitingReason) ? { pullReason: waitingReason } : {}),
-    ran: terminated !== undefined || source?.state?.running !== undefined,
+    ran: source?.state?.running !== undefined || terminated?.startedAt !== undefined,
     disrupted:
       pod.status?.conditions?.some((c) => c.type === 'DisruptionTarget' && c.status === 'True') ?? false,
     deadline: pod.status?.reason === 'DeadlineExceeded',

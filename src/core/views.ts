@@ -41,7 +41,14 @@ export interface JobView {
 export interface ContainerStateView {
   waiting?: { reason?: string; message?: string };
   running?: { startedAt?: Timestamp };
-  terminated?: { exitCode: number; reason?: string; message?: string; finishedAt?: Timestamp };
+  terminated?: {
+    exitCode: number;
+    reason?: string;
+    message?: string;
+    /** Absent when the container never started (the kubelet's `ContainerStatusUnknown` for a pod killed first). */
+    startedAt?: Timestamp;
+    finishedAt?: Timestamp;
+  };
 }
 
 export interface ContainerStatusView {

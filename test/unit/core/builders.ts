@@ -76,6 +76,8 @@ export interface SourceState {
   message?: string;
   waiting?: string;
   running?: boolean;
+  /** Terminated without ever starting (killed while its image was still being pulled). */
+  neverStarted?: boolean;
 }
 
 /** A pod named `name`, created `createdAt` seconds after T0, whose `source` container is in `state`. */
@@ -96,6 +98,8 @@ export function pod(
                 exitCode: state.exitCode ?? 0,
                 ...(state.reason ? { reason: state.reason } : {}),
                 ...(state.message !== undefined ? { message: state.message } : {}),
+                // The kubelet gives a container that never started no start time (ContainerStatusUnknown).
+                ...(state.neverStarted ? {} : { startedAt: iso(1) }),
                 finishedAt: iso(400),
               },
             };

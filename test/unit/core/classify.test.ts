@@ -441,6 +441,28 @@ describe('classifyJob: field cases', () => {
     expect(c.reason).toBe('ApplySucceeded');
   });
 
+  it('C09: pull trouble until the deadline, the never-started container reported terminated (137, ContainerStatusUnknown) → ImagePullFailed', () => {
+    const c = classifyJob({
+      op: 'apply',
+      job: deadlineJob,
+      pods: [pod('p1', { exitCode: 137, reason: 'ContainerStatusUnknown', neverStarted: true })],
+      observedPullTrouble: true,
+      now: T0,
+    });
+    expect([c.reason, c.counted, c.error?.kind]).toEqual(['ImagePullFailed', true, 'image-pull']);
+  });
+
+  it('C09: the same kill after the container had started is a deadline kill, not a pull failure', () => {
+    const c = classifyJob({
+      op: 'apply',
+      job: deadlineJob,
+      pods: [pod('p1', { exitCode: 137, reason: 'ContainerStatusUnknown' })],
+      observedPullTrouble: true,
+      now: T0,
+    });
+    expect(c.reason).toBe('JobDeadlineExceeded');
+  });
+
   it('C09: pull trouble seen, then the container ran and was OOM-killed → unknown, counted, not ImagePullFailed', () => {
     const c = classifyJob({
       op: 'apply',
