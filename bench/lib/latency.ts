@@ -16,7 +16,7 @@ export interface LatencySummary {
 }
 
 /** The `q` quantile (0..1) of ascending `sorted` values, nearest rank. */
-export function quantile(sorted: readonly number[], q: number): number {
+function quantile(sorted: readonly number[], q: number): number {
   if (sorted.length === 0) return Number.NaN;
   const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
   return sorted[index] ?? Number.NaN;
