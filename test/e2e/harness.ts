@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { parseAllDocuments } from 'yaml';
-import type { Kubectl } from '../../src/local/kubectl.ts';
+import { type Kubectl, kubectlFor } from '../../src/local/kubectl.ts';
 import { type LocalController, startLocalController } from '../../src/local/local-controller.ts';
 import { prepareWorkloadNamespace } from '../../src/local/workload-namespace.ts';
 import { testStack } from '../env/index.ts';
@@ -107,6 +107,13 @@ export async function startE2eRun(label: string): Promise<E2eRun> {
   const suffix = randomBytes(3).toString('hex');
   const workDir = mkdtempSync(join(tmpdir(), `captf-e2e-${label}-`));
   const nodeName = `captf-e2e-${label}-${suffix}`;
+  // The approval policy is cluster-wide; other test files approve plans as the admin in another name, so
+  // the run leaves the shared stack as it found it.
+  const policyFile = join(repoRoot, 'infra', 'admission', 'approval-policy.yaml');
+  const policyBefore = await kubectlFor(stack.kubectlPath, stack.kubeconfigPath)
+    .run(['get', '-f', policyFile, '-o', 'name'])
+    .then(() => true)
+    .catch(() => false);
   const controller = await startLocalController({
     stack,
     workDir,
@@ -135,6 +142,11 @@ export async function startE2eRun(label: string): Promise<E2eRun> {
         }
       }
       await controller.stop();
+      if (!policyBefore) {
+        await controller.kubectl
+          .run(['delete', '-f', policyFile, '--ignore-not-found'])
+          .catch(() => undefined);
+      }
       await controller.kubectl.run(['delete', 'namespace', namespace, '--wait=false']).catch(() => undefined);
     },
   };
