@@ -49,13 +49,14 @@ function variables(paddingBytes: number): Record<string, unknown> {
     ssh_authorized_keys: [
       'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGx7bench0000000000000000000000000 ops@example',
     ],
-    user_data: `#cloud-config\nwrite_files:\n${'  - path: /etc/kubernetes/x\n'.repeat(Math.ceil(paddingBytes / 30))}`,
+    user_data: `#cloud-config\nwrite_files:\n${'  - path: /etc/kubernetes/x\n'.repeat(Math.ceil(paddingBytes / 28)).slice(0, paddingBytes)}`,
   };
 }
 
 /**
  * A TerraformMachine after some life: applied, drift-checked and refreshed, with conditions and lastRun.
- * `targetBytes` pads `spec.variables.user_data` until the JSON text is at least that long (0: no padding).
+ * `targetBytes` pads `spec.variables.user_data` until the JSON text is that long, within a few bytes (0: no
+ * padding).
  */
 export function machineObject(
   options: { uid?: string; resourceVersion?: string; targetBytes?: number } = {},
@@ -131,8 +132,12 @@ export function machineObject(
     },
   });
   const target = options.targetBytes ?? 0;
+  if (target === 0) return build(0);
+  // JSON escapes the padding's newlines, so its text is longer than its length: scale by what one try gave.
   const bare = JSON.stringify(build(0)).length;
-  return build(Math.max(0, target - bare));
+  const firstGuess = Math.max(1, target - bare);
+  const grown = JSON.stringify(build(firstGuess)).length - bare;
+  return build(Math.max(0, Math.round((firstGuess * firstGuess) / grown)));
 }
 
 /** The op and outcome of the i-th newest retained Job: mostly drift checks, some refreshes and applies. */
