@@ -1,4 +1,6 @@
 # Shared by the setup, start and test scripts: logging and the "install what is missing" steps.
+# Each step dies on failure (exit 1), whatever the caller's `set -e`, so a half-installed machine never
+# goes on to run tests.
 # shellcheck shell=bash
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export CAPTF_CACHE=${CAPTF_CACHE:-$HOME/.cache/captf}
@@ -14,7 +16,8 @@ ensure_npm_packages() {
     return 0
   fi
   say "installing npm packages (npm ci; pins Node 24 through the node devDependency)"
-  npm ci --no-audit --no-fund
+  npm ci --no-audit --no-fund || die "npm ci failed (see above)"
+  [[ -x node_modules/.bin/node ]] || die "npm ci did not install Node 24 (node_modules/.bin/node is missing)"
 }
 
 ensure_debian_packages() {
@@ -23,14 +26,15 @@ ensure_debian_packages() {
   command -v openssl >/dev/null || missing+=(openssl)
   ((${#missing[@]} == 0)) && return 0
   say "installing Debian packages: ${missing[*]}"
-  as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  as_root apt-get update -qq || die "apt-get update failed"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
+    die "apt-get install ${missing[*]} failed"
 }
 
 ensure_go_binaries() {
   command -v go >/dev/null || die "Go is needed to build etcd, Kubernetes and OpenTofu from the Go module proxy; install Go >= 1.26"
   say "checking the local control-plane and OpenTofu binaries in $CAPTF_CACHE/bin (a first build takes a while)"
-  bash "$ROOT/scripts/build-binaries.sh" all
+  bash "$ROOT/scripts/build-binaries.sh" all || die "building the Go binaries failed (see above)"
 }
 
 setup_all() {
