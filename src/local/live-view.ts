@@ -136,6 +136,12 @@ export function renderView(objects: readonly ObjectView[], jobs: readonly JobVie
   return [...table(objectRows), '', ...table(jobRows)];
 }
 
+/** Terminal rows the lines take at `columns` wide (long lines wrap), so a redraw moves up far enough. */
+function terminalRows(lines: readonly string[], columns: number | undefined): number {
+  const width = columns && columns > 0 ? columns : Number.POSITIVE_INFINITY;
+  return lines.reduce((rows, line) => rows + Math.max(1, Math.ceil([...line].length / width)), 0);
+}
+
 async function listJson<T>(kubectl: Kubectl, namespace: string, resource: string): Promise<T[]> {
   const text = await kubectl.run(['get', resource, '-n', namespace, '-o', 'json']);
   return (JSON.parse(text) as { items?: T[] }).items ?? [];
@@ -178,7 +184,7 @@ export async function runLiveView(options: LiveViewOptions): Promise<void> {
       // On a terminal the table is redrawn in place; in a file or pipe each change is a new block.
       if (out.isTTY && printedLines > 0) out.write(`\x1b[${printedLines}A\x1b[J`);
       out.write(`${block.join('\n')}\n`);
-      printedLines = out.isTTY ? block.length : 0;
+      printedLines = out.isTTY ? terminalRows(block, out.columns) : 0;
     }
     await sleep(options.intervalMs ?? 1000, undefined, { signal }).catch(() => undefined);
   }
