@@ -75,7 +75,7 @@ export async function prepareBookkeeping(
 ): Promise<Bookkeeping> {
   const { snap } = context;
   const pods = finished.length > 0 ? await snap.pods() : [];
-  let status: TargetStatus = structuredClone(context.status);
+  let status: TargetStatus = structuredClone(context.draft);
   let spec: Record<string, unknown> = {};
   const plans: PlanChange[] = [];
   const events: RunEvent[] = [];
@@ -89,7 +89,7 @@ export async function prepareBookkeeping(
         job: asJobView(job),
         pods: podsOfJob(job, pods).map(asPodView),
         observedPullTrouble:
-          context.status.waitReason === 'ImagePullBackOff' && context.status.activeJob?.name === record.name,
+          context.draft.waitReason === 'ImagePullBackOff' && context.draft.activeJob?.name === record.name,
         deadlineEnforced: deadlineEnforced.has(record.name),
         now: context.now,
       },

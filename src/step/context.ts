@@ -18,8 +18,12 @@ export interface StepContext {
   policy: EffectiveJobsPolicy;
   /** The object's resourceVersion after the step's own writes so far. */
   resourceVersion: string;
-  /** The object's status after the step's own writes so far (the snapshot's at first). */
+  /** The object's status as stored after the step's own writes so far (the snapshot's at first): the base
+   * every status write is diffed against. */
   status: TargetStatus;
+  /** The status the step builds on: `status` plus changes decided but not yet written (a superseded
+   * plan reference dropped). */
+  draft: TargetStatus;
   /** The object as Events refer to it. */
   regarding: EventObjectRef;
 }

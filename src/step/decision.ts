@@ -31,7 +31,7 @@ export async function decideNext(
 ): Promise<NextMove | Unknown> {
   const { snap, now, policy } = context;
   const spec = snap.spec;
-  const status = context.status;
+  const status = context.draft;
   if (!spec) {
     return {
       kind: 'spec-invalid',

@@ -239,7 +239,11 @@ export function recordRun(
     next.pendingPlanRef = { name: planName(record.name) };
   }
   if (run.success && run.op === 'apply' && pending) {
-    const applied = pending.spec.approved && plan?.digest === pending.spec.digest;
+    // Applied only by a run of the plan's own inputs that made exactly the approved plan (section 11).
+    const applied =
+      pending.spec.approved &&
+      plan?.digest === pending.spec.digest &&
+      pending.spec.inputsHash === record.inputsHash;
     plans.push({
       kind: 'phase',
       plan: pending,

@@ -48,7 +48,7 @@ function plannedRun(
   const attempt = nextAttempt(records, start.op);
   // Drift and refresh repeat with equal inputs; the newest success separates one run from the next.
   const tick =
-    start.op === 'drift' || start.op === 'refresh' ? (context.status.lastSuccess?.[start.op] ?? '') : '';
+    start.op === 'drift' || start.op === 'refresh' ? (context.draft.lastSuccess?.[start.op] ?? '') : '';
   const name = jobName({
     kind: snap.ref.kind,
     name: snap.ref.name,
@@ -77,7 +77,7 @@ async function waitOutcome(
   job?: string,
 ): Promise<StepOutcome> {
   const wait = waitFor(reason, { now: context.now, uid: context.snap.uid, op, message });
-  const written = await commitStatus(context, waitStatus(context, context.status, wait));
+  const written = await commitStatus(context, waitStatus(context, context.draft, wait));
   if (written.kind === 'conflict')
     return outcomeOf(context, 'waiting', 'Conflict', 1, { message: written.message });
   return outcomeOf(context, 'waiting', reason, wait.requeueAfterSeconds, {
@@ -186,7 +186,7 @@ export async function startJob(
     inputsHash: snap.inputsHash,
     // Every op but apply runs the digest the newest successful apply ran (DESIGN.md section 2).
     image:
-      start.op === 'apply' ? spec.source.image : (context.status.source?.pinnedImage ?? spec.source.image),
+      start.op === 'apply' ? spec.source.image : (context.draft.source?.pinnedImage ?? spec.source.image),
     runnerImage: deps.config.runnerImage,
     policy,
   });
@@ -211,7 +211,7 @@ export async function startJob(
     context,
     activeStatus(
       context,
-      context.status,
+      context.draft,
       active,
       'JobActive',
       `${start.op} Job ${run.name} runs (${start.reason})`,

@@ -37,6 +37,7 @@ export async function commitStatus(context: StepContext, next: TargetStatus): Pr
     );
     context.resourceVersion = object.metadata.resourceVersion;
     context.status = withGeneration;
+    context.draft = withGeneration;
     return { kind: 'written' };
   } catch (error) {
     if (isKubeError(error, 'Conflict')) return { kind: 'conflict', message: error.message };

@@ -5,6 +5,7 @@ import { planName } from '../core/plan-manifest.ts';
 import { resolveJobsPolicy } from '../schemas/kinds/jobs-policy.ts';
 import {
   type Bookkeeping,
+  emitEvents,
   finishBookkeeping,
   jobsToBookkeep,
   prepareBookkeeping,
@@ -92,6 +93,7 @@ function contextOf(deps: StepDeps, snap: Snapshot): StepContext {
     policy: resolveJobsPolicy(snap.spec?.jobs, snap.owningCluster?.defaultsJobs),
     resourceVersion: snap.resourceVersion,
     status: structuredClone(snap.status),
+    draft: structuredClone(snap.status),
     regarding: regardingOf(snap),
   };
 }
@@ -124,6 +126,25 @@ function withoutSuperseded(status: TargetStatus, plans: PlanSituation): TargetSt
   return status;
 }
 
+/**
+ * A Job named by `status.activeJob` that the API server no longer lists was deleted before it finished
+ * (DESIGN.md section 4: an interruption that is not a deadline kill, retried at once). Its run cannot be
+ * read any more; one `JobInterrupted` Event says so, and the next status write drops `activeJob`.
+ */
+async function reportLostActiveJob(context: StepContext): Promise<void> {
+  const lost = context.draft.activeJob?.name;
+  if (lost === undefined || context.snap.records.some((record) => record.name === lost)) return;
+  await emitEvents(context, [
+    {
+      type: 'Warning',
+      reason: 'JobInterrupted',
+      action: 'Reconcile',
+      note: `Job ${lost} was deleted before it finished; the run is retried`,
+      transitionKey: lost,
+    },
+  ]);
+}
+
 async function reconcile(deps: StepDeps, ref: ObjectRef): Promise<StepOutcome> {
   const snap = await readSnapshot(deps.kube.reader, ref);
   if (!snap) return { ref, action: 'gone', reason: 'ObjectGone' };
@@ -146,18 +167,17 @@ async function reconcile(deps: StepDeps, ref: ObjectRef): Promise<StepOutcome> {
   const finished = jobsToBookkeep(context);
   const bookkeeping = finished.length > 0 ? await prepareBookkeeping(context, finished) : undefined;
   const records = bookkeeping?.records ?? snap.records;
+  await reportLostActiveJob(context);
   const plans = plansOf(snap, bookkeeping);
   const supersededPlan =
     snap.pendingPlan && plans.supersede.includes(snap.pendingPlan.metadata.name)
       ? snap.pendingPlan
       : undefined;
+  context.draft = withoutSuperseded(context.draft, plans);
   if (bookkeeping) bookkeeping.status = withoutSuperseded(bookkeeping.status, plans);
 
   // Bookkeeping is recorded on the status the decision reads (lastSuccess, appliedInputsHash).
-  const decisionContext: StepContext = {
-    ...context,
-    status: bookkeeping?.status ?? withoutSuperseded(context.status, plans),
-  };
+  const decisionContext: StepContext = { ...context, draft: bookkeeping?.status ?? context.draft };
   const move = await decideNext(decisionContext, records, plans, () =>
     deps.redis.jobSlots.usage(
       snap.clusterName !== undefined ? { namespace: ref.namespace, name: snap.clusterName } : undefined,
@@ -178,7 +198,7 @@ async function reconcile(deps: StepDeps, ref: ObjectRef): Promise<StepOutcome> {
 
   // One status write when the move only waits: bookkeeping and the wait go out together.
   if (move.kind === 'wait' || move.kind === 'idle' || move.kind === 'spec-invalid') {
-    const base = decisionContext.status;
+    const base = decisionContext.draft;
     const next = move.kind === 'idle' ? idleStatus(context, base) : waitStatus(context, base, move.wait);
     const recorded = await recordAndWrite(context, bookkeeping, next);
     if (recorded) return recorded;
@@ -286,7 +306,7 @@ async function explain(deps: StepDeps, ref: ObjectRef): Promise<StepOutcome> {
   const plans = plansOf(snap);
   const decisionContext: StepContext = {
     ...context,
-    status: withoutSuperseded(bookkeeping?.status ?? context.status, plans),
+    draft: withoutSuperseded(bookkeeping?.status ?? context.draft, plans),
   };
   const move = await decideNext(decisionContext, records, plans, () =>
     deps.redis.jobSlots.usage(

@@ -73,7 +73,7 @@ export async function watchActive(context: StepContext, job: V1Job, record: JobR
     deps.failpoints.hit('after-stuck-delete');
     const released = await releaseRunGuards(deps.redis, guard, record.name);
     if (released !== 'released') return unavailable(context, 'the Redis release did not answer');
-    const next: TargetStatus = { ...context.status };
+    const next: TargetStatus = { ...context.draft };
     if (next.activeJob?.name === record.name) delete next.activeJob;
     delete next.waitReason;
     const written = await commitStatus(context, next);
@@ -110,12 +110,12 @@ export async function watchActive(context: StepContext, job: V1Job, record: JobR
     ? new Date(job.metadata.creationTimestamp).toISOString()
     : context.now.toISOString();
   const attempt = Math.max(1, record.attempt);
-  const current = context.status.activeJob;
+  const current = context.draft.activeJob;
   const active =
     current?.name === record.name ? current : { name: record.name, op: record.op, attempt, startedAt };
   const message =
     verdict.reason === 'ImagePullBackOff' ? verdict.message : `${record.op} Job ${record.name} runs`;
-  const next = activeStatus(context, context.status, active, verdict.reason, message);
+  const next = activeStatus(context, context.draft, active, verdict.reason, message);
   const written = await commitStatus(context, next);
   if (written.kind === 'conflict')
     return outcomeOf(context, 'waiting', 'Conflict', 1, { message: written.message });

@@ -121,6 +121,10 @@ describe('cleanup', () => {
       true,
     );
     expect((await statusOf(env, ref)).lastRun?.attempt).toBeGreaterThanOrEqual(29);
+    const interrupted = (await eventsOf(env, ref)).filter((e) => e.reason === 'JobInterrupted');
+    expect(interrupted.map((e) => e.note)).toEqual([
+      `Job ${deletedByHand} was deleted before it finished; the run is retried`,
+    ]);
   });
 });
 
