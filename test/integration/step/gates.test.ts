@@ -214,6 +214,22 @@ describe('gates', () => {
   });
 });
 
+describe('rejected creates', () => {
+  it('a Job create the API server rejects (422) proves no Job exists: the leases and slots are given back', async () => {
+    const ref = await createObject(env, 'TerraformMachine', 'm-rejected', {
+      jobs: { nodeSelector: { 'not a/valid/label key': 'x' } },
+    });
+    const outcome = await stepUntil(env.step(), ref, 'waiting');
+    expect(outcome).toMatchObject({ reason: 'JobCreateRejected' });
+    expect(outcome.message).toContain('Invalid');
+    expect(await jobsOf(env, ref)).toEqual([]);
+    expect(await env.redis.runLeases.read({ object: ref })).toEqual({ kind: 'free' });
+    expect(
+      await env.redis.client.zscore(env.redis.keys.installationSlots(), `${env.namespace}/${outcome.job}`),
+    ).toBeNull();
+  });
+});
+
 describe('deletion, stuck Jobs, dry runs', () => {
   it('deleting an applied object runs destroy, then drops the finalizer; an object never applied goes at once', async () => {
     const { ref, job } = await startedObject(env, 'TerraformMachine', 'm-delete');
