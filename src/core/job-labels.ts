@@ -24,6 +24,15 @@ export const ANNOTATIONS = {
   finishedAt: 'captf.io/finished-at',
 } as const;
 
+/**
+ * Our finalizer on every Job pod (set on the pod template; the Job controller copies template finalizers to
+ * its pods). A deleted pod, and the runner's result in its termination message, stays readable until
+ * bookkeeping has read it: "never a lost result" (DESIGN.md section 7), as the Job controller's own
+ * `batch.kubernetes.io/job-tracking` finalizer keeps pods until it counted them. Released by
+ * src/core/pod-release.ts rules.
+ */
+export const POD_RESULT_FINALIZER = 'captf.io/result';
+
 /** The short kind code in Job names (section 9). */
 export const KIND_CODES: Readonly<Record<TargetKind, 'c' | 'm' | 'mp'>> = {
   TerraformCluster: 'c',

@@ -17,7 +17,7 @@ import type { TargetKind } from '../schemas/kinds/api-group.ts';
 import type { EffectiveJobsPolicy, EnvVar, Quantity, Toleration } from '../schemas/kinds/jobs-policy.ts';
 import type { Op } from '../schemas/result.ts';
 import { SOURCE_CONTAINER } from './classify.ts';
-import { ANNOTATIONS, LABELS, ownerLabels } from './job-labels.ts';
+import { ANNOTATIONS, LABELS, ownerLabels, POD_RESULT_FINALIZER } from './job-labels.ts';
 import { runSecretName } from './names.ts';
 
 /**
@@ -58,7 +58,7 @@ export interface JobManifest {
     backoffLimit: 0;
     activeDeadlineSeconds: number;
     template: {
-      metadata: { labels: Record<string, string>; annotations: Record<string, string> };
+      metadata: { labels: Record<string, string>; annotations: Record<string, string>; finalizers: string[] };
       spec: {
         restartPolicy: 'Never';
         terminationGracePeriodSeconds: number;
@@ -166,7 +166,8 @@ export function buildJobManifest(input: JobManifestInput): JobManifest {
       backoffLimit: 0,
       activeDeadlineSeconds: policy.activeDeadlineSeconds,
       template: {
-        metadata: { labels, annotations },
+        // The pods keep the runner's result until bookkeeping read it, even when deleted first (C07, C09).
+        metadata: { labels, annotations, finalizers: [POD_RESULT_FINALIZER] },
         spec: {
           restartPolicy: 'Never',
           terminationGracePeriodSeconds: TERMINATION_GRACE_SECONDS,

@@ -1,0 +1,85 @@
+import { POD_RESULT_FINALIZER } from './job-labels.ts';
+
+/**
+ * When our pod finalizer (`captf.io/result`, src/core/job-labels.ts) may go: once nothing will read the
+ * pod's result any more. Bookkeeping reads a Job's pods once (DESIGN.md section 7); until then a deleted pod
+ * must stay (C07 drain, C09 deadline), afterwards it must not linger Terminating (C13, C14).
+ */
+
+/** A pod as the rule reads it (client-node's V1Pod fits). */
+export interface ReleasePodView {
+  metadata?: {
+    name?: string;
+    finalizers?: readonly string[];
+    ownerReferences?: readonly { kind: string; uid: string }[];
+  };
+}
+
+/** One Job, as listed after the pods (so a pod whose Job is missing from the list really lost it). */
+export interface ReleaseJobView {
+  uid: string;
+  /** The Job carries `captf.io/bookkept`, or this step just wrote it (section 5 step 3). */
+  bookkept: boolean;
+  /** The Job has a Complete or Failed condition. */
+  finished: boolean;
+  /** The Job has a deletionTimestamp (Foreground deletion by hand or by the garbage collector). */
+  deleting: boolean;
+}
+
+/** Why a pod's finalizer is released. */
+export type PodReleaseReason = 'JobBookkept' | 'JobPruned' | 'JobDeleting' | 'JobGone';
+/** Why a pod keeps it (or has nothing to release). */
+export type PodHoldReason = 'NoFinalizer' | 'AwaitingBookkeeping';
+
+export type PodReleaseDecision =
+  | { kind: 'release'; reason: PodReleaseReason }
+  | { kind: 'keep'; reason: PodHoldReason };
+
+/** The inputs of one release pass. */
+export interface PodReleaseInput {
+  pods: readonly ReleasePodView[];
+  /** The Jobs that exist; a pod whose Job is absent here belongs to a Job that is gone. */
+  jobs: readonly ReleaseJobView[];
+  /** UIDs of the Jobs this pass prunes (deleted right after, with Background propagation, C13). */
+  pruning?: readonly string[];
+}
+
+/** The UID of the Job that controls the pod; undefined once the Job was deleted with orphaning. */
+function jobUidOf(pod: ReleasePodView): string | undefined {
+  return pod.metadata?.ownerReferences?.find((owner) => owner.kind === 'Job')?.uid;
+}
+
+/**
+ * Whether one pod's finalizer goes, first match wins: no finalizer of ours → keep (nothing to do); its Job
+ * gone or orphaned it → release; pruned → release; bookkept → release; the Job being deleted before it
+ * finished → release; otherwise its result is still to be read → keep.
+ */
+export function decidePodRelease(
+  pod: ReleasePodView,
+  jobs: ReadonlyMap<string, ReleaseJobView>,
+  pruning: ReadonlySet<string> = new Set(),
+): PodReleaseDecision {
+  if (!(pod.metadata?.finalizers ?? []).includes(POD_RESULT_FINALIZER))
+    return { kind: 'keep', reason: 'NoFinalizer' };
+  const uid = jobUidOf(pod);
+  const job = uid === undefined ? undefined : jobs.get(uid);
+  if (uid === undefined || job === undefined) return { kind: 'release', reason: 'JobGone' };
+  if (pruning.has(uid)) return { kind: 'release', reason: 'JobPruned' };
+  if (job.bookkept) return { kind: 'release', reason: 'JobBookkept' };
+  // The Job controller stops syncing a Job being deleted, so an unfinished one never finishes and is never
+  // bookkept; holding its pods would hold a Foreground deletion for ever. A finished one is still booked.
+  if (job.deleting && !job.finished) return { kind: 'release', reason: 'JobDeleting' };
+  return { kind: 'keep', reason: 'AwaitingBookkeeping' };
+}
+
+/** The pods whose finalizer goes, each with its reason, in input order. */
+export function podsToRelease<P extends ReleasePodView>(
+  input: Omit<PodReleaseInput, 'pods'> & { pods: readonly P[] },
+): { pod: P; reason: PodReleaseReason }[] {
+  const jobs = new Map(input.jobs.map((job) => [job.uid, job]));
+  const pruning = new Set(input.pruning ?? []);
+  return input.pods.flatMap((pod) => {
+    const decision = decidePodRelease(pod, jobs, pruning);
+    return decision.kind === 'release' ? [{ pod, reason: decision.reason }] : [];
+  });
+}

@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { classifyJob } from '../../../src/core/classify.ts';
+import type { PodView } from '../../../src/core/views.ts';
+import { iso, job, pod, result, T0 } from './builders.ts';
+
+// Pods held by our finalizer (`captf.io/result`) after a delete: the deletionTimestamp does not make
+// their terminated containers any less evidence (DESIGN.md section 7, C07 and C09).
+
+const interrupted = JSON.stringify(result({ op: 'apply', result: 'interrupted' }));
+const failedJob = job([['Failed', 'BackoffLimitExceeded']]);
+const deadlineJob = job([['Failed', 'DeadlineExceeded']]);
+
+function deleted(view: PodView): PodView {
+  return { ...view, metadata: { ...view.metadata, deletionTimestamp: iso(300) } };
+}
+
+describe('classification of pods being deleted', () => {
+  it('C07: a drained pod (deleted, exit 3, result interrupted) is JobInterrupted, not counted', () => {
+    const c = classifyJob({
+      op: 'apply',
+      job: failedJob,
+      pods: [deleted(pod('p1', { exitCode: 3, message: interrupted }, { disrupted: true }))],
+      now: T0,
+    });
+    expect([c.reason, c.result, c.counted, c.interruption, c.pod]).toEqual([
+      'JobInterrupted',
+      'interrupted',
+      false,
+      true,
+      'p1',
+    ]);
+  });
+
+  it('C09: the pod deleted at the deadline while pulling is ImagePullFailed, counted', () => {
+    const c = classifyJob({
+      op: 'apply',
+      job: deadlineJob,
+      pods: [deleted(pod('p1', { waiting: 'ImagePullBackOff' }))],
+      now: T0,
+    });
+    expect([c.reason, c.counted, c.error?.kind]).toEqual(['ImagePullFailed', true, 'image-pull']);
+  });
+
+  it('C09: no pod left at the deadline, pull trouble recorded on the object → ImagePullFailed, counted', () => {
+    const c = classifyJob({ op: 'apply', job: deadlineJob, pods: [], observedPullTrouble: true, now: T0 });
+    expect([c.reason, c.counted, c.error?.kind]).toEqual(['ImagePullFailed', true, 'image-pull']);
+  });
+
+  it('C09: no pod left at the deadline and no pull trouble recorded → JobDeadlineExceeded', () => {
+    const c = classifyJob({ op: 'apply', job: deadlineJob, pods: [], now: T0 });
+    expect([c.reason, c.counted]).toEqual(['JobDeadlineExceeded', true]);
+  });
+});

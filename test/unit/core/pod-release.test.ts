@@ -1,0 +1,156 @@
+import { describe, expect, it } from 'vitest';
+import { POD_RESULT_FINALIZER } from '../../../src/core/job-labels.ts';
+import { buildJobManifest } from '../../../src/core/job-manifest.ts';
+import {
+  decidePodRelease,
+  type PodReleaseDecision,
+  podsToRelease,
+  type ReleaseJobView,
+  type ReleasePodView,
+} from '../../../src/core/pod-release.ts';
+import { resolveJobsPolicy } from '../../../src/schemas/kinds/jobs-policy.ts';
+
+const OURS = 'captf.io/result';
+
+function podOf(
+  jobUid: string | undefined,
+  finalizers: string[] = [OURS, 'batch.kubernetes.io/job-tracking'],
+) {
+  return {
+    metadata: {
+      name: `pod-of-${jobUid ?? 'none'}`,
+      finalizers,
+      ownerReferences: jobUid === undefined ? [] : [{ kind: 'Job', uid: jobUid }],
+    },
+  } satisfies ReleasePodView;
+}
+
+const job = (uid: string, fields: Partial<Omit<ReleaseJobView, 'uid'>> = {}): ReleaseJobView => ({
+  uid,
+  bookkept: false,
+  finished: false,
+  deleting: false,
+  ...fields,
+});
+
+interface Row {
+  id: string;
+  name: string;
+  pod: ReleasePodView;
+  jobs: ReleaseJobView[];
+  pruning?: string[];
+  expected: PodReleaseDecision;
+}
+
+const rows: Row[] = [
+  {
+    id: 'R1',
+    name: 'a pod without our finalizer has nothing to release',
+    pod: podOf('j1', ['batch.kubernetes.io/job-tracking']),
+    jobs: [job('j1', { bookkept: true, finished: true })],
+    expected: { kind: 'keep', reason: 'NoFinalizer' },
+  },
+  {
+    id: 'R2 (C07)',
+    name: 'a deleted pod of a finished Job not yet bookkept keeps its result',
+    pod: podOf('j1'),
+    jobs: [job('j1', { finished: true })],
+    expected: { kind: 'keep', reason: 'AwaitingBookkeeping' },
+  },
+  {
+    id: 'R3',
+    name: 'a pod of a running Job keeps it',
+    pod: podOf('j1'),
+    jobs: [job('j1')],
+    expected: { kind: 'keep', reason: 'AwaitingBookkeeping' },
+  },
+  {
+    id: 'R4',
+    name: 'a pod of a bookkept Job is released',
+    pod: podOf('j1'),
+    jobs: [job('j1', { bookkept: true, finished: true })],
+    expected: { kind: 'release', reason: 'JobBookkept' },
+  },
+  {
+    id: 'R5 (C14)',
+    name: 'a pod whose Job is gone is released',
+    pod: podOf('j-deleted'),
+    jobs: [job('j1')],
+    expected: { kind: 'release', reason: 'JobGone' },
+  },
+  {
+    id: 'R6',
+    name: 'a pod orphaned by its Job (no Job owner reference) is released',
+    pod: podOf(undefined),
+    jobs: [job('j1')],
+    expected: { kind: 'release', reason: 'JobGone' },
+  },
+  {
+    id: 'R7 (C13)',
+    name: 'a pod of a Job being pruned is released',
+    pod: podOf('j1'),
+    jobs: [job('j1', { finished: true })],
+    pruning: ['j1'],
+    expected: { kind: 'release', reason: 'JobPruned' },
+  },
+  {
+    id: 'R8',
+    name: 'a pod of an unfinished Job being deleted (Foreground) is released: that Job never finishes',
+    pod: podOf('j1'),
+    jobs: [job('j1', { deleting: true })],
+    expected: { kind: 'release', reason: 'JobDeleting' },
+  },
+  {
+    id: 'R9',
+    name: 'a pod of a finished, un-bookkept Job being deleted keeps its result for bookkeeping',
+    pod: podOf('j1'),
+    jobs: [job('j1', { deleting: true, finished: true })],
+    expected: { kind: 'keep', reason: 'AwaitingBookkeeping' },
+  },
+];
+
+describe('decidePodRelease (our pod finalizer, DESIGN.md section 7: never a lost result)', () => {
+  it.each(rows)('$id $name', ({ pod, jobs, pruning, expected }) => {
+    const byUid = new Map(jobs.map((j) => [j.uid, j]));
+    expect(decidePodRelease(pod, byUid, new Set(pruning ?? []))).toEqual(expected);
+  });
+});
+
+describe('podsToRelease', () => {
+  it('returns only the pods to release, in input order, each with its reason', () => {
+    const pods = [podOf('gone'), podOf('running'), podOf('booked'), podOf('booked', [])];
+    const released = podsToRelease({
+      pods,
+      jobs: [job('running'), job('booked', { bookkept: true, finished: true })],
+    });
+    expect(released.map((r) => [r.pod.metadata.name, r.reason])).toEqual([
+      ['pod-of-gone', 'JobGone'],
+      ['pod-of-booked', 'JobBookkept'],
+    ]);
+    expect(released[0]?.pod).toBe(pods[0]);
+  });
+});
+
+describe('the Job template carries the finalizer', () => {
+  it('every pod the Job controller creates holds its result until released (template finalizers are copied)', () => {
+    const manifest = buildJobManifest({
+      owner: {
+        apiVersion: 'infrastructure.cluster.x-k8s.io/v1alpha1',
+        kind: 'TerraformMachine',
+        name: 'm-a',
+        namespace: 'team-a',
+        uid: 'uid-1',
+        generation: 1,
+      },
+      name: 'captf-m-m-a-apply-a1-abcdef',
+      op: 'apply',
+      attempt: 1,
+      inputsHash: 'h1',
+      image: 'registry.example.com/m:1',
+      runnerImage: 'registry.example.com/captf-runner:0.1.0',
+      policy: resolveJobsPolicy({}),
+    });
+    expect(manifest.spec.template.metadata.finalizers).toEqual([POD_RESULT_FINALIZER]);
+    expect(POD_RESULT_FINALIZER).toBe(OURS);
+  });
+});
