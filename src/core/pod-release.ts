@@ -10,6 +10,8 @@ import { POD_RESULT_FINALIZER } from './job-labels.ts';
 export interface ReleasePodView {
   metadata?: {
     name?: string;
+    /** Set once the pod was deleted (drain, deadline, garbage collection): only our finalizer may hold it. */
+    deletionTimestamp?: unknown;
     finalizers?: readonly string[];
     ownerReferences?: readonly { kind: string; uid: string }[];
   };
@@ -29,7 +31,7 @@ export interface ReleaseJobView {
 /** Why a pod's finalizer is released. */
 export type PodReleaseReason = 'JobBookkept' | 'JobPruned' | 'JobDeleting' | 'JobGone';
 /** Why a pod keeps it (or has nothing to release). */
-export type PodHoldReason = 'NoFinalizer' | 'AwaitingBookkeeping';
+export type PodHoldReason = 'NoFinalizer' | 'AwaitingBookkeeping' | 'NotDeleted';
 
 export type PodReleaseDecision =
   | { kind: 'release'; reason: PodReleaseReason }
@@ -51,8 +53,9 @@ function jobUidOf(pod: ReleasePodView): string | undefined {
 
 /**
  * Whether one pod's finalizer goes, first match wins: no finalizer of ours → keep (nothing to do); its Job
- * gone or orphaned it → release; pruned → release; bookkept → release; the Job being deleted before it
- * finished → release; otherwise its result is still to be read → keep.
+ * gone or orphaned it → release; pruned → release; bookkept → release once the pod is being deleted (a live
+ * one waits for its Job to go); the Job being deleted before it finished → release; otherwise its result is
+ * still to be read → keep.
  */
 export function decidePodRelease(
   pod: ReleasePodView,
@@ -65,7 +68,12 @@ export function decidePodRelease(
   const job = uid === undefined ? undefined : jobs.get(uid);
   if (uid === undefined || job === undefined) return { kind: 'release', reason: 'JobGone' };
   if (pruning.has(uid)) return { kind: 'release', reason: 'JobPruned' };
-  if (job.bookkept) return { kind: 'release', reason: 'JobBookkept' };
+  // A live pod of a bookkept Job costs nothing held: it is released with its Job (pruned or gone), which
+  // saves a write per run on the bookkeeping step.
+  if (job.bookkept)
+    return pod.metadata?.deletionTimestamp === undefined
+      ? { kind: 'keep', reason: 'NotDeleted' }
+      : { kind: 'release', reason: 'JobBookkept' };
   // The Job controller stops syncing a Job being deleted, so an unfinished one never finishes and is never
   // bookkept; holding its pods would hold a Foreground deletion for ever. A finished one is still booked.
   if (job.deleting && !job.finished) return { kind: 'release', reason: 'JobDeleting' };

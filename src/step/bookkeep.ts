@@ -9,6 +9,7 @@ import { buildPlanManifest } from '../core/plan-manifest.ts';
 import { selectJobsToPrune } from '../core/prune.ts';
 import type { StepContext } from './context.ts';
 import { releaseRunGuards, runGuard } from './leases.ts';
+import { releasePodFinalizers } from './pod-finalizers.ts';
 import { podsOfJob } from './pods.ts';
 import { type PlanChange, type RunEvent, recordRun } from './record-run.ts';
 import type { TargetStatus } from './snapshot.ts';
@@ -261,7 +262,7 @@ export async function finishBookkeeping(context: StepContext, bookkeeping: Bookk
     await releaseRunGuards(deps.redis, guard, run.record.name);
     deps.failpoints.hit('after-lease-release');
   }
-  await prune(context, bookkeeping.records);
+  await releasePodFinalizers(context, bookkeeping.records, await prune(context, bookkeeping.records));
 }
 
 /** Deletes the Jobs above the history limits (src/core/prune.ts), each only in the incarnation we read. */

@@ -20,6 +20,7 @@ import type { StepDeps } from './deps.ts';
 import { FailpointAbort } from './failpoints.ts';
 import { healStaleLease } from './heal-lease.ts';
 import { outcomeOf, UNAVAILABLE_RETRY_SECONDS, unavailable } from './outcomes.ts';
+import { releasePodFinalizers } from './pod-finalizers.ts';
 import { FINALIZER, preamble } from './preamble.ts';
 import { redactorOf } from './redact.ts';
 import { readSnapshot, type Snapshot, type TargetStatus } from './snapshot.ts';
@@ -203,7 +204,7 @@ async function reconcile(deps: StepDeps, ref: ObjectRef): Promise<StepOutcome> {
     const recorded = await recordAndWrite(context, bookkeeping, next);
     if (recorded) return recorded;
     await healStaleLease(context, records);
-    if (!bookkeeping) await prune(context, records);
+    if (!bookkeeping) await releasePodFinalizers(context, records, await prune(context, records));
     return finalOutcome(context, move, bookkeeping);
   }
 

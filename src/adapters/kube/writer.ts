@@ -35,6 +35,9 @@ export interface MetadataPatch {
 /** What a delete found: the object was there (deletion started) or was already gone. */
 export type DeleteResult = 'deleted' | 'absent';
 
+/** What a finalizer removal found: the pod is left without it, or the pod is gone (nothing to hold). */
+export type FinalizerRemoval = 'removed' | 'absent';
+
 /** What an event create found: a new Event, or the same transition's Event from an earlier step. */
 export type EmitResult = 'created' | 'already-emitted';
 
@@ -97,6 +100,18 @@ export interface KubeWriter {
   deleteJob(namespace: string, name: string, preconditions?: { uid?: string }): Promise<DeleteResult>;
   deleteSecret(namespace: string, name: string, preconditions?: { uid?: string }): Promise<DeleteResult>;
   deleteCustomObject(kind: CustomKind, namespace: string, name: string): Promise<DeleteResult>;
+  /**
+   * Removes one finalizer from a pod and leaves every other (the Job controller's own) in place: a
+   * strategic-merge `$deleteFromPrimitiveList`, so no index and no read are needed. A finalizer already
+   * absent is a no-op (`removed`); a pod gone is `absent`. With `resourceVersion`, Conflict when the pod
+   * changed since.
+   */
+  removePodFinalizer(
+    namespace: string,
+    name: string,
+    finalizer: string,
+    resourceVersion?: string,
+  ): Promise<FinalizerRemoval>;
   /** Creates the Event of one transition, once (deterministic name; AlreadyExists = emitted before). */
   emitEvent(event: EventSpec): Promise<EmitResult>;
 }
@@ -113,6 +128,7 @@ export interface EventReporter {
 }
 
 const mergePatch = () => setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const strategicMergePatch = () => setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
 
 async function deleting(action: string, run: () => Promise<unknown>): Promise<DeleteResult> {
   try {
@@ -308,6 +324,31 @@ export class ApiKubeWriter implements KubeWriter {
         propagationPolicy: 'Background',
       }),
     );
+  }
+
+  async removePodFinalizer(
+    namespace: string,
+    name: string,
+    finalizer: string,
+    resourceVersion?: string,
+  ): Promise<FinalizerRemoval> {
+    // `metadata.finalizers` merges by value in a strategic merge patch (ObjectMeta `patchStrategy=merge`):
+    // this directive deletes our entry only, whatever the others and their order.
+    const metadata = {
+      ...(resourceVersion !== undefined ? { resourceVersion } : {}),
+      '$deleteFromPrimitiveList/finalizers': [finalizer],
+    };
+    try {
+      await this.#apis.core.patchNamespacedPod(
+        { namespace, name, body: { metadata }, fieldManager: FIELD_MANAGER },
+        strategicMergePatch(),
+      );
+      return 'removed';
+    } catch (error) {
+      const normalised = toKubeError(error, `remove finalizer ${finalizer} from Pod ${namespace}/${name}`);
+      if (isKubeError(normalised, 'NotFound')) return 'absent';
+      throw normalised;
+    }
   }
 
   async emitEvent(event: EventSpec): Promise<EmitResult> {

@@ -15,10 +15,12 @@ const OURS = 'captf.io/result';
 function podOf(
   jobUid: string | undefined,
   finalizers: string[] = [OURS, 'batch.kubernetes.io/job-tracking'],
+  deleted = true,
 ) {
   return {
     metadata: {
       name: `pod-of-${jobUid ?? 'none'}`,
+      ...(deleted ? { deletionTimestamp: '2026-11-29T12:05:00Z' } : {}),
       finalizers,
       ownerReferences: jobUid === undefined ? [] : [{ kind: 'Job', uid: jobUid }],
     },
@@ -66,10 +68,17 @@ const rows: Row[] = [
   },
   {
     id: 'R4',
-    name: 'a pod of a bookkept Job is released',
+    name: 'a deleted pod of a bookkept Job is released',
     pod: podOf('j1'),
     jobs: [job('j1', { bookkept: true, finished: true })],
     expected: { kind: 'release', reason: 'JobBookkept' },
+  },
+  {
+    id: 'R4b',
+    name: 'a live pod of a bookkept Job keeps it until its Job goes (no write per run)',
+    pod: podOf('j1', [OURS], false),
+    jobs: [job('j1', { bookkept: true, finished: true })],
+    expected: { kind: 'keep', reason: 'NotDeleted' },
   },
   {
     id: 'R5 (C14)',
@@ -88,8 +97,8 @@ const rows: Row[] = [
   {
     id: 'R7 (C13)',
     name: 'a pod of a Job being pruned is released',
-    pod: podOf('j1'),
-    jobs: [job('j1', { finished: true })],
+    pod: podOf('j1', [OURS], false),
+    jobs: [job('j1', { bookkept: true, finished: true })],
     pruning: ['j1'],
     expected: { kind: 'release', reason: 'JobPruned' },
   },
