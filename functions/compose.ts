@@ -7,13 +7,13 @@ import { KUBE_ERROR_TABLE, KubeError } from '../src/adapters/kube/errors.ts';
 import type { RedisAdapter } from '../src/adapters/redis/adapter.ts';
 import type { Unknown } from '../src/adapters/redis/unknown.ts';
 import type { Config } from '../src/config.ts';
-import { ANNOTATIONS, LABELS } from '../src/core/job-labels.ts';
+import { ANNOTATIONS, LABELS, POD_RESULT_FINALIZER } from '../src/core/job-labels.ts';
 import type { AppDeps, EventDedupe, OwnerLookup, OwnerResolver, ReadinessProbe } from '../src/http/deps.ts';
 import { UnavailableError } from '../src/http/errors.ts';
 import { createRedisFleetStore } from '../src/metrics/redis-fleet-store.ts';
 import { createMetrics } from '../src/metrics/registry.ts';
 import type { RequeueSchedule, SingleHolderLease } from '../src/schedule/ports.ts';
-import { runSweepIfDue, type SweepListers, type SweptJob } from '../src/schedule/sweep.ts';
+import { runSweepIfDue, type SweepListers, type SweepPods, type SweptJob } from '../src/schedule/sweep.ts';
 import { OBJECT_KINDS, type ObjectKind, type ObjectRef, type ReconcileStep } from '../src/step/contract.ts';
 
 /**
@@ -44,6 +44,7 @@ export function composeAppDeps(input: ComposeInput): AppDeps {
   );
   const sweepLease = namedLease(redis, 'sweep');
   const listers = sweepListersOf(kube);
+  const pods = sweepPodsOf(kube);
   const holder = `${hostname()}-${process.pid}`;
   return {
     config,
@@ -59,6 +60,7 @@ export function composeAppDeps(input: ComposeInput): AppDeps {
         lease: sweepLease,
         holder,
         listers,
+        pods,
         step: input.step,
         schedule,
         clock: clock.nowMs,
@@ -252,6 +254,8 @@ function sweepListersOf(kube: KubeAdapter): SweepListers {
           owner: ownerFromLabels(job.metadata),
           finished: isFinished(job),
           bookkept: job.metadata?.annotations?.[ANNOTATIONS.bookkept] !== undefined,
+          ...(job.metadata?.uid ? { uid: job.metadata.uid } : {}),
+          deleting: job.metadata?.deletionTimestamp !== undefined,
         }),
       );
     },
@@ -267,6 +271,24 @@ function sweepListersOf(kube: KubeAdapter): SweepListers {
     },
     async deleteRunSecret(secret) {
       await kubeRead(() => writer.deleteSecret(secret.namespace, secret.name));
+    },
+  };
+}
+
+/** The sweep's release of our pod finalizer from pods whose Job is gone (src/core/pod-release.ts). */
+function sweepPodsOf(kube: KubeAdapter): SweepPods {
+  const { reader, writer } = kube;
+  return {
+    async listHeldPods() {
+      const pods = await kubeRead(() => reader.listPods({ labelSelector: { [LABELS.managed]: 'true' } }));
+      return pods.flatMap((pod) => {
+        const { name, namespace } = pod.metadata ?? {};
+        if (!name || !namespace || !pod.metadata?.finalizers?.includes(POD_RESULT_FINALIZER)) return [];
+        return [{ namespace, name, view: pod }];
+      });
+    },
+    async releasePod(pod) {
+      await kubeRead(() => writer.removePodFinalizer(pod.namespace, pod.name, POD_RESULT_FINALIZER));
     },
   };
 }

@@ -1,4 +1,5 @@
 import type { BaseLogger } from 'pino';
+import { podsToRelease, type ReleasePodView } from '../core/pod-release.ts';
 import { resolveOutcome } from '../http/outcome.ts';
 import type { ObjectRef, ReconcileStep } from '../step/contract.ts';
 import { runBounded } from './pool.ts';
@@ -20,6 +21,30 @@ export interface SweptJob {
   finished: boolean;
   /** The Job carries `captf.io/bookkept` (DESIGN.md section 5 step 3). */
   bookkept: boolean;
+  /** The Job's UID: its pods name it in their owner reference. Without it its pods count as orphaned. */
+  uid?: string;
+  /** The Job has a deletionTimestamp. */
+  deleting?: boolean;
+}
+
+/** One of our Job pods that carries our result finalizer (`captf.io/result`). */
+export interface HeldPod {
+  namespace: string;
+  name: string;
+  /** Its metadata as read: finalizers, owner references, deletionTimestamp. */
+  view: ReleasePodView;
+}
+
+/**
+ * Our pod finalizer's leftovers (src/core/pod-release.ts): pods whose Job is gone (deleted by hand, C14;
+ * or with its object) are held by nothing that will ever read them. Listed before the Jobs, so a pod of a
+ * Job created meanwhile is never mistaken for one whose Job is gone.
+ */
+export interface SweepPods {
+  /** Our Job pods (`captf.io/managed=true`) that still carry our finalizer. */
+  listHeldPods(): Promise<HeldPod[]>;
+  /** Removes our finalizer from one pod; a pod gone is not an error. */
+  releasePod(pod: HeldPod): Promise<void>;
 }
 
 /** A per-run Secret `captf-run-<job>` and the Job it belongs to (its owner reference). */
@@ -50,6 +75,8 @@ export interface SweepDeps {
    */
   holder: string;
   listers: SweepListers;
+  /** Releases our finalizer from pods whose Job is gone; absent: the sweep leaves pods alone. */
+  pods?: SweepPods;
   step: ReconcileStep;
   schedule: RequeueSchedule;
   clock: () => number;
@@ -69,6 +96,8 @@ export type SweepReport =
       jobs: number;
       reconciled: number;
       secretsDeleted: number;
+      /** Pods released from our finalizer (only when `pods` is given). */
+      podsReleased?: number;
       requeued: number;
       stepFailures: number;
     };
@@ -92,6 +121,22 @@ export function objectsNeedingBookkeeping(
 export function orphanedRunSecrets(secrets: readonly RunSecret[], jobs: readonly SweptJob[]): RunSecret[] {
   const jobKeys = new Set(jobs.map((job) => `${job.namespace}/${job.name}`));
   return secrets.filter((secret) => !jobKeys.has(`${secret.namespace}/${secret.jobName}`));
+}
+
+/**
+ * Held pods no bookkeeping will read again: their Job is gone, or bookkept and the pod deleted, or being
+ * deleted unfinished (src/core/pod-release.ts). A Job listed without a UID protects nothing.
+ */
+export function podsToReleaseInSweep(pods: readonly HeldPod[], jobs: readonly SweptJob[]): HeldPod[] {
+  const views = jobs.flatMap((job) =>
+    job.uid === undefined
+      ? []
+      : [{ uid: job.uid, bookkept: job.bookkept, finished: job.finished, deleting: job.deleting ?? false }],
+  );
+  return podsToRelease({
+    pods: pods.map((pod) => ({ metadata: pod.view.metadata, held: pod })),
+    jobs: views,
+  }).map(({ pod }) => pod.held);
 }
 
 function refKey(ref: ObjectRef): string {
@@ -123,9 +168,12 @@ export async function runSweepIfDue(deps: SweepDeps): Promise<SweepReport> {
 }
 
 async function sweep(deps: SweepDeps): Promise<SweepReport> {
-  // Secrets before Jobs: a Job is created before its Secret, so every Secret listed first has its Job in the
-  // later Job list unless that Job is really gone (no fresh Secret is mistaken for an orphan).
-  const secrets = await deps.listers.listRunSecrets();
+  // Secrets and pods before Jobs: a Job is created before its Secret and its pods, so every one listed first
+  // has its Job in the later Job list unless that Job is really gone (nothing fresh is mistaken for an orphan).
+  const [secrets, heldPods] = await Promise.all([
+    deps.listers.listRunSecrets(),
+    deps.pods?.listHeldPods() ?? Promise.resolve([]),
+  ]);
   const [objects, jobs] = await Promise.all([deps.listers.listObjects(), deps.listers.listJobs()]);
   const toReconcile = objectsNeedingBookkeeping(objects, jobs);
   const results = await runBounded(
@@ -144,6 +192,8 @@ async function sweep(deps: SweepDeps): Promise<SweepReport> {
   }
   const orphans = orphanedRunSecrets(secrets, jobs);
   for (const secret of orphans) await deps.listers.deleteRunSecret(secret);
+  const released = deps.pods ? podsToReleaseInSweep(heldPods, jobs) : [];
+  for (const pod of released) await deps.pods?.releasePod(pod);
   const dueAtMs = deps.clock() + deps.periodMs;
   for (const ref of objects) await deps.schedule.add(ref, dueAtMs);
   return {
@@ -153,6 +203,7 @@ async function sweep(deps: SweepDeps): Promise<SweepReport> {
     jobs: jobs.length,
     reconciled: toReconcile.length - stepFailures,
     secretsDeleted: orphans.length,
+    ...(deps.pods ? { podsReleased: released.length } : {}),
     requeued: objects.length,
     stepFailures,
   };

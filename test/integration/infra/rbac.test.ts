@@ -88,6 +88,7 @@ describe('controller ClusterRole', () => {
     { id: 'job-patch', name: 'patch Jobs (bookkept annotation)', verb: 'patch', resource: 'jobs.batch' },
     { id: 'job-delete', name: 'delete Jobs (prune, deadline)', verb: 'delete', resource: 'jobs.batch' },
     { id: 'pod-list', name: 'list Pods', verb: 'list', resource: 'pods' },
+    { id: 'pod-patch', name: 'patch Pods (release the result finalizer)', verb: 'patch', resource: 'pods' },
     { id: 'secret-create', name: 'create per-run Secrets', verb: 'create', resource: 'secrets' },
     { id: 'secret-delete', name: 'delete per-run Secrets', verb: 'delete', resource: 'secrets' },
     {
