@@ -13,8 +13,13 @@ export function podsOfJob(job: V1Job, pods: readonly V1Pod[]): V1Pod[] {
   );
 }
 
-/** A pod whose containers may still run: any phase but Succeeded and Failed, deleting or not. */
+/**
+ * A pod whose containers may still run: any phase but Succeeded and Failed, deleting or not; except a pod
+ * deleted before any node took it, which never ran and never will (the scheduler skips deleted pods), even
+ * while our result finalizer holds it in a non-terminal phase.
+ */
 export function isPodAlive(pod: V1Pod): boolean {
+  if (pod.metadata?.deletionTimestamp !== undefined && !pod.spec?.nodeName) return false;
   const phase = pod.status?.phase;
   return phase !== 'Succeeded' && phase !== 'Failed';
 }
