@@ -228,7 +228,7 @@ function isFinished(job: V1Job): boolean {
 }
 
 /** The sweep's live reads and its one delete. */
-function sweepListersOf(kube: KubeAdapter): SweepListers {
+export function sweepListersOf(kube: KubeAdapter): SweepListers {
   const { reader, writer } = kube;
   const managed = { labelSelector: { [LABELS.managed]: 'true' } };
   return {
@@ -276,7 +276,7 @@ function sweepListersOf(kube: KubeAdapter): SweepListers {
 }
 
 /** The sweep's release of our pod finalizer from pods whose Job is gone (src/core/pod-release.ts). */
-function sweepPodsOf(kube: KubeAdapter): SweepPods {
+export function sweepPodsOf(kube: KubeAdapter): SweepPods {
   const { reader, writer } = kube;
   return {
     async listHeldPods() {

@@ -1,0 +1,183 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { namedLease, sweepListersOf, sweepPodsOf } from '../../../functions/compose.ts';
+import { POD_RESULT_FINALIZER } from '../../../src/core/job-labels.ts';
+import { runSweepIfDue } from '../../../src/schedule/sweep.ts';
+import {
+  createObject,
+  createStepEnv,
+  endPod,
+  eventually,
+  finishJob,
+  jobFinished,
+  jobsOf,
+  patchSpec,
+  podOf,
+  pullTrouble,
+  result,
+  runPod,
+  type StepEnv,
+  startedObject,
+  statusOf,
+  stepUntil,
+} from './harness.ts';
+
+// Our pod finalizer `captf.io/result` (DESIGN.md section 7: never a lost result) through the real stack:
+// a pod deleted before bookkeeping read it stays readable, and no pod is left Terminating afterwards.
+// The test plays the kubelet (there is no node); the Job controller and the garbage collector are real.
+
+let env: StepEnv;
+
+beforeAll(async () => {
+  env = await createStepEnv('podfin');
+});
+
+afterAll(async () => {
+  // Release whatever a failed test left held, so the namespace can go.
+  const pods = await env?.core.listNamespacedPod({ namespace: env.namespace }).catch(() => undefined);
+  for (const pod of pods?.items ?? []) {
+    await env.kube.writer
+      .removePodFinalizer(env.namespace, pod.metadata?.name ?? '', POD_RESULT_FINALIZER)
+      .catch(() => undefined);
+  }
+  await env?.close();
+});
+
+async function readPod(name: string): Promise<V1Pod | undefined> {
+  return env.core.readNamespacedPod({ namespace: env.namespace, name }).catch(() => undefined);
+}
+
+async function podGone(name: string): Promise<void> {
+  await eventually(
+    () => readPod(name),
+    (pod) => pod === undefined,
+    30_000,
+    `pod ${name} gone`,
+  );
+}
+
+/** A sweep over this test's namespace only: other files' pods and Jobs are not this test's to judge. */
+async function sweepNamespace(): Promise<unknown> {
+  const listers = sweepListersOf(env.kube);
+  const pods = sweepPodsOf(env.kube);
+  const here = <T extends { namespace: string }>(items: T[]): T[] =>
+    items.filter((item) => item.namespace === env.namespace);
+  return runSweepIfDue({
+    lease: namedLease(env.redis, 'sweep-podfin'),
+    holder: 'pod-finalizer-test',
+    listers: {
+      listObjects: async () => [],
+      listJobs: async () => here(await listers.listJobs()),
+      listRunSecrets: async () => here(await listers.listRunSecrets()),
+      deleteRunSecret: listers.deleteRunSecret,
+    },
+    pods: {
+      listHeldPods: async () => here(await pods.listHeldPods()),
+      releasePod: pods.releasePod,
+    },
+    step: env.step(),
+    schedule: { add: async () => undefined, claimDue: async () => [], complete: async () => undefined },
+    clock: () => Date.now(),
+    logger: { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
+    periodMs: 1000,
+    concurrency: 1,
+  });
+}
+
+describe('pod result finalizer', () => {
+  it('C07: a pod deleted after it wrote `interrupted` is still read at bookkeeping (JobInterrupted, not counted), then released and gone', async () => {
+    const { ref, job } = await startedObject(env, 'TerraformMachine', 'm-drained');
+    const pod = await podOf(env, job);
+    expect(pod.metadata?.finalizers).toContain(POD_RESULT_FINALIZER);
+    await runPod(env, pod);
+    // The drain deletes the pod; our finalizer keeps the object while the kubelet reports the runner's end.
+    const name = pod.metadata?.name ?? '';
+    await env.core.deleteNamespacedPod({ namespace: env.namespace, name, gracePeriodSeconds: 90 });
+    const held = await readPod(name);
+    expect(held?.metadata?.deletionTimestamp).toBeDefined();
+    await endPod(env, pod, { exitCode: 3, result: result('apply', 'interrupted'), disrupted: true });
+    await jobFinished(env, job);
+    expect((await readPod(name))?.status?.containerStatuses?.[0]?.state?.terminated?.exitCode).toBe(3);
+
+    // Bookkept from the held pod, and, not counted, retried on the same step (the API guard passes).
+    const outcome = await env.step()(ref);
+    expect(outcome).toMatchObject({ action: 'created' });
+    expect(outcome.job).not.toBe(job);
+    const status = await statusOf(env, ref);
+    expect(status.lastRun).toMatchObject({ job, result: 'interrupted', reason: 'JobInterrupted' });
+    expect(status.waitReason).not.toBe('Backoff');
+    await podGone(name);
+  });
+
+  it('C09: at the deadline the pod is deleted while pulling; the pull trouble still classifies the run ImagePullFailed (counted)', async () => {
+    const { ref, job } = await startedObject(env, 'TerraformMachine', 'm-pull', {
+      jobs: { activeDeadlineSeconds: 4, lockTimeoutSeconds: 1 },
+    });
+    const pod = await podOf(env, job);
+    const name = pod.metadata?.name ?? '';
+    await pullTrouble(env, pod, 'ImagePullBackOff');
+    expect(await env.step()(ref)).toMatchObject({ action: 'watching', reason: 'ImagePullBackOff' });
+    // The Job controller deletes the pod at the deadline; our finalizer keeps it and its pull evidence.
+    const deleted = await eventually(
+      () => readPod(name),
+      (read) => read?.metadata?.deletionTimestamp !== undefined,
+      30_000,
+      `pod ${name} deleted at the deadline`,
+    );
+    expect(deleted?.status?.containerStatuses?.[0]?.state?.waiting?.reason).toBe('ImagePullBackOff');
+    await jobFinished(env, job);
+
+    const outcome = await env.step()(ref);
+    expect(outcome).toMatchObject({ action: 'bookkept', reason: 'Backoff', job });
+    expect((await statusOf(env, ref)).lastRun).toMatchObject({
+      job,
+      result: 'failed',
+      reason: 'ImagePullFailed',
+      error: { kind: 'image-pull' },
+    });
+    await podGone(name);
+  });
+
+  it('C14: a bookkept Job deleted by hand leaves no pod stuck Terminating (the sweep releases it)', async () => {
+    const { ref, job } = await startedObject(env, 'TerraformMachine', 'm-by-hand');
+    const name = (await podOf(env, job)).metadata?.name ?? '';
+    await finishJob(env, job, { exitCode: 0, result: result('apply', 'succeeded') });
+    expect(await env.step()(ref)).toMatchObject({ action: 'bookkept', reason: 'ApplySucceeded' });
+    await env.batch.deleteNamespacedJob({
+      namespace: env.namespace,
+      name: job,
+      propagationPolicy: 'Background',
+    });
+    // The garbage collector deletes the pod; only our finalizer holds it now.
+    const stuck = await eventually(
+      () => readPod(name),
+      (read) => read?.metadata?.deletionTimestamp !== undefined,
+      30_000,
+      `pod ${name} deleted by the garbage collector`,
+    );
+    expect(stuck?.metadata?.finalizers).toEqual([POD_RESULT_FINALIZER]);
+
+    expect(await sweepNamespace()).toMatchObject({ state: 'ran', podsReleased: 1 });
+    await podGone(name);
+  });
+
+  it('C13: pruning a Job leaves no pod of it behind, the finalizer released with it', async () => {
+    const ref = await createObject(env, 'TerraformMachine', 'm-prune', {
+      variables: { n: 1 },
+      jobs: { successfulJobsHistoryLimit: 1 },
+    });
+    const first = (await stepUntil(env.step(), ref, 'created')).job ?? '';
+    await finishJob(env, first, { exitCode: 0, result: result('apply', 'succeeded') });
+    await env.step()(ref);
+    const firstPod = await podOf(env, first);
+    // Bookkept but not deleted: the finalizer costs nothing until the Job goes.
+    expect(firstPod.metadata?.finalizers).toContain(POD_RESULT_FINALIZER);
+    await patchSpec(env, ref, { variables: { n: 2 } });
+    const second = (await stepUntil(env.step(), ref, 'created')).job ?? '';
+    await finishJob(env, second, { exitCode: 0, result: result('apply', 'succeeded') });
+    await env.step()(ref);
+
+    expect((await jobsOf(env, ref)).map((j) => j.metadata?.name)).toEqual([second]);
+    await podGone(firstPod.metadata?.name ?? '');
+  });
+});
