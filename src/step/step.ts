@@ -1,7 +1,6 @@
 import { isKubeError } from '../adapters/kube/errors.ts';
-import { type PlanSituation, planSituation } from '../core/approval.ts';
+import type { PlanSituation } from '../core/approval.ts';
 import type { JobRecord } from '../core/job-record.ts';
-import { planName } from '../core/plan-manifest.ts';
 import { resolveJobsPolicy } from '../schemas/kinds/jobs-policy.ts';
 import {
   type Bookkeeping,
@@ -20,6 +19,7 @@ import type { StepDeps } from './deps.ts';
 import { FailpointAbort } from './failpoints.ts';
 import { healStaleLease } from './heal-lease.ts';
 import { outcomeOf, UNAVAILABLE_RETRY_SECONDS, unavailable } from './outcomes.ts';
+import { plansAfterBookkeeping } from './plan-situation.ts';
 import { releasePodFinalizers } from './pod-finalizers.ts';
 import { FINALIZER, preamble } from './preamble.ts';
 import { redactorOf } from './redact.ts';
@@ -99,22 +99,16 @@ function contextOf(deps: StepDeps, snap: Snapshot): StepContext {
   };
 }
 
-/**
- * The plans of the object for its current inputs; a pending plan for other inputs is superseded. A plan
- * this step's bookkeeping is about to create for the current inputs waits for approval like a live one.
- */
-function plansOf(snap: Snapshot, bookkeeping?: Bookkeeping): PlanSituation {
-  const created = bookkeeping?.plans.find(
-    (change) => change.kind === 'create' && change.inputsHash === snap.inputsHash,
-  );
-  const live = planSituation(snap.pendingPlan ? [snap.pendingPlan] : [], snap.uid, snap.inputsHash);
-  if (created?.kind !== 'create') return live;
-  const superseded = snap.pendingPlan ? [snap.pendingPlan.metadata.name] : [];
-  return {
-    approval: 'pending',
-    live: planName(created.job),
-    supersede: superseded.filter((name) => name !== planName(created.job)),
-  };
+/** The plans the decision reads: as this step's bookkeeping leaves them (C19, src/step/plan-situation.ts). */
+function plansOf(context: StepContext, bookkeeping: Bookkeeping | undefined): PlanSituation {
+  const { snap } = context;
+  return plansAfterBookkeeping({
+    ...(snap.pendingPlan ? { pendingPlan: snap.pendingPlan } : {}),
+    uid: snap.uid,
+    inputsHash: snap.inputsHash,
+    changes: bookkeeping?.plans ?? [],
+    status: bookkeeping?.status ?? context.draft,
+  });
 }
 
 /** `status` without a pending plan that the input change superseded (DESIGN.md section 11, C18). */
@@ -169,7 +163,7 @@ async function reconcile(deps: StepDeps, ref: ObjectRef): Promise<StepOutcome> {
   const bookkeeping = finished.length > 0 ? await prepareBookkeeping(context, finished) : undefined;
   const records = bookkeeping?.records ?? snap.records;
   await reportLostActiveJob(context);
-  const plans = plansOf(snap, bookkeeping);
+  const plans = plansOf(context, bookkeeping);
   const supersededPlan =
     snap.pendingPlan && plans.supersede.includes(snap.pendingPlan.metadata.name)
       ? snap.pendingPlan
@@ -304,7 +298,7 @@ async function explain(deps: StepDeps, ref: ObjectRef): Promise<StepOutcome> {
   const finished = jobsToBookkeep(context);
   const bookkeeping = finished.length > 0 ? await prepareBookkeeping(context, finished) : undefined;
   const records = bookkeeping?.records ?? snap.records;
-  const plans = plansOf(snap);
+  const plans = plansOf(context, bookkeeping);
   const decisionContext: StepContext = {
     ...context,
     draft: withoutSuperseded(bookkeeping?.status ?? context.draft, plans),

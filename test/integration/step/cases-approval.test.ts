@@ -107,6 +107,41 @@ describe('approval', () => {
     expect((await eventsOf(env, ref)).filter((e) => e.reason === 'PlanApplied')).toHaveLength(1);
   });
 
+  it('C19: once the approved apply is bookkept, the same step and the steps after it start no second apply', async () => {
+    const { ref, job } = await startedObject(env, 'TerraformMachine', 'm-c19-once');
+    await finishJob(env, job, {
+      exitCode: 3,
+      result: result('apply', 'blocked', {
+        plan: { digest: D1, add: 0, change: 0, destroy: 1, destructive: true },
+      }),
+    });
+    expect(await env.step()(ref)).toMatchObject({ reason: 'AwaitingApproval' });
+    const planName = `${job}-plan`;
+    await approve(planName);
+    // Redelivered approval events: each runs a step; together they start one apply.
+    const deliveries = await Promise.all([env.step()(ref), env.step()(ref)]);
+    deliveries.push(await env.step()(ref));
+    const created = deliveries.filter((outcome) => outcome.action === 'created');
+    expect(created).toHaveLength(1);
+    const applyJob = created[0]?.job ?? '';
+    expect(await runConfigOf(applyJob)).toMatchObject({ expectedPlanDigest: D1 });
+
+    await finishJob(env, applyJob, {
+      exitCode: 0,
+      result: result('apply', 'succeeded', { plan: { digest: D1, add: 0, change: 0, destroy: 1 } }),
+    });
+    // The step that bookkeeps the apply decides on the plan as it leaves it (Applied), not as it read it.
+    expect(await env.step()(ref)).toMatchObject({ action: 'bookkept', reason: 'ApplySucceeded' });
+    const later = await Promise.all([env.step()(ref), env.step()(ref)]);
+    for (let i = 0; i < 3; i += 1) later.push(await env.step()(ref));
+    expect(later.filter((outcome) => outcome.action === 'created')).toEqual([]);
+    expect(later.at(-1)).toMatchObject({ action: 'none', reason: 'UpToDate' });
+    const names = (await jobsOf(env, ref)).map((j) => j.metadata?.name);
+    expect(names.every((name) => name === job || name === applyJob)).toBe(true);
+    expect(names).toContain(applyJob);
+    expect((await plan(planName)).status?.phase).toBe('Applied');
+  });
+
   it('C18: an approval reused for a different plan: the input change supersedes it and the new destructive plan waits for its own approval', async () => {
     const { ref, job } = await startedObject(env, 'TerraformMachine', 'm-c18', {
       applyPolicy: 'Manual',
