@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createStepEnv,
   eventsOf,
+  eventually,
   finishJob,
   podOf,
   result,
@@ -109,5 +110,56 @@ describe('stale state locks', () => {
     const status = await statusOf(env, ref);
     expect(status.lastRun).toMatchObject({ job, reason: 'LockContended' });
     expect((await eventsOf(env, ref)).filter((e) => e.reason === 'ForceUnlocked')).toEqual([]);
+  });
+
+  it('DESIGN.md section 4: a contended lock waits 30 s from the run, uncounted, then the apply starts', async () => {
+    const { ref, job } = await startedObject(env, 'TerraformMachine', 'm-contended');
+    const holder = await podOf(env, job);
+    const uid = holder.metadata?.labels?.['captf.io/owner-uid'] ?? '';
+    const alive = await env.core.createNamespacedPod({
+      namespace: env.namespace,
+      body: {
+        metadata: { name: `${job}-a1b2c`, labels: { 'captf.io/owner-uid': uid } },
+        spec: { nodeName: 'ghost', containers: [{ name: 'source', image: 'example.invalid/x:1' }] },
+      },
+    });
+    await finishJob(env, job, {
+      exitCode: 1,
+      result: result('apply', 'failed', {
+        error: LOCK_FAILURE,
+        lock: { id: 'lock-11', who: `runner@${alive.metadata?.name}` },
+      }),
+    });
+    const bookkept = await env.step()(ref);
+    expect(bookkept).toMatchObject({ action: 'bookkept', reason: 'LockContended' });
+    expect(bookkept.requeueAfterSeconds).toBeGreaterThan(25);
+    expect(bookkept.requeueAfterSeconds).toBeLessThanOrEqual(30);
+    const redelivered = await env.step()(ref);
+    expect(redelivered).toMatchObject({ action: 'waiting', reason: 'LockContended' });
+    const status = await statusOf(env, ref);
+    expect(status).toMatchObject({ waitReason: 'LockContended' });
+    expect(Date.parse(status.nextAttemptAt ?? '') - env.clock.nowMs()).toBeGreaterThan(20_000);
+
+    // The holder finishes its run (a pod of this object that is alive would hold the start by itself).
+    await env.core.deleteNamespacedPod({
+      namespace: env.namespace,
+      name: alive.metadata?.name ?? '',
+      gracePeriodSeconds: 0,
+    });
+    await eventually(
+      () =>
+        env.core.listNamespacedPod({ namespace: env.namespace, labelSelector: `captf.io/owner-uid=${uid}` }),
+      (list) => list.items.every((pod) => pod.metadata?.name !== alive.metadata?.name),
+      30_000,
+      'the holder pod gone',
+    );
+    env.clock.advance(31);
+    try {
+      // Uncounted: no backoff follows the 30 s (a counted failure would wait 60 s).
+      const next = await env.step()(ref);
+      expect(next).toMatchObject({ action: 'created', reason: 'NoState' });
+    } finally {
+      env.clock.advance(-31);
+    }
   });
 });
