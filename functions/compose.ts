@@ -11,7 +11,7 @@ import { ANNOTATIONS, LABELS, POD_RESULT_FINALIZER } from '../src/core/job-label
 import type { AppDeps, EventDedupe, OwnerLookup, OwnerResolver, ReadinessProbe } from '../src/http/deps.ts';
 import { UnavailableError } from '../src/http/errors.ts';
 import { createRedisFleetStore } from '../src/metrics/redis-fleet-store.ts';
-import { createMetrics } from '../src/metrics/registry.ts';
+import { createMetrics, type Metrics } from '../src/metrics/registry.ts';
 import type { RequeueSchedule, SingleHolderLease } from '../src/schedule/ports.ts';
 import { runSweepIfDue, type SweepListers, type SweepPods, type SweptJob } from '../src/schedule/sweep.ts';
 import { OBJECT_KINDS, type ObjectKind, type ObjectRef, type ReconcileStep } from '../src/step/contract.ts';
@@ -33,15 +33,19 @@ export interface ComposeInput {
   kube: KubeAdapter;
   step: ReconcileStep;
   clock: Clock;
+  /** The app's metrics when the step reports on them too (functions/server.ts); built here otherwise. */
+  metrics?: Metrics;
 }
 
 /** Builds the app's dependencies. */
 export function composeAppDeps(input: ComposeInput): AppDeps {
   const { config, logger, redis, kube, clock } = input;
   const schedule = scheduleOf(redis, clock);
-  const metrics = createMetrics(createRedisFleetStore(redis.client, config.keyPrefix), (error) =>
-    logger.warn({ err: error }, 'metrics: fleet store unreachable'),
-  );
+  const metrics =
+    input.metrics ??
+    createMetrics(createRedisFleetStore(redis.client, config.keyPrefix), (error) =>
+      logger.warn({ err: error }, 'metrics: fleet store unreachable'),
+    );
   const sweepLease = namedLease(redis, 'sweep');
   const listers = sweepListersOf(kube);
   const pods = sweepPodsOf(kube);

@@ -20,6 +20,7 @@ export function productionStep(inputs: StepInputs) {
     clock: inputs.clock,
     config: inputs.config,
     failpoints: NO_FAILPOINTS,
+    metrics: inputs.metrics,
   });
 }
 

@@ -9,8 +9,11 @@ import { createRedisAdapter } from '../src/adapters/redis/adapter.ts';
 import { readConfig } from '../src/config.ts';
 import { buildApp } from '../src/http/app.ts';
 import { createLogger } from '../src/http/logger.ts';
+import { createRedisFleetStore } from '../src/metrics/redis-fleet-store.ts';
+import { createMetrics } from '../src/metrics/registry.ts';
 import type { ReconcileStep } from '../src/step/contract.ts';
 import type { StepConfig } from '../src/step/deps.ts';
+import { type StepMetrics, stepMetricsOf } from '../src/step/step-metrics.ts';
 import { composeAppDeps } from './compose.ts';
 
 /**
@@ -27,6 +30,8 @@ export interface StepInputs {
   redis: RedisAdapter;
   clock: Clock;
   config: StepConfig;
+  /** The step's metrics, on the app's registry and the fleet store `/metrics` reads. */
+  metrics: StepMetrics;
 }
 
 /** Builds the reconcile step (src/step) from the server's adapters. */
@@ -62,6 +67,9 @@ export async function runServer(
     clock: systemClock,
     reporter: { controller: 'captf.io/controller', instance: (env.HOSTNAME ?? 'captf').slice(0, 128) },
   });
+  const fleet = createRedisFleetStore(redis.client, config.keyPrefix);
+  const fleetDown = (error: unknown) => logger.warn({ err: error }, 'metrics: fleet store unreachable');
+  const metrics = createMetrics(fleet, fleetDown);
   const step = createStep({
     kube,
     kubeSource,
@@ -72,8 +80,9 @@ export async function runServer(
       maxActiveJobs: config.maxActiveJobs,
       clusterMaxActiveJobs: config.clusterMaxActiveJobs,
     },
+    metrics: stepMetricsOf(metrics, fleet, fleetDown),
   });
-  const app = buildApp(composeAppDeps({ config, logger, redis, kube, step, clock: systemClock }));
+  const app = buildApp(composeAppDeps({ config, logger, redis, kube, step, clock: systemClock, metrics }));
   const url = await app.listen({ port: config.port, host: config.host });
   let stopping: Promise<void> | undefined;
   const stop = () => {

@@ -19,7 +19,7 @@ const SPEC_WRITER_TIMEOUT_MS = 10_000;
 export function localStepFactory(env: Record<string, string | undefined>): StepFactory {
   const failpoints = parseFailpoints(env.CAPTF_FAILPOINTS);
   if (!failpoints.ok) throw new Error(failpoints.message);
-  return ({ kube, redis, clock, config }) =>
+  return ({ kube, redis, clock, config, metrics }) =>
     createReconcileStep({
       kube,
       specWriter: createSpecWriter(
@@ -30,6 +30,7 @@ export function localStepFactory(env: Record<string, string | undefined>): StepF
       clock,
       config,
       failpoints: failpoints.failpoints,
+      metrics,
     });
 }
 

@@ -237,6 +237,15 @@ async function markBookkept(context: StepContext, run: FinishedRun): Promise<voi
   }
 }
 
+/** From the Job's start (its creation when it never started) to its classified finish, in seconds. */
+function runSeconds(run: FinishedRun): number {
+  const startedMs =
+    run.job.status?.startTime?.getTime() ??
+    run.job.metadata?.creationTimestamp?.getTime() ??
+    run.record.createdAtMs;
+  return Math.max(0, (run.classification.finishedAt.getTime() - startedMs) / 1000);
+}
+
 /**
  * Steps 2-4 of the write order, after the status write succeeded: Events, marks, per-run Secrets, leases
  * and slots, pruning (core selection, Background propagation, C13).
@@ -246,6 +255,13 @@ export async function finishBookkeeping(context: StepContext, bookkeeping: Bookk
   await emitEvents(context, bookkeeping.events);
   for (const run of bookkeeping.runs) {
     await markBookkept(context, run);
+    // After the mark: a step that crashed before it bookkeeps the Job again, and only then counts it.
+    await deps.metrics.jobBookkept({
+      object: snap.ref,
+      job: run.record.name,
+      classification: run.classification,
+      durationSeconds: runSeconds(run),
+    });
     deps.failpoints.hit('after-bookkept-mark');
   }
   for (const run of bookkeeping.runs) {

@@ -4,10 +4,11 @@ import type { KubeWriter } from '../adapters/kube/writer.ts';
 import type { RedisAdapter } from '../adapters/redis/adapter.ts';
 import type { Failpoints } from './failpoints.ts';
 import type { SpecWriter } from './spec-patch.ts';
+import type { StepMetrics } from './step-metrics.ts';
 
 /**
  * Everything a reconcile step needs, injected (STYLE.md habit 7): the API server (reader and writer apart,
- * so a dry run provably writes nothing), Redis, the clock, the configuration and the failpoints.
+ * so a dry run provably writes nothing), Redis, the clock, the configuration, the failpoints and the metrics.
  */
 
 /** The Redis operations the step uses. */
@@ -32,4 +33,6 @@ export interface StepDeps {
   config: StepConfig;
   /** `NO_FAILPOINTS` in production; tests arm some (src/step/failpoints.ts). */
   failpoints: Failpoints;
+  /** DESIGN.md section 14 figures, once per transition (src/step/step-metrics.ts); `NO_STEP_METRICS` in tests. */
+  metrics: StepMetrics;
 }

@@ -202,6 +202,8 @@ export async function startJob(
       job: run.name,
     });
   }
+  // Created or adopted: the active set is idempotent per Job name, so an adoption never counts twice.
+  await deps.metrics.jobStarted({ namespace: snap.ref.namespace, name: run.name });
   deps.failpoints.hit('after-job-create');
 
   await createRunSecret(context, created.job, resolved.config);
@@ -238,7 +240,7 @@ export async function startJob(
   });
   deps.failpoints.hit('after-event');
   if (run.decisions.forceUnlockId) {
-    await deps.kube.writer.emitEvent({
+    const emitted = await deps.kube.writer.emitEvent({
       regarding: context.regarding,
       type: 'Warning',
       reason: 'ForceUnlocked',
@@ -246,6 +248,9 @@ export async function startJob(
       note: `Job ${run.name} force-unlocks the stale state lock ${run.decisions.forceUnlockId}`,
       transitionKey: run.decisions.forceUnlockId,
     });
+    // The Event's deterministic name makes its first creation the one transition to count (an adopted Job
+    // after a crash finds it emitted).
+    if (emitted === 'created') deps.metrics.forceUnlocked();
     deps.failpoints.hit('after-event');
   }
   return outcomeOf(context, 'created', start.reason, 60, { job: run.name });

@@ -279,6 +279,7 @@ async function act(
         { finalizers },
       );
       deps.failpoints.hit('after-finalizer-patch');
+      await deps.metrics.objectGone(snap.ref);
       return outcomeOf(context, 'finalized', 'DeletingWithoutState', undefined);
     }
   }

@@ -29,6 +29,7 @@ import { armedFailpoints, type Failpoint, NO_FAILPOINTS } from '../../../src/ste
 import type { TargetStatus } from '../../../src/step/snapshot.ts';
 import { createSpecWriter } from '../../../src/step/spec-patch.ts';
 import { createReconcileStep } from '../../../src/step/step.ts';
+import { NO_STEP_METRICS, type StepMetrics } from '../../../src/step/step-metrics.ts';
 import { testStack } from '../../env/index.ts';
 
 /**
@@ -86,6 +87,8 @@ export interface StepEnv {
     failpoints?: Failpoint[];
     redis?: RedisAdapter;
     config?: Partial<StepConfig>;
+    /** The step's metrics; none by default. */
+    metrics?: StepMetrics;
   }): ReconcileStep;
   close(): Promise<void>;
 }
@@ -157,6 +160,7 @@ export async function createStepEnv(label: string): Promise<StepEnv> {
         clock,
         config: { ...stepConfig, ...options.config },
         failpoints: options.failpoints ? armedFailpoints(options.failpoints) : NO_FAILPOINTS,
+        metrics: options.metrics ?? NO_STEP_METRICS,
       }),
     close: async () => {
       await redis.close();

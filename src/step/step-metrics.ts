@@ -1,0 +1,97 @@
+import type { Classification } from '../core/classify.ts';
+import type { FleetMetricsRecorder } from '../metrics/fleet.ts';
+import type { Metrics } from '../metrics/registry.ts';
+import type { ObjectRef } from './contract.ts';
+
+/**
+ * What the step reports toward the metrics of DESIGN.md section 14, once per transition: a Job created (an
+ * adoption repeats the idempotent start and never counts twice), a Job bookkept (after its
+ * `captf.io/bookkept` mark, so bookkeeping repeated after a crash before the mark counts it once), a stale
+ * lock handed to a new Job, an object gone. Reporting never fails a step: a metrics store outage costs
+ * figures, not reconciles. Lease and slot waits are counted from the step's outcome around every step,
+ * whichever route ran it (src/metrics/instrument.ts), so they are not reported here: they would count twice.
+ */
+
+/** A Job whose bookkeeping was written. */
+export interface BookkeptJob {
+  object: ObjectRef;
+  /** The Job's name (in the object's namespace). */
+  job: string;
+  classification: Classification;
+  /** From the Job's start to its finish, in seconds. */
+  durationSeconds: number;
+}
+
+/** The step's metrics port. */
+export interface StepMetrics {
+  /**
+   * A Job of the object was created, or adopted after a lost create answer: idempotent per Job name, so an
+   * adopted Job is active once and still counts toward `captf_jobs_total` when it finishes.
+   */
+  jobStarted(job: { namespace: string; name: string }): Promise<void>;
+  /** A created Job carries `force-unlock` for a stale state lock (DESIGN.md section 12). */
+  forceUnlocked(): void;
+  /** A finished Job was bookkept. */
+  jobBookkept(run: BookkeptJob): Promise<void>;
+  /** The object is gone from our care (finalizer removed): its per-object series go. */
+  objectGone(object: ObjectRef): Promise<void>;
+}
+
+/** Reports nothing: steps built without metrics (tests, dry tools). */
+export const NO_STEP_METRICS: StepMetrics = {
+  jobStarted: async () => undefined,
+  forceUnlocked: () => undefined,
+  jobBookkept: async () => undefined,
+  objectGone: async () => undefined,
+};
+
+/**
+ * The production port: fleet figures in the shared store (`captf_jobs_total`, `captf_jobs_active`,
+ * `captf_last_success_timestamp_seconds`), per-instance ones on the app's registry
+ * (`captf_job_duration_seconds`, `captf_job_errors_total`, `captf_lock_force_unlocks_total`). `onError`
+ * hears a store write that failed; the step goes on.
+ */
+export function stepMetricsOf(
+  metrics: Pick<Metrics, 'jobDuration' | 'jobErrors' | 'forceUnlocks'>,
+  fleet: FleetMetricsRecorder,
+  onError: (error: unknown) => void,
+): StepMetrics {
+  const quietly = async (write: () => Promise<void>): Promise<void> => {
+    try {
+      await write();
+    } catch (error) {
+      onError(error);
+    }
+  };
+  return {
+    async jobStarted(job) {
+      await quietly(() => fleet.jobStarted(job));
+    },
+    forceUnlocked() {
+      metrics.forceUnlocks.inc();
+    },
+    async jobBookkept({ object, job, classification, durationSeconds }) {
+      const { op, result } = classification;
+      metrics.jobDuration.observe({ kind: object.kind, op, result }, durationSeconds);
+      if (classification.error)
+        metrics.jobErrors.inc({
+          error_kind: classification.error.kind,
+          step: classification.error.step ?? '',
+        });
+      await quietly(() =>
+        fleet.jobFinished({ namespace: object.namespace, name: job, kind: object.kind, op, result }),
+      );
+      if (classification.success)
+        await quietly(() =>
+          fleet.succeeded({
+            ...object,
+            op,
+            timestampSeconds: Math.floor(classification.finishedAt.getTime() / 1000),
+          }),
+        );
+    },
+    async objectGone(object) {
+      await quietly(() => fleet.forget(object));
+    },
+  };
+}
