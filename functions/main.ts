@@ -1,7 +1,4 @@
-import { DEFAULT_REQUEST_TIMEOUT_MS } from '../src/adapters/kube/adapter.ts';
-import { RequestCounter } from '../src/adapters/kube/request-count.ts';
 import { NO_FAILPOINTS } from '../src/step/failpoints.ts';
-import { createSpecWriter } from '../src/step/spec-patch.ts';
 import { createReconcileStep } from '../src/step/step.ts';
 import { runServer, type StepInputs } from './server.ts';
 
@@ -12,10 +9,6 @@ import { runServer, type StepInputs } from './server.ts';
 export function productionStep(inputs: StepInputs) {
   return createReconcileStep({
     kube: inputs.kube,
-    specWriter: createSpecWriter(inputs.kubeSource, {
-      requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS,
-      counter: new RequestCounter(),
-    }),
     redis: inputs.redis,
     clock: inputs.clock,
     config: inputs.config,

@@ -25,8 +25,6 @@ import { composeAppDeps } from './compose.ts';
 /** What the server hands the step factory: the adapters, the clock and the step's configuration. */
 export interface StepInputs {
   kube: KubeAdapter;
-  /** Where the adapter's kubeconfig came from (the step's spec writer opens its own connection). */
-  kubeSource: KubeConfigSource;
   redis: RedisAdapter;
   clock: Clock;
   config: StepConfig;
@@ -72,7 +70,6 @@ export async function runServer(
   const metrics = createMetrics(fleet, fleetDown);
   const step = createStep({
     kube,
-    kubeSource,
     redis,
     clock: systemClock,
     config: {

@@ -3,17 +3,12 @@
 // as a child process by src/local/local-controller.ts so its pino log goes to a file, not the terminal.
 
 import { runServer, type StepFactory } from '../../functions/server.ts';
-import { RequestCounter } from '../adapters/kube/request-count.ts';
 import { parseFailpoints } from '../step/failpoints.ts';
-import { createSpecWriter } from '../step/spec-patch.ts';
 import { createReconcileStep } from '../step/step.ts';
 
-/** Request timeout of the spec writer, as the adapter's default (src/adapters/kube/adapter.ts). */
-const SPEC_WRITER_TIMEOUT_MS = 10_000;
-
 /**
- * The real step over the server's adapters. The spec writer (Cluster API fields in `spec`) loads the same
- * kubeconfig the server does; failpoints come from `CAPTF_FAILPOINTS` and are none unless set.
+ * The real step over the server's adapters and metrics; failpoints come from `CAPTF_FAILPOINTS` and are
+ * none unless set.
  * Throws when `CAPTF_FAILPOINTS` names an unknown failpoint.
  */
 export function localStepFactory(env: Record<string, string | undefined>): StepFactory {
@@ -22,10 +17,6 @@ export function localStepFactory(env: Record<string, string | undefined>): StepF
   return ({ kube, redis, clock, config, metrics }) =>
     createReconcileStep({
       kube,
-      specWriter: createSpecWriter(
-        env.KUBECONFIG === undefined ? { kind: 'in-cluster' } : { kind: 'file', path: env.KUBECONFIG },
-        { requestTimeoutMs: SPEC_WRITER_TIMEOUT_MS, counter: new RequestCounter() },
-      ),
       redis,
       clock,
       config,

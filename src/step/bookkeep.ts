@@ -168,7 +168,7 @@ export async function writeBeforeStatus(context: StepContext, bookkeeping: Bookk
     deps.failpoints.hit('after-plan-write');
   }
   if (Object.keys(bookkeeping.spec).length > 0) {
-    const written = await deps.specWriter.patchSpec(
+    const written = await deps.kube.writer.patchSpec(
       snap.ref.kind,
       { namespace: snap.ref.namespace, name: snap.ref.name, resourceVersion: context.resourceVersion },
       bookkeeping.spec,

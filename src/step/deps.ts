@@ -3,7 +3,6 @@ import type { KubeReader } from '../adapters/kube/reader.ts';
 import type { KubeWriter } from '../adapters/kube/writer.ts';
 import type { RedisAdapter } from '../adapters/redis/adapter.ts';
 import type { Failpoints } from './failpoints.ts';
-import type { SpecWriter } from './spec-patch.ts';
 import type { StepMetrics } from './step-metrics.ts';
 
 /**
@@ -26,8 +25,6 @@ export interface StepConfig {
 
 export interface StepDeps {
   kube: { reader: KubeReader; writer: KubeWriter };
-  /** Cluster API contract fields in `spec` (the adapter's writer patches metadata only). */
-  specWriter: SpecWriter;
   redis: StepRedis;
   clock: Clock;
   config: StepConfig;

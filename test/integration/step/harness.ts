@@ -13,7 +13,6 @@ import {
 import type { Clock } from '../../../src/adapters/clock.ts';
 import { createKubeAdapter, type KubeAdapter } from '../../../src/adapters/kube/adapter.ts';
 import type { CustomObject } from '../../../src/adapters/kube/custom-object.ts';
-import { RequestCounter } from '../../../src/adapters/kube/request-count.ts';
 import { CUSTOM_RESOURCES } from '../../../src/adapters/kube/resources.ts';
 import { createRedisAdapter, type RedisAdapter } from '../../../src/adapters/redis/adapter.ts';
 import type { RunnerResult } from '../../../src/schemas/result.ts';
@@ -27,7 +26,6 @@ import type {
 import type { StepConfig } from '../../../src/step/deps.ts';
 import { armedFailpoints, type Failpoint, NO_FAILPOINTS } from '../../../src/step/failpoints.ts';
 import type { TargetStatus } from '../../../src/step/snapshot.ts';
-import { createSpecWriter } from '../../../src/step/spec-patch.ts';
 import { createReconcileStep } from '../../../src/step/step.ts';
 import { NO_STEP_METRICS, type StepMetrics } from '../../../src/step/step-metrics.ts';
 import { testStack } from '../../env/index.ts';
@@ -72,8 +70,6 @@ export interface PodEnd {
 export interface StepEnv {
   namespace: string;
   kube: KubeAdapter;
-  /** Counts the spec writer's requests (Cluster API contract fields); the adapter counts the rest. */
-  specCounter: RequestCounter;
   redis: RedisAdapter;
   keyPrefix: string;
   clock: TestClock;
@@ -131,11 +127,6 @@ export async function createStepEnv(label: string): Promise<StepEnv> {
     clock,
     reporter: { controller: 'captf.io/controller', instance: `step-test-${label}` },
   });
-  const specCounter = new RequestCounter();
-  const specWriter = createSpecWriter(
-    { kind: 'file', path: testStack().kubeconfigPath },
-    { requestTimeoutMs: 10_000, counter: specCounter },
-  );
   const keyPrefix = `t${randomBytes(4).toString('hex')}`;
   const redis = createRedisAdapter({ url: testStack().redisUrl, keyPrefix });
   await redis.waitUntilReady(10_000);
@@ -143,7 +134,6 @@ export async function createStepEnv(label: string): Promise<StepEnv> {
   return {
     namespace,
     kube,
-    specCounter,
     redis,
     keyPrefix,
     clock,
@@ -155,7 +145,6 @@ export async function createStepEnv(label: string): Promise<StepEnv> {
     step: (options = {}) =>
       createReconcileStep({
         kube,
-        specWriter,
         redis: options.redis ?? redis,
         clock,
         config: { ...stepConfig, ...options.config },
