@@ -74,8 +74,8 @@ export function decidePodRelease(
     return pod.metadata?.deletionTimestamp === undefined
       ? { kind: 'keep', reason: 'NotDeleted' }
       : { kind: 'release', reason: 'JobBookkept' };
-  // The Job controller stops syncing a Job being deleted, so an unfinished one never finishes and is never
-  // bookkept; holding its pods would hold a Foreground deletion for ever. A finished one is still booked.
+  // A Job deleted before it finished has no result to book (the step reports it interrupted, section 4);
+  // holding its pods would also hold a Foreground deletion for ever. A finished one is still booked.
   if (job.deleting && !job.finished) return { kind: 'release', reason: 'JobDeleting' };
   return { kind: 'keep', reason: 'AwaitingBookkeeping' };
 }
