@@ -11,7 +11,10 @@ import type { StepMetrics } from './step-metrics.ts';
  */
 
 /** The Redis operations the step uses. */
-export type StepRedis = Pick<RedisAdapter, 'takeStepLock' | 'releaseStepLock' | 'runLeases' | 'jobSlots'>;
+export type StepRedis = Pick<
+  RedisAdapter,
+  'takeStepLock' | 'extendStepLock' | 'releaseStepLock' | 'runLeases' | 'jobSlots'
+>;
 
 /** The step's configuration, read once by the composition root (src/config.ts) and passed in. */
 export interface StepConfig {

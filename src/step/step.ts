@@ -26,6 +26,7 @@ import { redactorOf } from './redact.ts';
 import { readSnapshot, type Snapshot, type TargetStatus } from './snapshot.ts';
 import { startJob } from './start-job.ts';
 import { commitStatus } from './status-write.ts';
+import { type KeptStepLock, keepStepLock } from './step-lock.ts';
 import { idleStatus, waitStatus } from './wait-status.ts';
 import { watchActive } from './watch-active.ts';
 
@@ -49,10 +50,12 @@ export function createReconcileStep(deps: StepDeps): ReconcileStep {
     if (lock.kind === 'held')
       return outcomeOf(bare, 'deferred', 'StepLockHeld', STEP_LOCK_HELD_REQUEUE_SECONDS);
     deps.failpoints.hit('after-step-lock');
+    const kept = keepStepLock(deps.redis, ref, lock.token);
     try {
-      return await guarded(bare, () => reconcile(deps, ref));
+      return await guarded(bare, () => reconcile(deps, ref, kept));
     } finally {
-      // Not reached after a failpoint (a simulated crash): the lock then expires after its 30 s.
+      await kept.stop();
+      // A real crash never gets here: its lock, no longer extended, expires after its 30 s.
       await deps.redis.releaseStepLock(ref, lock.token);
     }
   };
@@ -140,7 +143,7 @@ async function reportLostActiveJob(context: StepContext): Promise<void> {
   ]);
 }
 
-async function reconcile(deps: StepDeps, ref: ObjectRef): Promise<StepOutcome> {
+async function reconcile(deps: StepDeps, ref: ObjectRef, lock: KeptStepLock): Promise<StepOutcome> {
   const snap = await readSnapshot(deps.kube.reader, ref);
   if (!snap) return { ref, action: 'gone', reason: 'ObjectGone' };
   const context = contextOf(deps, snap);
@@ -206,6 +209,9 @@ async function reconcile(deps: StepDeps, ref: ObjectRef): Promise<StepOutcome> {
     const recorded = await recordAndWrite(context, bookkeeping, bookkeeping.status);
     if (recorded) return recorded;
   }
+  // A step that outlived its lock (src/step/step-lock.ts) starts nothing: another step may own the object.
+  if (move.kind === 'start' && lock.lost())
+    return outcomeOf(context, 'deferred', 'StepLockLost', STEP_LOCK_HELD_REQUEUE_SECONDS);
   return act(context, move, records);
 }
 
