@@ -8,7 +8,9 @@ try {
   report = JSON.parse(readFileSync(path, 'utf8'));
 } catch (cause) {
   console.log('0 passed, 1 failed');
-  console.error(`read test report ${path}: ${(cause as Error).message}`);
+  console.error(
+    `read test report ${path}: ${(cause as Error).message} (vitest was interrupted or crashed before writing it)`,
+  );
   process.exit(1);
 }
 const skipped = report.numPendingTests + report.numTodoTests;

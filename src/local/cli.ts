@@ -3,6 +3,7 @@
 // local node, handlers, relay and timer: src/local/local-controller.ts), applies the sample (a
 // TerraformCluster and two TerraformMachines, infra/samples/local/demo.yaml), shows the run live and,
 // on Ctrl-C, stops everything it started. `up --no-sample` starts everything but the sample.
+import { rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runLiveView } from './live-view.ts';
@@ -30,7 +31,13 @@ async function up(withSample: boolean): Promise<void> {
     log('stopping: relay, handlers, node, then the control plane and Redis');
     await controller?.stop();
     await stack?.stop();
-    log('stopped');
+    // The work dir holds etcd data, every pod's files and the local credentials: gone unless asked for.
+    if (stack && !process.env.CAPTF_KEEP_STACK) {
+      rmSync(stack.info.workDir, { recursive: true, force: true });
+      log(`stopped; removed ${stack.info.workDir} (CAPTF_KEEP_STACK=1 keeps it for the logs)`);
+    } else {
+      log(`stopped${stack ? `; kept ${stack.info.workDir}` : ''}`);
+    }
     process.exit(code);
   };
   process.on('SIGINT', () => void shutdown(0));

@@ -31,8 +31,14 @@ export default async function setup(project: TestProject): Promise<() => Promise
     `[test-env] stack ready in ${((Date.now() - started) / 1000).toFixed(1)} s (${stack.info.workDir})`,
   );
   project.provide('testStack', { ...stack.info });
+  const removeWorkDir = (): void => {
+    if (!process.env.CAPTF_KEEP_STACK) rmSync(stack.info.workDir, { recursive: true, force: true });
+  };
+  // An interrupted run skips the teardown: the stack's processes die with this one (setpriv), and the
+  // work dir goes on exit.
+  process.once('exit', removeWorkDir);
   return async () => {
     await stack.stop();
-    if (!process.env.CAPTF_KEEP_STACK) rmSync(stack.info.workDir, { recursive: true, force: true });
+    removeWorkDir();
   };
 }
