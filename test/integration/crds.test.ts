@@ -249,7 +249,7 @@ describe('CRDs in the real API server', () => {
     ]);
     const table = await kubectlOk(['get', 'terraformmachines', '-n', namespace]);
     const [header, ...lines] = table.trim().split('\n');
-    expect(header?.split(/\s+/)).toEqual(['NAME', 'READY', 'OP', 'REASON', 'AGE']);
+    expect(header?.split(/\s+/)).toEqual(['NAME', 'READY', 'OP', 'REASON', 'WAITING', 'AGE']);
     expect(
       lines
         .find((l) => l.startsWith('m-a '))

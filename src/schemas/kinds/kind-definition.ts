@@ -26,7 +26,7 @@ export interface KindDefinition {
   printerColumns: readonly PrinterColumn[];
 }
 
-/** Ready, Op, Reason, Age (DESIGN.md section 2), plus the wait and the Job with `-o wide`. */
+/** Ready, Op, Reason, Age (DESIGN.md section 2) plus Waiting; the Job with `-o wide`. */
 export const TARGET_PRINTER_COLUMNS: readonly PrinterColumn[] = [
   {
     name: 'Ready',
@@ -41,13 +41,13 @@ export const TARGET_PRINTER_COLUMNS: readonly PrinterColumn[] = [
     jsonPath: '.status.conditions[?(@.type=="Ready")].reason',
     description: 'Reason of the Ready condition.',
   },
-  { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+  // Shown by default: `kubectl get` is where a person first asks why nothing is happening (DESIGN.md section 6).
   {
     name: 'Waiting',
     type: 'string',
     jsonPath: '.status.waitReason',
-    priority: 1,
     description: 'Why nothing happens.',
   },
+  { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
   { name: 'Job', type: 'string', jsonPath: '.status.activeJob.name', priority: 1 },
 ];

@@ -53,7 +53,7 @@ describe('CRDs (infra/crds)', () => {
       }
       const names = version?.additionalPrinterColumns.map((c) => c.name) ?? [];
       if (definition.kind !== 'TerraformPlan')
-        expect(names.slice(0, 4)).toEqual(['Ready', 'Op', 'Reason', 'Age']);
+        expect(names.slice(0, 5)).toEqual(['Ready', 'Op', 'Reason', 'Waiting', 'Age']);
     },
   );
 
