@@ -28,7 +28,8 @@ function releaseJobs(context: StepContext, records: readonly JobRecord[]): Relea
 
 /**
  * Releases the finalizer of every pod of the object that no bookkeeping will read again. `records` are the
- * object's Jobs as they stand after this step's bookkeeping; `pruned` the Jobs this step just deleted.
+ * object's Jobs as they stand after this step's bookkeeping; `pruned` the Jobs this step just deleted (pruned,
+ * or recorded and deleted for their deadline), whose pods the garbage collector deletes next.
  * Reads the pods only on a step that bookkept or pruned a Job (bookkeeping has read them already, so that
  * costs no request); a no-op step stays at its two reads, and the sweep catches the rest. Returns the names
  * of the pods released. Throws a KubeError on an outage (the next step or the sweep repeats it).

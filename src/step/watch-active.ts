@@ -9,6 +9,7 @@ import type { StepContext } from './context.ts';
 import type { StepOutcome } from './contract.ts';
 import { releaseRunGuards, renewRunGuards, runGuard } from './leases.ts';
 import { outcomeOf, unavailable } from './outcomes.ts';
+import { releasePodFinalizers } from './pod-finalizers.ts';
 import { isPodAlive, podsOfJob } from './pods.ts';
 import { resolveRunConfig } from './run-config.ts';
 import { decisionsOf } from './run-decisions.ts';
@@ -146,5 +147,6 @@ async function enforceDeadline(
   await finishBookkeeping(context, bookkeeping);
   await deps.kube.writer.deleteJob(snap.ref.namespace, record.name, { uid: job.metadata?.uid ?? '' });
   deps.failpoints.hit('after-deadline-delete');
+  await releasePodFinalizers(context, bookkeeping.records, [record.name]);
   return outcomeOf(context, 'bookkept', 'JobDeadlineExceeded', 1, { job: record.name, message });
 }

@@ -138,6 +138,21 @@ describe('pod result finalizer', () => {
     await podGone(name);
   });
 
+  it('C08: the step enforces a late deadline (records, then deletes the Job): the pod is released and goes with it', async () => {
+    const { ref, job } = await startedObject(env, 'TerraformMachine', 'm-late', {
+      jobs: { activeDeadlineSeconds: 600, lockTimeoutSeconds: 60 },
+    });
+    const pod = await podOf(env, job);
+    await runPod(env, pod);
+    expect(await env.step()(ref)).toMatchObject({ action: 'watching', reason: 'JobActive' });
+    env.clock.advance(600 + 600 + 61);
+    const late = await env
+      .step()(ref)
+      .finally(() => env.clock.advance(-(600 + 600 + 61)));
+    expect(late).toMatchObject({ action: 'bookkept', reason: 'JobDeadlineExceeded', job });
+    await podGone(pod.metadata?.name ?? '');
+  });
+
   it('C14: a bookkept Job deleted by hand leaves no pod stuck Terminating (the sweep releases it)', async () => {
     const { ref, job } = await startedObject(env, 'TerraformMachine', 'm-by-hand');
     const name = (await podOf(env, job)).metadata?.name ?? '';
