@@ -48,11 +48,15 @@ export function plansAfterBookkeeping(facts: PlanFacts): PlanSituation {
     (change) => change.kind === 'create' && change.inputsHash === facts.inputsHash,
   );
   if (created?.kind === 'create') {
-    const superseded = facts.pendingPlan ? [facts.pendingPlan.metadata.name] : [];
+    // The plan it replaces is superseded, unless the bookkeeping already writes that (one write, not two).
+    const replaced = facts.pendingPlan?.metadata.name;
+    const moved = facts.changes.some(
+      (change) => change.kind === 'phase' && change.plan.metadata.name === replaced,
+    );
     return {
       approval: 'pending',
       live: planName(created.job),
-      supersede: superseded.filter((name) => name !== planName(created.job)),
+      supersede: replaced !== undefined && !moved && replaced !== planName(created.job) ? [replaced] : [],
     };
   }
   const plans = facts.pendingPlan ? [afterChanges(facts.pendingPlan, facts.changes)] : [];

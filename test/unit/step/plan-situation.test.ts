@@ -138,6 +138,23 @@ describe('plans after bookkeeping (C19)', () => {
     ).toEqual([]);
   });
 
+  it('PS11 a plan replaced by one this step creates is superseded once: by the bookkeeping when it says so', () => {
+    const created: PlanChange = {
+      kind: 'create',
+      job: 'j3',
+      inputsHash: 'h1',
+      plan: { digest: D2, add: 0, change: 0, destroy: 1, destructive: true },
+    };
+    const old = plan(false);
+    expect(plansAfterBookkeeping(facts({ pendingPlan: old, changes: [created] })).supersede).toEqual([
+      'j1-plan',
+    ]);
+    expect(
+      plansAfterBookkeeping(facts({ pendingPlan: old, changes: [moved(old, 'Superseded'), created] }))
+        .supersede,
+    ).toEqual([]);
+  });
+
   it('PS10 the approved plan carries its digest to the apply', () => {
     expect(plansAfterBookkeeping(facts({ pendingPlan: plan(true) })).approved).toEqual({
       name: 'j1-plan',
