@@ -96,10 +96,12 @@ beforeAll(async () => {
     '--user=bob',
   ]);
   // The policy takes effect once the API server has compiled it; probe with a plan that must be rejected.
-  await kubectl(['apply', '-f', '-'], plan('probe'));
+  // A fresh plan each try: an approval that got through before the policy was live sticks (approval is
+  // irreversible), and repeating it would be a no-op that no policy rejects.
   const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    if ((await kubectlError(approve('probe', 'alice', 'mallory'))).includes('approvedBy')) return;
+  for (let attempt = 0; Date.now() < deadline; attempt += 1) {
+    await kubectl(['apply', '-f', '-'], plan(`probe-${attempt}`));
+    if ((await kubectlError(approve(`probe-${attempt}`, 'alice', 'mallory'))).includes('approvedBy')) return;
     await sleep(500);
   }
   throw new Error('admission policy: not enforced within 60 s');
