@@ -120,10 +120,15 @@ function scheduleOf(redis: RedisAdapter, clock: Clock): RequeueSchedule {
       const answer = await redis.schedule.claimDue(limit, visibilityMs);
       if (answer.unknown !== undefined && answer.claims.length === 0)
         throw redisDown('claim requeues', answer.unknown);
-      return answer.claims.flatMap((claim) => {
+      const claims: { ref: ObjectRef; token: string }[] = [];
+      for (const claim of answer.claims) {
         const ref = refOfMember(claim.member);
-        return ref === undefined ? [] : [{ ref, token: String(claim.claimScore) }];
-      });
+        if (ref !== undefined) claims.push({ ref, token: String(claim.claimScore) });
+        // A member no step can serve would come back every visibility period and take a batch slot:
+        // acknowledge it without a next requeue, which drops it.
+        else await redis.schedule.ack(claim, undefined);
+      }
+      return claims;
     },
     async complete(claim, nextDueAtMs) {
       const answer = await redis.schedule.ack(

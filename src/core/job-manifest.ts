@@ -120,20 +120,23 @@ export function jobLabels(owner: JobOwner, op: Op, attempt: number): Record<stri
   return { ...ownerLabels(owner), [LABELS.op]: op, [LABELS.attempt]: String(attempt) };
 }
 
-/** The owner reference to an object: the controller owner, so the garbage collector removes its Jobs. */
-export function ownerReference(owner: {
-  apiVersion: string;
-  kind: string;
-  name: string;
-  uid: string;
-}): OwnerReference {
+/**
+ * The owner reference to an object: the controller owner, so the garbage collector removes its Jobs.
+ * `blockOwnerDeletion` (default true) needs `update` on the owner's `finalizers` subresource where the
+ * OwnerReferencesPermissionEnforcement admission plugin runs (e.g. OpenShift); pass false when the owner's
+ * foreground deletion need not wait for the dependent.
+ */
+export function ownerReference(
+  owner: { apiVersion: string; kind: string; name: string; uid: string },
+  options: { blockOwnerDeletion?: boolean } = {},
+): OwnerReference {
   return {
     apiVersion: owner.apiVersion,
     kind: owner.kind,
     name: owner.name,
     uid: owner.uid,
     controller: true,
-    blockOwnerDeletion: true,
+    blockOwnerDeletion: options.blockOwnerDeletion ?? true,
   };
 }
 

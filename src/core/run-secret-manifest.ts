@@ -88,7 +88,12 @@ export function buildRunSecret(input: {
       namespace: input.job.namespace,
       labels: input.job.labels,
       ownerReferences: [
-        ownerReference({ apiVersion: 'batch/v1', kind: 'Job', name: input.job.name, uid: input.job.uid }),
+        // Not blocking: a Job's deletion need not wait for its Secret, and blocking would need `update` on
+        // jobs/finalizers wherever owner-reference permissions are enforced.
+        ownerReference(
+          { apiVersion: 'batch/v1', kind: 'Job', name: input.job.name, uid: input.job.uid },
+          { blockOwnerDeletion: false },
+        ),
       ],
     },
     stringData: { [RUN_CONFIG_FILE]: JSON.stringify(input.config) },

@@ -175,6 +175,11 @@ async function sweep(deps: SweepDeps): Promise<SweepReport> {
     deps.pods?.listHeldPods() ?? Promise.resolve([]),
   ]);
   const [objects, jobs] = await Promise.all([deps.listers.listObjects(), deps.listers.listJobs()]);
+  // Requeues first: whatever fails later in this sweep, every object has its next look (DESIGN.md section 8:
+  // this is how a flushed Redis heals). The schedule keeps the earliest due time, so the steps below may
+  // still bring an object's requeue forward.
+  const dueAtMs = deps.clock() + deps.periodMs;
+  for (const ref of objects) await deps.schedule.add(ref, dueAtMs);
   const toReconcile = objectsNeedingBookkeeping(objects, jobs);
   const results = await runBounded(
     toReconcile,
@@ -191,22 +196,53 @@ async function sweep(deps: SweepDeps): Promise<SweepReport> {
     if (r.state === 'failed') deps.logger.warn({ err: r.error, ...r.item }, 'sweep step: failed');
   }
   const orphans = orphanedRunSecrets(secrets, jobs);
-  for (const secret of orphans) await deps.listers.deleteRunSecret(secret);
+  const secretsDeleted = await eachCounted(
+    deps,
+    orphans,
+    (secret) => deps.listers.deleteRunSecret(secret),
+    'delete orphaned per-run Secret',
+  );
   const released = deps.pods ? podsToReleaseInSweep(heldPods, jobs) : [];
-  for (const pod of released) await deps.pods?.releasePod(pod);
-  const dueAtMs = deps.clock() + deps.periodMs;
-  for (const ref of objects) await deps.schedule.add(ref, dueAtMs);
+  const podsReleased = await eachCounted(
+    deps,
+    released,
+    (pod) => deps.pods?.releasePod(pod) ?? Promise.resolve(),
+    'release pod finalizer',
+  );
   return {
     state: 'ran',
     reason: 'SyncPeriodElapsed',
     objects: objects.length,
     jobs: jobs.length,
     reconciled: toReconcile.length - stepFailures,
-    secretsDeleted: orphans.length,
-    ...(deps.pods ? { podsReleased: released.length } : {}),
+    secretsDeleted,
+    ...(deps.pods ? { podsReleased } : {}),
     requeued: objects.length,
     stepFailures,
   };
+}
+
+/**
+ * Runs `action` on each item one after another; a failure is logged and skipped, so one refused delete
+ * cannot stop the rest of the cleanup. Returns how many succeeded.
+ */
+async function eachCounted<T extends object>(
+  deps: SweepDeps,
+  items: readonly T[],
+  action: (item: T) => Promise<void>,
+  what: string,
+): Promise<number> {
+  let done = 0;
+  for (const item of items) {
+    try {
+      await action(item);
+      done += 1;
+    } catch (error) {
+      const fields: Record<string, unknown> = { err: error, ...item };
+      deps.logger.warn(fields, `sweep: ${what}: failed`);
+    }
+  }
+  return done;
 }
 
 function messageOf(error: unknown): string {

@@ -162,7 +162,7 @@ describe('buildRunConfig and buildRunSecret', () => {
     expect(secret.metadata).toMatchObject({
       name: 'captf-run-J1',
       labels: { a: 'b' },
-      ownerReferences: [{ kind: 'Job', uid: 'job-uid' }],
+      ownerReferences: [{ kind: 'Job', uid: 'job-uid', controller: true, blockOwnerDeletion: false }],
     });
     expect(Object.keys(secret.stringData)).toEqual(['run.json']);
   });

@@ -218,6 +218,39 @@ describe('sweep', () => {
     expect(schedule.dueAt(c('b'))).toBe(T0 + 600_000);
   });
 
+  it('a refused cleanup delete is logged and skipped: the other deletes and every requeue still happen', async () => {
+    const schedule = new MemorySchedule();
+    const warnings: string[] = [];
+    const l = listers({
+      listRunSecrets: async () => [
+        { namespace: 'team-a', name: 'captf-run-refused', jobName: 'gone-1' },
+        { namespace: 'team-a', name: 'captf-run-old', jobName: 'gone-2' },
+      ],
+    });
+    const deleteRunSecret = l.deleteRunSecret;
+    const report = await runSweepIfDue({
+      lease: lease(false),
+      holder: 'i1',
+      listers: {
+        ...l,
+        deleteRunSecret: async (secret) => {
+          if (secret.name === 'captf-run-refused') throw new Error('delete secrets: Forbidden');
+          await deleteRunSecret(secret);
+        },
+      },
+      step: recordingStep().step,
+      schedule,
+      clock: () => T0,
+      logger: { ...silent, warn: (_fields: unknown, msg?: string) => void warnings.push(msg ?? '') },
+      periodMs: 600_000,
+      concurrency: 2,
+    });
+    expect(report).toMatchObject({ state: 'ran', secretsDeleted: 1, requeued: 2 });
+    expect(l.deleted).toEqual(['captf-run-old']);
+    expect(warnings).toContain('sweep: delete orphaned per-run Secret: failed');
+    expect(schedule.dueAt(c('b'))).toBe(T0 + 600_000);
+  });
+
   it('without the lease: does nothing', async () => {
     const schedule = new MemorySchedule();
     const { step, calls } = recordingStep();
