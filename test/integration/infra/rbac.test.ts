@@ -136,6 +136,24 @@ describe('controller ClusterRole', () => {
       resource: 'clusters.cluster.x-k8s.io',
     },
     {
+      id: 'no-watch',
+      name: 'watch Secrets (it reads live; only the relay watches)',
+      verb: 'watch',
+      resource: 'secrets',
+    },
+    {
+      id: 'no-update',
+      name: 'update TerraformMachines (writes are patches)',
+      verb: 'update',
+      resource: 'terraformmachines.infrastructure.cluster.x-k8s.io',
+    },
+    {
+      id: 'plan-delete',
+      name: 'delete TerraformPlans',
+      verb: 'delete',
+      resource: 'terraformplans.infrastructure.cluster.x-k8s.io',
+    },
+    {
       id: 'crd-delete',
       name: 'delete CRDs',
       verb: 'delete',
