@@ -14,7 +14,8 @@ import { createRedisFleetStore } from '../src/metrics/redis-fleet-store.ts';
 import { createMetrics, type Metrics } from '../src/metrics/registry.ts';
 import type { RequeueSchedule, SingleHolderLease } from '../src/schedule/ports.ts';
 import { runSweepIfDue, type SweepListers, type SweepPods, type SweptJob } from '../src/schedule/sweep.ts';
-import { OBJECT_KINDS, type ObjectKind, type ObjectRef, type ReconcileStep } from '../src/step/contract.ts';
+import { isTargetKind } from '../src/schemas/kinds/api-group.ts';
+import { OBJECT_KINDS, type ObjectRef, type ReconcileStep } from '../src/step/contract.ts';
 
 /**
  * The composition root of the handlers: turns the Redis and Kubernetes adapters into the small ports the
@@ -102,11 +103,7 @@ function memberOf(ref: ObjectRef): string {
 
 function refOfMember(member: string): ObjectRef | undefined {
   const [kind, namespace, name] = member.split('/');
-  return isObjectKind(kind) && namespace && name ? { kind, namespace, name } : undefined;
-}
-
-function isObjectKind(kind: string | undefined): kind is ObjectKind {
-  return (OBJECT_KINDS as readonly string[]).includes(kind ?? '');
+  return isTargetKind(kind) && namespace && name ? { kind, namespace, name } : undefined;
 }
 
 /** The schedule port over the adapter, which counts delays on the Redis server's clock. */
@@ -175,7 +172,7 @@ export function namedLease(redis: RedisAdapter, name: string): SingleHolderLease
 function ownerFromLabels(meta: V1ObjectMeta | undefined): ObjectRef | undefined {
   const kind = meta?.labels?.[LABELS.ownerKind];
   const name = meta?.labels?.[LABELS.ownerName];
-  return isObjectKind(kind) && name && meta?.namespace
+  return isTargetKind(kind) && name && meta?.namespace
     ? { kind, namespace: meta.namespace, name }
     : undefined;
 }
@@ -221,7 +218,7 @@ function ownerResolverOf(kube: KubeAdapter): OwnerResolver {
           if (plan === undefined) return { found: false, reason: 'ObjectGone' };
           const target = (plan.spec as { targetRef?: { kind?: string; name?: string } } | undefined)
             ?.targetRef;
-          return isObjectKind(target?.kind) && target.name
+          return isTargetKind(target?.kind) && target.name
             ? { found: true, ref: { kind: target.kind, namespace: owned.namespace, name: target.name } }
             : { found: false, reason: 'OwnerNotOurs' };
         }

@@ -1,5 +1,6 @@
 import type { EventSubject } from '../schemas/cloudevents.ts';
-import { OBJECT_KINDS, type ObjectKind, type ObjectRef } from '../step/contract.ts';
+import { isTargetKind } from '../schemas/kinds/api-group.ts';
+import { OBJECT_KINDS, type ObjectRef } from '../step/contract.ts';
 import type { ObjectVersion, OwnedKind } from './deps.ts';
 
 /**
@@ -36,7 +37,7 @@ export type EventTarget =
 /** Maps an event subject to its target. */
 export function targetOf(subject: EventSubject): EventTarget {
   const group = groupOf(subject.apiVersion);
-  if (group === OUR_GROUP && isObjectKind(subject.kind)) {
+  if (group === OUR_GROUP && isTargetKind(subject.kind)) {
     return {
       kind: 'object',
       ref: { kind: subject.kind, namespace: subject.namespace, name: subject.name },
@@ -60,7 +61,7 @@ export function targetOf(subject: EventSubject): EventTarget {
   }
   const ownerKind = subject.labels[OWNER_KIND_LABEL];
   const ownerName = subject.labels[OWNER_NAME_LABEL];
-  if (isObjectKind(ownerKind) && ownerName !== undefined) {
+  if (isTargetKind(ownerKind) && ownerName !== undefined) {
     return {
       kind: 'object',
       ref: { kind: ownerKind, namespace: subject.namespace, name: ownerName },
@@ -68,9 +69,9 @@ export function targetOf(subject: EventSubject): EventTarget {
     };
   }
   const ownerRef = subject.ownerReferences?.find(
-    (ref) => groupOf(ref.apiVersion) === OUR_GROUP && isObjectKind(ref.kind),
+    (ref) => groupOf(ref.apiVersion) === OUR_GROUP && isTargetKind(ref.kind),
   );
-  if (ownerRef !== undefined && isObjectKind(ownerRef.kind)) {
+  if (ownerRef !== undefined && isTargetKind(ownerRef.kind)) {
     return {
       kind: 'object',
       ref: { kind: ownerRef.kind, namespace: subject.namespace, name: ownerRef.name },
@@ -105,8 +106,4 @@ function ownedKindOf(kind: string, group: string): OwnedKind | undefined {
   if (!Object.hasOwn(OWNED_GROUPS, kind)) return undefined;
   const owned = kind as OwnedKind;
   return OWNED_GROUPS[owned] === group ? owned : undefined;
-}
-
-function isObjectKind(kind: string | undefined): kind is ObjectKind {
-  return (OBJECT_KINDS as readonly string[]).includes(kind ?? '');
 }

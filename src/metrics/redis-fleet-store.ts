@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
+import { isTargetKind } from '../schemas/kinds/api-group.ts';
 import { OpSchema, RunResultSchema } from '../schemas/result.ts';
-import { OBJECT_KINDS, type ObjectKind } from '../step/contract.ts';
 import type { FleetMetricsStore, JobTotal, LastSuccess } from './fleet.ts';
 
 /**
@@ -67,7 +67,7 @@ export function createRedisFleetStore(redis: Redis | Cluster, prefix: string): F
         const [kind, op, result] = field.split(SEP);
         const parsedOp = OpSchema.safeParse(op);
         const parsedResult = RunResultSchema.safeParse(result);
-        if (!isKind(kind) || !parsedOp.success || !parsedResult.success) continue;
+        if (!isTargetKind(kind) || !parsedOp.success || !parsedResult.success) continue;
         rows.push({ kind, op: parsedOp.data, result: parsedResult.data, count: Number(value) });
       }
       return rows;
@@ -77,14 +77,11 @@ export function createRedisFleetStore(redis: Redis | Cluster, prefix: string): F
       for (const [field, value] of Object.entries(await redis.hgetall(keys.success))) {
         const [kind, namespace, name, op] = field.split(SEP);
         const parsedOp = OpSchema.safeParse(op);
-        if (!isKind(kind) || namespace === undefined || name === undefined || !parsedOp.success) continue;
+        if (!isTargetKind(kind) || namespace === undefined || name === undefined || !parsedOp.success)
+          continue;
         rows.push({ kind, namespace, name, op: parsedOp.data, timestampSeconds: Number(value) });
       }
       return rows;
     },
   };
-}
-
-function isKind(value: string | undefined): value is ObjectKind {
-  return (OBJECT_KINDS as readonly string[]).includes(value ?? '');
 }

@@ -10,3 +10,8 @@ export const API_VERSION = `${API_GROUP}/${API_VERSION_NAME}`;
 /** The kinds whose operations run as Jobs (DESIGN.md section 2). */
 export const TARGET_KINDS = ['TerraformCluster', 'TerraformMachine', 'TerraformMachinePool'] as const;
 export type TargetKind = (typeof TARGET_KINDS)[number];
+
+/** True when `kind` names one of the target kinds (for strings read from labels, events and Redis). */
+export function isTargetKind(kind: string | undefined): kind is TargetKind {
+  return (TARGET_KINDS as readonly string[]).includes(kind ?? '');
+}
