@@ -7,6 +7,7 @@ import { KUBE_ERROR_TABLE, KubeError } from '../src/adapters/kube/errors.ts';
 import type { RedisAdapter } from '../src/adapters/redis/adapter.ts';
 import type { Unknown } from '../src/adapters/redis/unknown.ts';
 import type { Config } from '../src/config.ts';
+import { finishedCondition } from '../src/core/job-conditions.ts';
 import { ANNOTATIONS, LABELS, POD_RESULT_FINALIZER } from '../src/core/job-labels.ts';
 import type { AppDeps, EventDedupe, OwnerLookup, OwnerResolver, ReadinessProbe } from '../src/http/deps.ts';
 import { UnavailableError } from '../src/http/errors.ts';
@@ -16,6 +17,7 @@ import type { RequeueSchedule, SingleHolderLease } from '../src/schedule/ports.t
 import { runSweepIfDue, type SweepListers, type SweepPods, type SweptJob } from '../src/schedule/sweep.ts';
 import { isTargetKind } from '../src/schemas/kinds/api-group.ts';
 import { OBJECT_KINDS, type ObjectRef, type ReconcileStep } from '../src/step/contract.ts';
+import { asJobView } from '../src/step/views.ts';
 
 /**
  * The composition root of the handlers: turns the Redis and Kubernetes adapters into the small ports the
@@ -227,12 +229,6 @@ function ownerResolverOf(kube: KubeAdapter): OwnerResolver {
   };
 }
 
-function isFinished(job: V1Job): boolean {
-  return (job.status?.conditions ?? []).some(
-    (c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True',
-  );
-}
-
 /** The sweep's live reads and its one delete. */
 export function sweepListersOf(kube: KubeAdapter): SweepListers {
   const { reader, writer } = kube;
@@ -258,7 +254,7 @@ export function sweepListersOf(kube: KubeAdapter): SweepListers {
           namespace: job.metadata?.namespace ?? '',
           name: job.metadata?.name ?? '',
           owner: ownerFromLabels(job.metadata),
-          finished: isFinished(job),
+          finished: finishedCondition(asJobView(job)) !== undefined,
           bookkept: job.metadata?.annotations?.[ANNOTATIONS.bookkept] !== undefined,
           ...(job.metadata?.uid ? { uid: job.metadata.uid } : {}),
           deleting: job.metadata?.deletionTimestamp !== undefined,

@@ -1,5 +1,6 @@
+import { LABELS } from '../core/job-labels.ts';
 import type { EventSubject } from '../schemas/cloudevents.ts';
-import { isTargetKind } from '../schemas/kinds/api-group.ts';
+import { API_GROUP, isTargetKind } from '../schemas/kinds/api-group.ts';
 import { OBJECT_KINDS, type ObjectRef } from '../step/contract.ts';
 import type { ObjectVersion, OwnedKind } from './deps.ts';
 
@@ -9,11 +10,7 @@ import type { ObjectVersion, OwnedKind } from './deps.ts';
  * controlling owner reference when the payload has them, else through a live read. Pure.
  */
 
-/** The group of our kinds (DESIGN.md section 2). */
-export const OUR_GROUP = 'infrastructure.cluster.x-k8s.io';
-export const OWNER_KIND_LABEL = 'captf.io/owner-kind';
-export const OWNER_NAME_LABEL = 'captf.io/owner-name';
-export const MANAGED_LABEL = 'captf.io/managed';
+const OUR_GROUP = API_GROUP;
 
 /** Owned kinds and the API group each must come from ('' is the core group). */
 const OWNED_GROUPS: Readonly<Record<OwnedKind, string>> = {
@@ -59,8 +56,8 @@ export function targetOf(subject: EventSubject): EventTarget {
       reason: 'NoOwnerInPayload',
     };
   }
-  const ownerKind = subject.labels[OWNER_KIND_LABEL];
-  const ownerName = subject.labels[OWNER_NAME_LABEL];
+  const ownerKind = subject.labels[LABELS.ownerKind];
+  const ownerName = subject.labels[LABELS.ownerName];
   if (isTargetKind(ownerKind) && ownerName !== undefined) {
     return {
       kind: 'object',
@@ -80,7 +77,7 @@ export function targetOf(subject: EventSubject): EventTarget {
   }
   // A Pod or per-run Secret owned by a Job carries our labels only through its Job, and a TerraformPlan names
   // its target in spec.targetRef: read them live.
-  if (subject.labels[MANAGED_LABEL] === 'true' || owned === 'TerraformPlan') {
+  if (subject.labels[LABELS.managed] === 'true' || owned === 'TerraformPlan') {
     return {
       kind: 'lookup',
       owned: { kind: owned, namespace: subject.namespace, name: subject.name },

@@ -1,3 +1,5 @@
+import { LABELS } from '../core/job-labels.ts';
+import { API_VERSION } from '../schemas/kinds/api-group.ts';
 /**
  * What the relay watches (DESIGN.md section 15; the same set the ApiServerSource in infra/knative watches):
  * our kinds, and the Jobs, Pods and Secrets labelled `captf.io/managed=true`, in all namespaces.
@@ -10,8 +12,8 @@ export interface RelayResource {
   labelSelector?: string;
 }
 
-const OUR_API_VERSION = 'infrastructure.cluster.x-k8s.io/v1alpha1';
-const MANAGED = 'captf.io/managed=true';
+const OUR_API_VERSION = API_VERSION;
+const MANAGED = `${LABELS.managed}=true`;
 
 export const RELAY_RESOURCES: readonly RelayResource[] = [
   { apiVersion: OUR_API_VERSION, kind: 'TerraformCluster', plural: 'terraformclusters' },

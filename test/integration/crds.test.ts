@@ -26,7 +26,7 @@ interface Run {
 /** Runs the real kubectl against the test stack, feeding `stdin` when given. */
 function kubectl(args: string[], stdin?: string): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn('/usr/bin/kubectl', ['--kubeconfig', testStack().kubeconfigPath, ...args]);
+    const child = spawn(testStack().kubectlPath, ['--kubeconfig', testStack().kubeconfigPath, ...args]);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => {

@@ -1,7 +1,5 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { BatchV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { productionStep } from '../../../functions/main.ts';
@@ -17,7 +15,7 @@ import { testStack } from '../../env/index.ts';
 const GROUP = 'infrastructure.cluster.x-k8s.io';
 const namespace = `converge-${randomBytes(3).toString('hex')}`;
 const TOKEN = randomBytes(24).toString('hex');
-const root = join(import.meta.dirname, '..', '..', '..');
+const _root = join(import.meta.dirname, '..', '..', '..');
 let server: RunningServer;
 let kc: KubeConfig;
 
@@ -114,29 +112,7 @@ beforeAll(async () => {
   const stack = testStack();
   kc = new KubeConfig();
   kc.loadFromFile(stack.kubeconfigPath);
-  for (const plural of [
-    'terraformclusters',
-    'terraformmachines',
-    'terraformmachinepools',
-    'terraformplans',
-  ]) {
-    await promisify(execFile)('/usr/bin/kubectl', [
-      '--kubeconfig',
-      stack.kubeconfigPath,
-      'apply',
-      '-f',
-      join(root, `infra/crds/${GROUP}_${plural}.yaml`),
-    ]);
-  }
-  await promisify(execFile)('/usr/bin/kubectl', [
-    '--kubeconfig',
-    stack.kubeconfigPath,
-    'wait',
-    '--for=condition=Established',
-    'crd',
-    '--all',
-    '--timeout=60s',
-  ]);
+  // The CRDs come from the global setup (test/env/crds.ts).
   await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
   server = await runServer(
     {

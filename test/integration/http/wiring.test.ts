@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import { BatchV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -73,26 +72,7 @@ beforeAll(async () => {
   const stack = testStack();
   kc = new KubeConfig();
   kc.loadFromFile(stack.kubeconfigPath);
-  const { execFile } = await import('node:child_process');
-  const { promisify } = await import('node:util');
-  const root = join(import.meta.dirname, '..', '..', '..');
-  for (const plural of ['terraformclusters', 'terraformmachines', 'terraformmachinepools']) {
-    await promisify(execFile)('/usr/bin/kubectl', [
-      '--kubeconfig',
-      stack.kubeconfigPath,
-      'apply',
-      '-f',
-      join(root, `infra/crds/${GROUP}_${plural}.yaml`),
-    ]);
-  }
-  await promisify(execFile)('/usr/bin/kubectl', [
-    '--kubeconfig',
-    stack.kubeconfigPath,
-    'wait',
-    '--for=condition=Established',
-    `crd/terraformclusters.${GROUP}`,
-    '--timeout=60s',
-  ]);
+  // The CRDs come from the global setup (test/env/crds.ts).
   await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
   redis = createRedisAdapter({ url: stack.redisUrl, keyPrefix: `wiring-${randomBytes(3).toString('hex')}` });
   await redis.waitUntilReady(5000);

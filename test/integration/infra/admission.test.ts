@@ -15,7 +15,7 @@ const root = join(import.meta.dirname, '..', '..', '..');
 const namespace = `approval-${randomBytes(3).toString('hex')}`;
 
 async function kubectl(args: string[], input?: string): Promise<string> {
-  const child = run('/usr/bin/kubectl', ['--kubeconfig', testStack().kubeconfigPath, ...args]);
+  const child = run(testStack().kubectlPath, ['--kubeconfig', testStack().kubeconfigPath, ...args]);
   if (input !== undefined) child.child.stdin?.end(input);
   return (await child).stdout;
 }

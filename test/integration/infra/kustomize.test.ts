@@ -8,7 +8,6 @@ import { testStack } from '../../env/index.ts';
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..', '..');
-const KUBECTL = '/usr/bin/kubectl';
 
 interface Manifest {
   apiVersion?: string;
@@ -17,13 +16,13 @@ interface Manifest {
 }
 
 async function render(): Promise<{ text: string; docs: Manifest[] }> {
-  const { stdout } = await run(KUBECTL, ['kustomize', join(root, 'infra')]);
+  const { stdout } = await run(testStack().kubectlPath, ['kustomize', join(root, 'infra')]);
   return { text: stdout, docs: parseAllDocuments(stdout).map((doc) => doc.toJSON() as Manifest) };
 }
 
 async function kubectl(args: string[], input?: string): Promise<{ stdout: string; stderr: string }> {
   const { kubeconfigPath } = testStack();
-  const child = run(KUBECTL, ['--kubeconfig', kubeconfigPath, ...args]);
+  const child = run(testStack().kubectlPath, ['--kubeconfig', kubeconfigPath, ...args]);
   if (input !== undefined) {
     child.child.stdin?.end(input);
   }

@@ -25,7 +25,7 @@ const CONTROLLER = 'system:serviceaccount:captf-system:captf-controller';
 const EVENT_SOURCE = 'system:serviceaccount:captf-system:captf-event-source';
 
 const kubectl = (args: string[]) =>
-  run('/usr/bin/kubectl', ['--kubeconfig', testStack().kubeconfigPath, ...args]);
+  run(testStack().kubectlPath, ['--kubeconfig', testStack().kubeconfigPath, ...args]);
 
 /**
  * Asks the API server's authorizer directly (SubjectAccessReview), so resources whose CRD is not installed

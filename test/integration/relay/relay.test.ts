@@ -207,7 +207,7 @@ beforeAll(async () => {
   const { execFile } = await import('node:child_process');
   const { promisify } = await import('node:util');
   const kubectl = (args: string[]) =>
-    promisify(execFile)('/usr/bin/kubectl', ['--kubeconfig', stack.kubeconfigPath, ...args]);
+    promisify(execFile)(testStack().kubectlPath, ['--kubeconfig', stack.kubeconfigPath, ...args]);
   await kubectl([
     'apply',
     '-f',
