@@ -9,19 +9,22 @@ import type { Unknown } from '../src/adapters/redis/unknown.ts';
 import type { Config } from '../src/config.ts';
 import { finishedCondition } from '../src/core/job-conditions.ts';
 import { ANNOTATIONS, LABELS, POD_RESULT_FINALIZER } from '../src/core/job-labels.ts';
-import type { AppDeps, EventDedupe, OwnerLookup, OwnerResolver, ReadinessProbe } from '../src/http/deps.ts';
+import { OBJECT_KINDS, type ObjectRef, refKey } from '../src/core/object-ref.ts';
+import type { AppDeps, OwnerLookup, OwnerResolver, ReadinessProbe } from '../src/http/deps.ts';
 import { UnavailableError } from '../src/http/errors.ts';
 import { createRedisFleetStore } from '../src/metrics/redis-fleet-store.ts';
 import { createMetrics, type Metrics } from '../src/metrics/registry.ts';
-import type { RequeueSchedule, SingleHolderLease } from '../src/schedule/ports.ts';
+import { namedLease } from '../src/schedule/single-holder-lease.ts';
 import { runSweepIfDue, type SweepListers, type SweepPods, type SweptJob } from '../src/schedule/sweep.ts';
 import { isTargetKind } from '../src/schemas/kinds/api-group.ts';
-import { OBJECT_KINDS, type ObjectRef, type ReconcileStep } from '../src/step/contract.ts';
+import type { EventDedupe, RequeueSchedule } from '../src/settle/ports.ts';
+import { createSettle } from '../src/settle/settle.ts';
+import type { ReconcileStep } from '../src/step/contract.ts';
 import { asJobView } from '../src/step/views.ts';
 
 /**
  * The composition root of the handlers: turns the Redis and Kubernetes adapters into the small ports the
- * HTTP layer and the sweep use (src/http/deps.ts, src/schedule/ports.ts), translating the adapters'
+ * HTTP layer, settling and the sweep use (src/http/deps.ts, src/settle/ports.ts), translating the adapters'
  * `unknown` outcomes and outage errors into UnavailableError so the edge answers 503/429, never 500.
  */
 
@@ -53,12 +56,15 @@ export function composeAppDeps(input: ComposeInput): AppDeps {
   const listers = sweepListersOf(kube);
   const pods = sweepPodsOf(kube);
   const holder = `${hostname()}-${process.pid}`;
+  const dedupe = dedupeOf(redis);
+  // The one place every step is run and settled, by every route and by the sweep (src/settle/settle.ts).
+  const settle = createSettle({ step: input.step, schedule, dedupe, metrics, clock: clock.nowMs });
   return {
     config,
     logger,
-    step: input.step,
+    settle,
     schedule,
-    dedupe: dedupeOf(redis),
+    dedupe,
     owners: ownerResolverOf(kube),
     readiness: readinessOf(redis, kube),
     metrics,
@@ -68,7 +74,7 @@ export function composeAppDeps(input: ComposeInput): AppDeps {
         holder,
         listers,
         pods,
-        step: input.step,
+        settle,
         schedule,
         clock: clock.nowMs,
         logger,
@@ -98,11 +104,6 @@ async function kubeRead<T>(call: () => Promise<T>): Promise<T> {
   }
 }
 
-/** The member string of the schedule (DESIGN.md section 8): `kind/namespace/name`. */
-function memberOf(ref: ObjectRef): string {
-  return `${ref.kind}/${ref.namespace}/${ref.name}`;
-}
-
 function refOfMember(member: string): ObjectRef | undefined {
   const [kind, namespace, name] = member.split('/');
   return isTargetKind(kind) && namespace && name ? { kind, namespace, name } : undefined;
@@ -112,7 +113,7 @@ function refOfMember(member: string): ObjectRef | undefined {
 function scheduleOf(redis: RedisAdapter, clock: Clock): RequeueSchedule {
   return {
     async add(ref, dueAtMs) {
-      const answer = await redis.schedule.add(memberOf(ref), dueAtMs - clock.nowMs());
+      const answer = await redis.schedule.add(refKey(ref), dueAtMs - clock.nowMs());
       if (answer.kind === 'unknown') throw redisDown('schedule requeue', answer);
     },
     async claimDue(_nowMs, limit, visibilityMs) {
@@ -131,7 +132,7 @@ function scheduleOf(redis: RedisAdapter, clock: Clock): RequeueSchedule {
     },
     async complete(claim, nextDueAtMs) {
       const answer = await redis.schedule.ack(
-        { member: memberOf(claim.ref), claimScore: Number(claim.token) },
+        { member: refKey(claim.ref), claimScore: Number(claim.token) },
         nextDueAtMs === undefined ? undefined : nextDueAtMs - clock.nowMs(),
       );
       if (answer.kind === 'unknown') throw redisDown('acknowledge requeue', answer);
@@ -151,22 +152,6 @@ function dedupeOf(redis: RedisAdapter): EventDedupe {
     async remember(event) {
       const answer = await redis.markEventSeen(event, DEDUPE_TTL_SECONDS);
       if (answer.kind === 'unknown') throw redisDown('remember event', answer);
-    },
-  };
-}
-
-/** A named single-holder lease over the adapter's token leases. */
-export function namedLease(redis: RedisAdapter, name: string): SingleHolderLease {
-  const seconds = (ttlMs: number) => Math.max(1, Math.ceil(ttlMs / 1000));
-  return {
-    async tryAcquire(holder, ttlMs) {
-      return (await redis.takeLease(name, holder, seconds(ttlMs))).kind === 'acquired';
-    },
-    async renew(holder, ttlMs) {
-      return (await redis.renewLease(name, holder, seconds(ttlMs))).kind === 'renewed';
-    },
-    async release(holder) {
-      await redis.releaseLease(name, holder);
     },
   };
 }

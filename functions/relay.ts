@@ -1,5 +1,5 @@
 import { KubeConfig } from '@kubernetes/client-node';
-import { Redis } from 'ioredis';
+import { createRedisAdapter } from '../src/adapters/redis/adapter.ts';
 import { createLogger } from '../src/http/logger.ts';
 import { readRelayConfig } from '../src/relay/config.ts';
 import { kubeWatchSource } from '../src/relay/kube-source.ts';
@@ -8,7 +8,7 @@ import { RELAY_RESOURCES } from '../src/relay/resources.ts';
 import { DEFAULT_RETRY_POLICY } from '../src/relay/retry.ts';
 import { createSender } from '../src/relay/sender.ts';
 import { startTickTimer } from '../src/relay/timer.ts';
-import { createRedisLease } from '../src/schedule/redis-lease.ts';
+import { namedLease } from '../src/schedule/single-holder-lease.ts';
 
 /**
  * The bundled relay process (DESIGN.md section 15) for installs without Knative and for the local run:
@@ -29,8 +29,7 @@ export async function runRelayProcess(
   if (config.kube.mode === 'in-cluster') kc.loadFromCluster();
   else kc.loadFromFile(config.kube.path);
   const apiServerUrl = kc.getCurrentCluster()?.server ?? '';
-  const redis = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
-  redis.on('error', (error: unknown) => logger.debug({ err: error }, 'relay redis: connection error'));
+  const redis = createRedisAdapter({ url: config.redisUrl, keyPrefix: config.keyPrefix });
   const stopTimer =
     config.tickIntervalMs > 0
       ? startTickTimer({
@@ -54,7 +53,7 @@ export async function runRelayProcess(
       }),
       mode: config.mode,
       apiServerUrl,
-      lease: createRedisLease(redis, `${config.keyPrefix}:{relay}:lease`),
+      lease: namedLease(redis, 'relay'),
       holder: config.holder,
       leaseTtlMs: config.leaseTtlMs,
       logger,
@@ -64,7 +63,7 @@ export async function runRelayProcess(
     });
   } finally {
     await stopTimer();
-    redis.disconnect();
+    await redis.close();
   }
 }
 

@@ -1,7 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildCrd, crdFileName, KIND_DEFINITIONS } from '../src/schemas/kinds/crd.ts';
+import { buildCrd, crdFileName } from '../src/schemas/kinds/crd.ts';
 import { crdYaml } from '../src/schemas/kinds/crd-yaml.ts';
+import { KIND_DEFINITIONS } from '../src/schemas/kinds/registry.ts';
 
 /** Writes infra/crds/*.yaml from the zod schemas. Run: `npm run gen:crds`. */
 const dir = join(import.meta.dirname, '..', 'infra', 'crds');

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DEFAULT_CLUSTER_MAX_ACTIVE_JOBS, DEFAULT_MAX_ACTIVE_JOBS } from './core/gates.ts';
+import { DEFAULT_CLUSTER_MAX_ACTIVE_JOBS, DEFAULT_MAX_ACTIVE_JOBS } from './core/slot-shares.ts';
 
 /**
  * The controller's configuration, read once from the environment at start, validated by zod and passed in

@@ -1,9 +1,11 @@
 import type { DestinationStream } from 'pino';
-import type { AppDeps, EventDedupe, ObjectVersion } from '../../src/http/deps.ts';
+import type { ObjectRef } from '../../src/core/object-ref.ts';
+import type { AppDeps } from '../../src/http/deps.ts';
 import { createLogger } from '../../src/http/logger.ts';
 import { createMetrics } from '../../src/metrics/registry.ts';
-import type { RequeueSchedule } from '../../src/schedule/ports.ts';
-import type { ObjectRef, ReconcileStep } from '../../src/step/contract.ts';
+import type { EventDedupe, ObjectVersion, RequeueSchedule } from '../../src/settle/ports.ts';
+import { createSettle } from '../../src/settle/settle.ts';
+import type { ReconcileStep } from '../../src/step/contract.ts';
 
 /**
  * In-memory dependencies of `buildApp` for the HTTP benches: a step that answers one fixed outcome, and
@@ -63,6 +65,12 @@ const upToDate: ReconcileStep = async (ref) => ({
 
 /** Fresh dependencies for one app: bearer auth with BENCH_TOKEN, the production body limit (1 MiB). */
 export function benchAppDeps(): AppDeps {
+  const schedule = new MemorySchedule();
+  const dedupe = new BoundedDedupe();
+  const metrics = createMetrics(
+    { jobTotals: async () => [], jobsActive: async () => 0, lastSuccesses: async () => [] },
+    () => undefined,
+  );
   return {
     config: {
       auth: { mode: 'bearer', token: BENCH_TOKEN },
@@ -72,15 +80,12 @@ export function benchAppDeps(): AppDeps {
       tickBatch: 50,
     },
     logger: createLogger('info', discard),
-    step: upToDate,
-    schedule: new MemorySchedule(),
-    dedupe: new BoundedDedupe(),
+    settle: createSettle({ step: upToDate, schedule, dedupe, metrics, clock: Date.now }),
+    schedule,
+    dedupe,
     owners: { resolve: async () => ({ found: false, reason: 'ObjectGone' }) },
     readiness: async () => ({ redis: { ok: true }, apiServer: { ok: true } }),
-    metrics: createMetrics(
-      { jobTotals: async () => [], jobsActive: async () => 0, lastSuccesses: async () => [] },
-      () => undefined,
-    ),
+    metrics,
     sweep: async () => ({ state: 'skipped', reason: 'NotDueOrHeldElsewhere' }),
     clock: Date.now,
   };

@@ -1,3 +1,9 @@
+import {
+  type ContractOutputs,
+  checkContractOutputs,
+  invalidOutputsSummary,
+} from '../schemas/contract-outputs.ts';
+import type { TargetKind } from '../schemas/kinds/api-group.ts';
 import type { ConditionStatus } from '../schemas/kinds/condition.ts';
 import type { RecordedResult, RunErrorKind } from '../schemas/kinds/status.ts';
 import {
@@ -29,6 +35,7 @@ export const EVIDENCE = [
   'awaiting-approval',
   'plan-changed',
   'lock-contended',
+  'outputs-invalid',
   'unknown',
 ] as const;
 export type Evidence = (typeof EVIDENCE)[number];
@@ -170,6 +177,16 @@ export const EVIDENCE_TABLE: Readonly<Record<Evidence, EvidenceRow>> = {
     errorKind: 'step',
     reason: SAME('LockContended'),
   },
+  // The apply ran, but an output the Cluster API contract fields refuse could never be recorded (section 7).
+  'outputs-invalid': {
+    result: 'failed',
+    counted: true,
+    interruption: false,
+    success: false,
+    conditionStatus: 'False',
+    errorKind: 'step',
+    reason: SAME('OutputsInvalid'),
+  },
   unknown: {
     result: 'failed',
     counted: true,
@@ -183,7 +200,7 @@ export const EVIDENCE_TABLE: Readonly<Record<Evidence, EvidenceRow>> = {
 
 /** The container that runs the runner (DESIGN.md section 9). */
 export const SOURCE_CONTAINER = 'source';
-/** Waiting reasons that mean the module image cannot be pulled (DESIGN.md section 7). */
+/** Waiting reasons that mean an image of the Job (module or runner) cannot be pulled (DESIGN.md section 7). */
 export const PULL_FAILURE_REASONS: readonly string[] = [
   'ErrImagePull',
   'ImagePullBackOff',
@@ -195,6 +212,8 @@ const EXIT_SIGKILL = 137;
 /** What bookkeeping needs to classify one finished Job. */
 export interface ClassifyInput {
   op: Op;
+  /** The kind of the Job's object: which contract outputs its CRD records (all when absent). */
+  kind?: TargetKind;
   job: JobView;
   /** Every pod of the Job (label `job-name`), in any order. */
   pods: readonly PodView[];
@@ -207,8 +226,9 @@ export interface ClassifyInput {
   /** The controller itself enforced the deadline because the Job controller was late (section 5, step 4). */
   deadlineEnforced?: boolean;
   /**
-   * The lock the run reported blocks it without its fault: its holder is alive or foreign, so it may not be
-   * force-unlocked (read live by the shell, DESIGN.md section 12). The run waits and is not counted.
+   * The lock the run reported is held by another live pod of this object (read live, DESIGN.md section 12):
+   * the run waits for it, uncounted (section 4, with its own cap). A foreign holder is no such excuse: that
+   * run is a step failure like any other, counted.
    */
   lockBlocksRun?: boolean;
   /** The clock, used only when the Job carries no finish time. */
@@ -234,6 +254,13 @@ export interface Classification {
   extraPods: string[];
   /** The runner's result document, when one parsed. */
   runnerResult?: RunnerResult;
+  /** The contract outputs of a successful run, each as its CRD field accepts it. */
+  outputs?: ContractOutputs;
+  /**
+   * The image the `source` container ran, as the kubelet reports it (`imageID`, a digest reference), when
+   * the container started: what `status.source.pinnedImage` pins (DESIGN.md section 2).
+   */
+  imageID?: string;
   finishedAt: Date;
 }
 
@@ -244,7 +271,10 @@ interface PodEvidence {
   terminationReason?: string;
   finishedAt?: Timestamp;
   parsed: ParsedResult;
+  /** A pull failure of any of the pod's containers, the runner init container included. */
   pullReason?: string;
+  /** The `source` container's `imageID`, when the kubelet reported one. */
+  imageID?: string;
   /**
    * The `source` container started, so its image was pulled: running, or terminated with a start time. A
    * container killed before it ever started is reported `terminated` too (137, `ContainerStatusUnknown`), but
@@ -255,17 +285,38 @@ interface PodEvidence {
   deadline: boolean;
 }
 
+/** The first pull failure among the pod's containers (init containers first, as the kubelet runs them). */
+export function podPullFailure(pod: PodView): string | undefined {
+  const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
+  for (const status of statuses) {
+    const reason = status.state?.waiting?.reason;
+    if (reason !== undefined && PULL_FAILURE_REASONS.includes(reason)) return reason;
+  }
+  return undefined;
+}
+
+/**
+ * A digest reference from a kubelet's `imageID`: container runtimes report `repo@sha256:…`, Docker's shim
+ * `docker-pullable://repo@sha256:…`; an ID without a repository cannot be pulled and is not pinned.
+ */
+export function pinnableImage(imageID: string | undefined): string | undefined {
+  const id = imageID?.replace(/^[a-z-]+:\/\//, '');
+  return id !== undefined && /^[^@\s]+@sha256:[0-9a-f]{64}$/.test(id) ? id : undefined;
+}
+
 function podEvidence(pod: PodView): PodEvidence {
   const source = pod.status?.containerStatuses?.find((c) => c.name === SOURCE_CONTAINER);
   const terminated = source?.state?.terminated;
-  const waitingReason = source?.state?.waiting?.reason;
+  const pullReason = podPullFailure(pod);
+  const imageID = pinnableImage(source?.imageID);
   return {
     name: pod.metadata.name,
     createdMs: timestampMs(pod.metadata.creationTimestamp) ?? 0,
     ...(terminated ? { exitCode: terminated.exitCode, finishedAt: terminated.finishedAt } : {}),
     ...(terminated?.reason ? { terminationReason: terminated.reason } : {}),
     parsed: parseRunnerResult(terminated?.message),
-    ...(waitingReason && PULL_FAILURE_REASONS.includes(waitingReason) ? { pullReason: waitingReason } : {}),
+    ...(pullReason ? { pullReason } : {}),
+    ...(imageID ? { imageID } : {}),
     ran: source?.state?.running !== undefined || terminated?.startedAt !== undefined,
     disrupted:
       pod.status?.conditions?.some((c) => c.type === 'DisruptionTarget' && c.status === 'True') ?? false,
@@ -300,11 +351,12 @@ interface Verdict {
 /** The verdict from a result document that parsed (section 7, rows with a result). */
 function fromResult(
   result: RunnerResult,
-  op: Op,
+  input: ClassifyInput,
   winner: PodEvidence,
   deadline: boolean,
-  lockBlocksRun: boolean,
 ): Verdict {
+  const { op } = input;
+  const lockBlocksRun = input.lockBlocksRun === true;
   const exitZero = winner.exitCode === 0;
   if (result.op !== op) {
     return {
@@ -314,14 +366,20 @@ function fromResult(
     };
   }
   switch (result.result) {
-    case 'succeeded':
-      if (exitZero) return { evidence: deadline ? 'deadline-race' : 'succeeded' };
+    case 'succeeded': {
+      if (exitZero) {
+        const invalid = checkContractOutputs(result.outputs, input.kind).invalid;
+        if (invalid.length > 0)
+          return { evidence: 'outputs-invalid', summary: invalidOutputsSummary(invalid) };
+        return { evidence: deadline ? 'deadline-race' : 'succeeded' };
+      }
       // The stricter reading wins: a succeeded result with a non-zero exit is not a success.
       return {
         evidence: deadline ? 'deadline' : 'unknown',
         violation: true,
         summary: `runner exited ${winner.exitCode ?? 'without an exit code'} but reported succeeded`,
       };
+    }
     case 'failed': {
       const base = { violation: exitZero };
       if (deadline) return { ...base, evidence: 'deadline' };
@@ -334,6 +392,7 @@ function fromResult(
         };
       const withError = { ...base, step: result.error.step, summary: result.error.summary };
       if (result.error.kind === 'image-layout') return { ...withError, evidence: 'image-layout' };
+      if (result.error.reason === 'OutputsInvalid') return { ...withError, evidence: 'outputs-invalid' };
       if (result.lock && lockBlocksRun) return { ...withError, evidence: 'lock-contended' };
       return { ...withError, evidence: 'step-failed' };
     }
@@ -395,7 +454,7 @@ export function classifyJob(input: ClassifyInput): Classification {
   const parsed: ParsedResult = winner?.parsed ?? parseRunnerResult(undefined);
   const pullTrouble = input.observedPullTrouble === true || winner?.pullReason !== undefined;
   const verdict = winner?.parsed.ok
-    ? fromResult(winner.parsed.result, input.op, winner, deadline, input.lockBlocksRun === true)
+    ? fromResult(winner.parsed.result, input, winner, deadline)
     : withoutResult(winner, deadline, pullTrouble, parsed);
   const row = EVIDENCE_TABLE[verdict.evidence];
   const extraPods = pods.filter((p) => p !== winner).map((p) => p.name);
@@ -425,6 +484,10 @@ export function classifyJob(input: ClassifyInput): Classification {
     ...(winner ? { pod: winner.name } : {}),
     extraPods,
     ...(parsed.ok ? { runnerResult: parsed.result } : {}),
+    ...(row.success && parsed.ok
+      ? { outputs: checkContractOutputs(parsed.result.outputs, input.kind).outputs }
+      : {}),
+    ...(winner?.imageID && winner.ran ? { imageID: winner.imageID } : {}),
     finishedAt: finishTime(input.job, winner, input.now),
   };
 }

@@ -1,7 +1,7 @@
 import type { Condition, ConditionStatus } from '../schemas/kinds/condition.ts';
 import type { Op } from '../schemas/result.ts';
 import type { Classification } from './classify.ts';
-import type { WaitDecision } from './gates.ts';
+import type { WaitDecision } from './wait-table.ts';
 
 /**
  * Conditions (DESIGN.md sections 6 and 7) in the metav1.Condition shape. `ApplyJobSucceeded` covers apply

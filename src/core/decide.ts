@@ -3,12 +3,12 @@ import { parseDurationSeconds } from '../schemas/kinds/duration.ts';
 import { DEFAULT_DRIFT_INTERVAL, type DriftCheck } from '../schemas/kinds/spec.ts';
 import type { LastSuccess } from '../schemas/kinds/status.ts';
 import type { Op } from '../schemas/result.ts';
-import { failureHistory } from './backoff.ts';
+import { type RetryState, retryStateOf } from './backoff.ts';
 import { EVIDENCE_TABLE } from './classify.ts';
-import { WAIT_TABLE } from './gates.ts';
 import { jittered } from './jitter.ts';
-import { type JobRecord, newestFirst } from './job-record.ts';
+import type { JobRecord } from './job-record.ts';
 import { timestampMs } from './views.ts';
+import { WAIT_TABLE } from './wait-table.ts';
 
 /**
  * DecideOp (DESIGN.md section 3): which op an object needs now, as a pure function of the object, its Jobs
@@ -65,6 +65,11 @@ export interface DecideInput {
   driftDetected: boolean;
   /** Every Job of the object (retained history). */
   records: readonly JobRecord[];
+  /**
+   * The apply's retry accounting (`status.attempts.apply` with the retained Jobs folded in,
+   * src/core/attempts.ts); computed from `records` when absent.
+   */
+  applyRetries?: RetryState;
   /** An approved TerraformPlan for the current inputs, if one waits. */
   approvedPlan?: ApprovedPlan;
   driftCheck: DriftCheck;
@@ -122,11 +127,10 @@ function withoutState(input: DecideInput): boolean {
   return destroyed !== undefined && (applied === undefined || destroyed >= applied);
 }
 
-/** The newest finished apply ended in failure or interruption (not blocked, not plan-changed). */
-function newestApplyFailed(records: readonly JobRecord[]): boolean {
-  const newest = newestFirst(records, 'apply').find((r) => r.finished && r.outcome !== undefined);
-  if (newest?.outcome === undefined) return false;
-  const row = EVIDENCE_TABLE[newest.outcome];
+/** The newest recorded apply ended in failure or interruption (not blocked, not plan-changed). */
+function newestApplyFailed(retries: RetryState): boolean {
+  if (retries.newest === undefined) return false;
+  const row = EVIDENCE_TABLE[retries.newest];
   return row.result === 'failed' || row.result === 'interrupted';
 }
 
@@ -155,15 +159,16 @@ export function decideOp(input: DecideInput): OpDecision {
     return start('destroy', 'Deleting');
   }
   const plan = input.approvedPlan;
+  const applyRetries = input.applyRetries ?? retryStateOf(input.records, 'apply');
   if (input.lastSuccess?.apply === undefined) return start('apply', 'NoState', plan);
   if (input.appliedInputsHash !== input.inputsHash) return start('apply', 'InputsChanged', plan);
-  if (newestApplyFailed(input.records)) return start('apply', 'LastApplyFailed', plan);
+  if (newestApplyFailed(applyRetries)) return start('apply', 'LastApplyFailed', plan);
   if (plan) return start('apply', 'PlanApproved', plan);
   if (
     input.driftDetected &&
     input.driftCheck.enabled &&
     input.driftCheck.action === 'Remediate' &&
-    failureHistory(input.records, 'apply').counted < input.failedJobsHistoryLimit
+    applyRetries.failures < input.failedJobsHistoryLimit
   ) {
     return start('apply', 'DriftRemediation');
   }

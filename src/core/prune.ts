@@ -1,5 +1,10 @@
 import { OPS } from '../schemas/result.ts';
-import { currentInterruptionRun, interruptionsRetained } from './backoff.ts';
+import {
+  contentionsRetained,
+  currentContentionRun,
+  currentInterruptionRun,
+  interruptionsRetained,
+} from './backoff.ts';
 import { EVIDENCE_TABLE } from './classify.ts';
 import { type JobRecord, newestFirst } from './job-record.ts';
 
@@ -15,6 +20,7 @@ import { type JobRecord, newestFirst } from './job-record.ts';
  *   newest failure is always kept;
  * - the current run of interruptions, up to `interruptionsRetained` (so the cap of 5 in a row is reachable);
  *   older interruptions no longer count for anything;
+ * - the current run of contended locks likewise (past its allowance each one counts);
  * - runs that wait (blocked, plan-changed, lock contended): only the newest one, which is what ends a run
  *   of interruptions; they never take the place of a counted failure.
  */
@@ -41,10 +47,15 @@ export function selectJobsToPrune(records: readonly JobRecord[], limits: History
       0,
       interruptionsRetained(limits.failedJobsHistoryLimit),
     );
+    const contentions = currentContentionRun(records, op).slice(
+      0,
+      contentionsRetained(limits.failedJobsHistoryLimit),
+    );
     const keep = new Set<JobRecord>([
       ...successes.slice(0, Math.max(1, limits.successfulJobsHistoryLimit)),
       ...counted.slice(0, Math.max(1, limits.failedJobsHistoryLimit)),
       ...interruptions,
+      ...contentions,
       ...waiting.slice(0, 1),
     ]);
     selected.push(...done.filter((r) => !keep.has(r)));

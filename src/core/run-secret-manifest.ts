@@ -1,3 +1,4 @@
+import type { TargetKind } from '../schemas/kinds/api-group.ts';
 import type { Backend } from '../schemas/kinds/spec.ts';
 import { type ApplyPolicy, RUN_CONFIG_FILE, type RunConfigInput } from '../schemas/run-config.ts';
 import { type OwnerReference, ownerReference } from './job-manifest.ts';
@@ -10,6 +11,8 @@ import { runSecretName } from './names.ts';
 
 /** What the shell has resolved for one run; values from Secrets are already read. */
 export interface RunConfigSource {
+  /** The object's kind: which contract outputs the runner checks (src/schemas/contract-outputs.ts). */
+  kind?: TargetKind;
   namespace: string;
   /** The object's UID: the kubernetes backend's state suffix, so renaming never loses state. */
   uid: string;
@@ -42,6 +45,7 @@ export function buildRunConfig(source: RunConfigSource): RunConfigInput {
       : {};
   return {
     version: 1,
+    ...(source.kind ? { kind: source.kind } : {}),
     variables: { ...source.variables, ...source.secretVariables } as RunConfigInput['variables'],
     secretInputs: Object.keys(source.secretVariables).sort(),
     backend: {

@@ -10,8 +10,11 @@ export interface MetaView {
   name: string;
   namespace?: string;
   uid?: string;
+  resourceVersion?: string;
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
+  finalizers?: string[];
+  ownerReferences?: { kind: string; name: string; uid: string }[];
   creationTimestamp?: Timestamp;
   deletionTimestamp?: Timestamp;
 }
@@ -27,7 +30,10 @@ export interface JobConditionView {
 /** batch/v1 Job, as far as the core reads it. */
 export interface JobView {
   metadata: MetaView;
-  spec?: { activeDeadlineSeconds?: number };
+  spec?: {
+    activeDeadlineSeconds?: number;
+    template?: { spec?: { containers?: { name: string; image?: string }[] } };
+  };
   status?: {
     conditions?: JobConditionView[];
     active?: number;
@@ -55,11 +61,14 @@ export interface ContainerStatusView {
   name: string;
   state?: ContainerStateView;
   restartCount?: number;
+  /** The image the container runs, as a digest reference (`repo@sha256:…`), once it was pulled. */
+  imageID?: string;
 }
 
 /** core/v1 Pod, as far as the core reads it. */
 export interface PodView {
   metadata: MetaView;
+  spec?: { nodeName?: string };
   status?: {
     phase?: string;
     reason?: string;

@@ -1,11 +1,13 @@
 import { TERMINATION_GRACE_SECONDS } from '../schemas/job-contract.ts';
-import { PULL_FAILURE_REASONS, SOURCE_CONTAINER } from './classify.ts';
-import { WAIT_TABLE } from './gates.ts';
+import { podPullFailure } from './classify.ts';
 import { type JobView, type PodView, timestampMs } from './views.ts';
+import { WAIT_TABLE } from './wait-table.ts';
 
 /**
- * Watching an active Job (DESIGN.md section 5, step 4): surface pull trouble at once, enforce the deadline
- * when the Job controller is late, and delete a Job that can never start. Requeue at most 60 s later.
+ * Watching an active Job (DESIGN.md section 5, step 4): surface trouble starting any container at once (a
+ * pull failure of the module image or of the runner's init image, a container that cannot be created from
+ * its configuration), enforce the deadline when the Job controller is late, and delete a Job that can
+ * never start. Requeue at most 60 s later.
  */
 
 /** Slack after deadline + grace before the controller enforces the deadline itself. */
@@ -23,15 +25,39 @@ export interface WatchInput {
 
 export type WatchDecision =
   | { kind: 'watch'; reason: 'JobActive'; requeueAfterSeconds: number }
-  | { kind: 'watch'; reason: 'ImagePullBackOff'; requeueAfterSeconds: number; message: string }
+  | {
+      kind: 'watch';
+      reason: 'ImagePullBackOff' | 'CreateContainerConfigError';
+      requeueAfterSeconds: number;
+      message: string;
+    }
   | { kind: 'delete'; reason: 'JobDeadlineExceeded'; message: string }
   | { kind: 'delete'; reason: 'StuckJobDeleted'; message: string };
 
-function pullTrouble(pods: readonly PodView[]): string | undefined {
+/** The kubelet's waiting reason for a container it cannot create from the pod's configuration. */
+const CONFIG_ERROR = 'CreateContainerConfigError';
+
+/** Trouble starting a container of any pod of the Job: which container, and the kubelet's reason. */
+function startTrouble(
+  pods: readonly PodView[],
+): { reason: 'ImagePullBackOff' | 'CreateContainerConfigError'; message: string } | undefined {
   for (const pod of pods) {
-    const source = pod.status?.containerStatuses?.find((c) => c.name === SOURCE_CONTAINER);
-    const reason = source?.state?.waiting?.reason;
-    if (reason && PULL_FAILURE_REASONS.includes(reason)) return reason;
+    const pull = podPullFailure(pod);
+    const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
+    if (pull !== undefined) {
+      const container = statuses.find((c) => c.state?.waiting?.reason === pull)?.name ?? 'a container';
+      return {
+        reason: 'ImagePullBackOff',
+        message: `the image of container ${container} cannot be pulled (${pull})`,
+      };
+    }
+    const config = statuses.find((c) => c.state?.waiting?.reason === CONFIG_ERROR);
+    if (config !== undefined) {
+      return {
+        reason: CONFIG_ERROR,
+        message: `container ${config.name} cannot be created from its configuration (${CONFIG_ERROR})`,
+      };
+    }
   }
   return undefined;
 }
@@ -66,13 +92,13 @@ export function watchActiveJob(input: WatchInput): WatchDecision {
   const untilNext = [overdueMs, input.runSecretExists ? undefined : stuckMs]
     .filter((ms): ms is number => ms !== undefined)
     .map((ms) => Math.ceil((ms - now) / 1000));
-  const pull = pullTrouble(input.pods);
-  if (pull) {
+  const trouble = startTrouble(input.pods);
+  if (trouble) {
     return {
       kind: 'watch',
-      reason: 'ImagePullBackOff',
-      requeueAfterSeconds: Math.min(WAIT_TABLE.ImagePullBackOff.requeueSeconds, ...untilNext),
-      message: `the module image cannot be pulled (${pull})`,
+      reason: trouble.reason,
+      requeueAfterSeconds: Math.min(WAIT_TABLE[trouble.reason].requeueSeconds, ...untilNext),
+      message: trouble.message,
     };
   }
   return {

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
-import { instrumentStep } from '../metrics/instrument.ts';
 import type { AppDeps } from './deps.ts';
 import { AppError, normaliseError } from './errors.ts';
 import { createInFlight } from './in-flight.ts';
@@ -8,7 +7,6 @@ import { eventsRoutes } from './routes/events.ts';
 import { healthRoutes } from './routes/health.ts';
 import { reconcileRoutes } from './routes/reconcile.ts';
 import { tickRoutes } from './routes/tick.ts';
-import type { StepCallDeps } from './step-call.ts';
 
 /** A caller's `x-request-id` is kept only when it is short and plain; otherwise we mint one. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -32,9 +30,6 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     forceCloseConnections: 'idle',
   }) as unknown as FastifyInstance;
   const inFlight = createInFlight();
-  const step = instrumentStep(deps.step, deps.metrics, deps.clock);
-  const stepCall: StepCallDeps = { step, schedule: deps.schedule, inFlight, clock: deps.clock };
-  const routeDeps: AppDeps = { ...deps, step };
 
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -61,9 +56,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       .send({ error: { code: appError.code, message: appError.message }, requestId: request.id });
   });
 
-  app.register(healthRoutes(routeDeps));
-  app.register(eventsRoutes(routeDeps, stepCall));
-  app.register(reconcileRoutes(routeDeps, stepCall));
-  app.register(tickRoutes(routeDeps, inFlight));
+  app.register(healthRoutes(deps));
+  app.register(eventsRoutes(deps, inFlight));
+  app.register(reconcileRoutes(deps, inFlight));
+  app.register(tickRoutes(deps, inFlight));
   return app;
 }

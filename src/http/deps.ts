@@ -1,9 +1,10 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
+import type { ObjectRef } from '../core/object-ref.ts';
 import type { Metrics } from '../metrics/registry.ts';
-import type { RequeueSchedule } from '../schedule/ports.ts';
 import type { SweepReport } from '../schedule/sweep.ts';
-import type { ObjectRef, ReconcileStep } from '../step/contract.ts';
+import type { EventDedupe, RequeueSchedule } from '../settle/ports.ts';
+import type { Settle } from '../settle/settle.ts';
 
 /**
  * Everything `buildApp` needs, injected (STYLE.md habit 7): no module reads env, clock or a global client.
@@ -33,21 +34,6 @@ export interface OwnerResolver {
   resolve(owned: OwnedObject): Promise<OwnerLookup>;
 }
 
-/**
- * Event dedupe by `uid@resourceVersion` (DESIGN.md section 8): one cheap check per event during a replay
- * storm. `remember` is called only after the event was handled, so a failed delivery is not remembered.
- */
-export interface EventDedupe {
-  seen(event: ObjectVersion): Promise<boolean>;
-  remember(event: ObjectVersion): Promise<void>;
-}
-
-/** One version of one object: the dedupe key `uid@resourceVersion`. */
-export interface ObjectVersion {
-  uid: string;
-  resourceVersion: string;
-}
-
 /** One dependency's readiness. */
 export type DependencyCheck = { ok: true } | { ok: false; message: string };
 
@@ -63,7 +49,8 @@ export type AppConfig = Pick<
 export interface AppDeps {
   config: AppConfig;
   logger: Logger;
-  step: ReconcileStep;
+  /** Runs and settles one step (src/settle/settle.ts): every route's one way to reconcile. */
+  settle: Settle;
   schedule: RequeueSchedule;
   dedupe: EventDedupe;
   owners: OwnerResolver;

@@ -1,8 +1,9 @@
 import { LABELS } from '../core/job-labels.ts';
+import { OBJECT_KINDS, type ObjectRef } from '../core/object-ref.ts';
 import type { EventSubject } from '../schemas/cloudevents.ts';
 import { API_GROUP, isTargetKind } from '../schemas/kinds/api-group.ts';
-import { OBJECT_KINDS, type ObjectRef } from '../step/contract.ts';
-import type { ObjectVersion, OwnedKind } from './deps.ts';
+import type { ObjectVersion } from '../settle/ports.ts';
+import type { OwnedKind } from './deps.ts';
 
 /**
  * Which object an event is about (DESIGN.md section 13): our kinds map to themselves; Jobs, Pods, Secrets

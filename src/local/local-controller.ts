@@ -33,6 +33,8 @@ export interface LocalControllerOptions {
   tickIntervalMs?: number;
   /** The sweep period, seconds; default 60. */
   syncPeriodSeconds?: number;
+  /** The handlers' pino level; default `info` (`debug` logs every step, as tests that count steps need). */
+  logLevel?: 'info' | 'debug';
   log?: (line: string) => void;
 }
 
@@ -140,7 +142,7 @@ export async function startLocalController(options: LocalControllerOptions): Pro
         CAPTF_RUNNER_IMAGE: LOCAL_RUNNER_IMAGE,
         CAPTF_KEY_PREFIX: keyPrefix,
         CAPTF_SYNC_PERIOD_SECONDS: String(options.syncPeriodSeconds ?? 60),
-        LOG_LEVEL: 'info',
+        LOG_LEVEL: options.logLevel ?? 'info',
       }),
     );
     started.push(controller);

@@ -1,5 +1,5 @@
+import type { ObjectKind } from '../core/object-ref.ts';
 import type { Op, RunResult } from '../schemas/result.ts';
-import type { ObjectKind } from '../step/contract.ts';
 
 /**
  * Fleet-level figures (DESIGN.md section 14) live in a shared store (Redis) so any instance's `/metrics`

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BaseLogger } from 'pino';
-import type { SingleHolderLease } from '../schedule/ports.ts';
+import type { SingleHolderLease } from '../schedule/single-holder-lease.ts';
 import type { ApiServerMode } from '../schemas/cloudevents.ts';
 import { buildEventMessage } from './event.ts';
 import type { RelayResource } from './resources.ts';

@@ -1,5 +1,5 @@
 import { LABELS } from '../core/job-labels.ts';
-import { API_VERSION } from '../schemas/kinds/api-group.ts';
+import { CUSTOM_KINDS, KINDS, OUR_API_VERSION } from '../schemas/kinds/registry.ts';
 /**
  * What the relay watches (DESIGN.md section 15; the same set the ApiServerSource in infra/knative watches):
  * our kinds, and the Jobs, Pods and Secrets labelled `captf.io/managed=true`, in all namespaces.
@@ -12,14 +12,10 @@ export interface RelayResource {
   labelSelector?: string;
 }
 
-const OUR_API_VERSION = API_VERSION;
 const MANAGED = `${LABELS.managed}=true`;
 
 export const RELAY_RESOURCES: readonly RelayResource[] = [
-  { apiVersion: OUR_API_VERSION, kind: 'TerraformCluster', plural: 'terraformclusters' },
-  { apiVersion: OUR_API_VERSION, kind: 'TerraformMachine', plural: 'terraformmachines' },
-  { apiVersion: OUR_API_VERSION, kind: 'TerraformMachinePool', plural: 'terraformmachinepools' },
-  { apiVersion: OUR_API_VERSION, kind: 'TerraformPlan', plural: 'terraformplans' },
+  ...CUSTOM_KINDS.map((kind) => ({ apiVersion: OUR_API_VERSION, kind, plural: KINDS[kind].plural })),
   { apiVersion: 'batch/v1', kind: 'Job', plural: 'jobs', labelSelector: MANAGED },
   { apiVersion: 'v1', kind: 'Pod', plural: 'pods', labelSelector: MANAGED },
   { apiVersion: 'v1', kind: 'Secret', plural: 'secrets', labelSelector: MANAGED },

@@ -1,23 +1,21 @@
-import { type ContractOutputs, ContractOutputsSchema } from '../schemas/result.ts';
+import {
+  CONTRACT_OUTPUT_NAMES,
+  type ContractOutputs,
+  checkContractOutputs,
+} from '../schemas/contract-outputs.ts';
+import type { TargetKind } from '../schemas/kinds/api-group.ts';
 import type { UiOutput } from './machine-ui.ts';
 
 /**
  * The few module outputs the Cluster API contract needs (DESIGN.md section 2): read by these exact root
- * output names, each checked against its field of ContractOutputsSchema. Nothing else leaves the Job.
+ * output names (they match the Cluster API fields they fill), each checked against the schema of its CRD
+ * field (src/schemas/contract-outputs.ts). Nothing else leaves the Job.
  */
 
-type ContractField = keyof ContractOutputs;
-
-/** Module output name for each contract field; the names match the Cluster API fields they fill. */
-export const CONTRACT_OUTPUT_NAMES: Record<ContractField, string> = {
-  controlPlaneEndpoint: 'controlPlaneEndpoint',
-  providerID: 'providerID',
-  addresses: 'addresses',
-  providerIDList: 'providerIDList',
-  replicas: 'replicas',
-};
-
-/** Outcome: the outputs that passed their schema, and the names of those that did not (for the log). */
+/**
+ * Outcome: the outputs to report (those `kind` records, checked; the others as they are, for the size
+ * rules to drop), and the names of those the CRD would refuse (never values).
+ */
 export interface ContractOutputsRead {
   outputs: ContractOutputs;
   rejected: string[];
@@ -25,22 +23,24 @@ export interface ContractOutputsRead {
 
 /**
  * Picks the contract outputs from an `outputs` message. A sensitive output has no value there and is
- * skipped; an output of the wrong shape is rejected by name (never by value).
+ * skipped; an output of the wrong shape is rejected by name (the run then fails with `OutputsInvalid`).
  */
-export function readContractOutputs(ui: Record<string, UiOutput> | undefined): ContractOutputsRead {
-  const read: ContractOutputsRead = { outputs: {}, rejected: [] };
-  if (ui === undefined) return read;
-  const fields = Object.keys(CONTRACT_OUTPUT_NAMES) as ContractField[];
-  for (const field of fields) {
-    const name = CONTRACT_OUTPUT_NAMES[field];
-    const value = ui[name]?.value;
-    if (value === undefined) continue;
-    const parsed = ContractOutputsSchema.shape[field].safeParse(value);
-    if (parsed.success && parsed.data !== undefined) {
-      Object.assign(read.outputs, { [field]: parsed.data });
-    } else {
-      read.rejected.push(name);
-    }
+export function readContractOutputs(
+  ui: Record<string, UiOutput> | undefined,
+  kind?: TargetKind,
+): ContractOutputsRead {
+  const reported: Record<string, unknown> = {};
+  for (const name of CONTRACT_OUTPUT_NAMES) {
+    const value = ui?.[name]?.value;
+    if (value !== undefined) reported[name] = value;
   }
-  return read;
+  const checked = checkContractOutputs(reported, kind);
+  const rejected = checked.invalid.map((i) => i.name);
+  // Outputs this kind does not record travel unchecked (they are cut first when the result is too long).
+  const others = Object.fromEntries(
+    Object.entries(reported).filter(
+      ([name]) => !(name in checked.outputs) && !rejected.includes(name as never),
+    ),
+  );
+  return { outputs: { ...others, ...checked.outputs } as ContractOutputs, rejected: rejected.sort() };
 }

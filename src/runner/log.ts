@@ -1,4 +1,4 @@
-import { createRedactor, type Redactor } from './redaction.ts';
+import { createRedactor, type Redactor } from '../core/redaction.ts';
 
 /**
  * The runner's own output (its pod log). Every line goes through the run's redactor (C15), and Terraform's

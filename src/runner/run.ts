@@ -1,3 +1,4 @@
+import { createRedactor, type Redactor } from '../core/redaction.ts';
 import type {
   Op,
   PlanSummary,
@@ -16,9 +17,9 @@ import { lockInfoFrom } from './lock-info.ts';
 import type { RunnerLog } from './log.ts';
 import { readUiStream, readValidateDocument, type UiReport, uiMessage } from './machine-ui.ts';
 import { readPlanDocument, summarizePlan } from './plan-digest.ts';
-import { createRedactor, type Redactor, redactJson, runConfigSecrets } from './redaction.ts';
 import { fitResult } from './result-document.ts';
 import { readRunConfig } from './run-config-file.ts';
+import { runConfigSecrets } from './run-secrets.ts';
 import { runtimeEnv } from './runtime-env.ts';
 import { OP_STEPS, type StepCommand, type StepInputs, stepCommand, type TofuStep } from './steps.ts';
 import { curateSummary } from './summary.ts';
@@ -89,7 +90,8 @@ export async function runOp(options: RunOptions, deps: RunDeps): Promise<RunnerR
 
   const finish = (result: RunResult, extra: Partial<RunnerResult> = {}): RunnerResult => {
     const doc: RunnerResult = { version: 1, op: options.op, result, steps, ...extra };
-    const fitted = fitResult(redactJson(doc, redactor));
+    // The summary is redacted where it is made; outputs and other structured fields are never redacted.
+    const fitted = fitResult(doc);
     log.info(
       `result ${fitted.result}${fitted.error ? ` (${fitted.error.step}: ${fitted.error.summary})` : ''}`,
     );
@@ -100,7 +102,12 @@ export async function runOp(options: RunOptions, deps: RunDeps): Promise<RunnerR
     step: StepName,
     summary: string,
     extra: Partial<RunnerResult> = {},
-  ) => finish('failed', { ...extra, error: { kind, step, summary: curateSummary([], summary, redactor) } });
+    reason?: RunError['reason'],
+  ) =>
+    finish('failed', {
+      ...extra,
+      error: { kind, step, summary: curateSummary([], summary, redactor), ...(reason ? { reason } : {}) },
+    });
 
   // prepare: the image-layout checks, the run config, the work dir.
   const prepareStarted = nowMs();
@@ -236,9 +243,17 @@ export async function runOp(options: RunOptions, deps: RunDeps): Promise<RunnerR
       return finish('succeeded', { drift });
     }
     if (step === 'apply' || step === 'apply-refresh-only') {
-      const contract = readContractOutputs(run.ui.outputs);
-      if (contract.rejected.length > 0)
-        log.error(`outputs of the wrong shape ignored: ${contract.rejected.join(', ')}`);
+      const contract = readContractOutputs(run.ui.outputs, config.kind);
+      if (contract.rejected.length > 0) {
+        // The apply is done, but the object could never record these outputs (DESIGN.md section 7).
+        return failure(
+          'step',
+          step,
+          `the Cluster API contract refuses output ${contract.rejected.join(', ')}`,
+          { ...(plan ? { plan } : {}) },
+          'OutputsInvalid',
+        );
+      }
       const outputs = Object.keys(contract.outputs).length > 0 ? { outputs: contract.outputs } : {};
       return finish('succeeded', { ...(plan ? { plan } : {}), ...outputs });
     }

@@ -1,6 +1,6 @@
+import type { Redactor } from '../core/redaction.ts';
 import { SUMMARY_MAX_BYTES } from '../schemas/result.ts';
 import type { Diagnostic } from './machine-ui.ts';
-import type { Redactor } from './redaction.ts';
 
 /**
  * The curated error summary (DESIGN.md section 10): built from Terraform's `-json` diagnostics only, never

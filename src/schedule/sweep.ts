@@ -1,9 +1,10 @@
 import type { BaseLogger } from 'pino';
+import { type ObjectRef, refKey } from '../core/object-ref.ts';
 import { podsToRelease, type ReleasePodView } from '../core/pod-release.ts';
-import { resolveOutcome } from '../http/outcome.ts';
-import type { ObjectRef, ReconcileStep } from '../step/contract.ts';
+import type { RequeueSchedule } from '../settle/ports.ts';
+import type { Settle } from '../settle/settle.ts';
 import { runBounded } from './pool.ts';
-import type { RequeueSchedule, SingleHolderLease } from './ports.ts';
+import type { SingleHolderLease } from './single-holder-lease.ts';
 
 /**
  * The sweep (DESIGN.md section 8): every sync period, one instance at a time, list our objects and Jobs,
@@ -77,7 +78,8 @@ export interface SweepDeps {
   listers: SweepListers;
   /** Releases our finalizer from pods whose Job is gone; absent: the sweep leaves pods alone. */
   pods?: SweepPods;
-  step: ReconcileStep;
+  /** Runs and settles one step (its requeue included). */
+  settle: Settle;
   schedule: RequeueSchedule;
   clock: () => number;
   logger: Pick<BaseLogger, 'debug' | 'info' | 'warn' | 'error'>;
@@ -139,10 +141,6 @@ export function podsToReleaseInSweep(pods: readonly HeldPod[], jobs: readonly Sw
   }).map(({ pod }) => pod.held);
 }
 
-function refKey(ref: ObjectRef): string {
-  return `${ref.kind}/${ref.namespace}/${ref.name}`;
-}
-
 /** Runs the sweep if this instance gets the lease; never throws (failures come back in the report). */
 export async function runSweepIfDue(deps: SweepDeps): Promise<SweepReport> {
   const holder = `${deps.holder}@${deps.clock()}`;
@@ -186,9 +184,7 @@ async function sweep(deps: SweepDeps): Promise<SweepReport> {
     deps.concurrency,
     () => true,
     async (ref) => {
-      const resolved = resolveOutcome(await deps.step(ref), deps.clock());
-      deps.logger[resolved.log.level](resolved.log.fields, resolved.log.msg);
-      if (resolved.requeue !== undefined) await deps.schedule.add(ref, resolved.requeue.dueAtMs);
+      await deps.settle(ref, { log: deps.logger });
     },
   );
   const stepFailures = results.filter((r) => r.state === 'failed').length;

@@ -1,8 +1,8 @@
 import type { BaseLogger } from 'pino';
-import { resolveOutcome } from '../http/outcome.ts';
-import type { ReconcileStep, StepAction } from '../step/contract.ts';
+import type { StepAction } from '../core/step-outcome.ts';
+import type { Claim, RequeueSchedule } from '../settle/ports.ts';
+import type { Settle } from '../settle/settle.ts';
 import { runBounded } from './pool.ts';
-import type { Claim, RequeueSchedule } from './ports.ts';
 import type { SweepReport } from './sweep.ts';
 
 /**
@@ -17,7 +17,8 @@ const CLAIM_MARGIN_MS = 30_000;
 
 export interface TickDeps {
   schedule: RequeueSchedule;
-  step: ReconcileStep;
+  /** Runs and settles one step; the tick completes its claim with the next due time itself. */
+  settle: Settle;
   /** Runs the sweep if it is due and nobody else runs it (src/schedule/sweep.ts). */
   sweep: (nowMs: number) => Promise<SweepReport>;
   /** Milliseconds since the epoch. */
@@ -54,9 +55,7 @@ export async function runTick(deps: TickDeps): Promise<TickReport> {
     deps.concurrency,
     () => deps.clock() < deadlineMs,
     async (claim: Claim) => {
-      const outcome = await deps.step(claim.ref);
-      const resolved = resolveOutcome(outcome, deps.clock());
-      deps.logger[resolved.log.level](resolved.log.fields, resolved.log.msg);
+      const { outcome, resolved } = await deps.settle(claim.ref, { log: deps.logger, claimed: true });
       byAction[outcome.action] = (byAction[outcome.action] ?? 0) + 1;
       await deps.schedule.complete(claim, resolved.claimNextDueAtMs);
     },

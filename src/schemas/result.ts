@@ -59,6 +59,11 @@ export const RunErrorSchema = z.object({
   step: StepNameSchema,
   /** Curated from Terraform's `-json` diagnostics, redacted, at most SUMMARY_MAX_BYTES bytes. */
   summary: z.string(),
+  /**
+   * Set when the failure has a reason of its own beyond its kind: `OutputsInvalid`, an output the Cluster
+   * API contract fields would refuse (src/schemas/contract-outputs.ts).
+   */
+  reason: z.enum(['OutputsInvalid']).optional(),
 });
 export type RunError = z.infer<typeof RunErrorSchema>;
 
@@ -89,15 +94,19 @@ export const LockInfoSchema = z.object({
 });
 export type LockInfo = z.infer<typeof LockInfoSchema>;
 
-/** The few module outputs the Cluster API contract needs; nothing else leaves the Job. */
-export const ContractOutputsSchema = z.object({
-  controlPlaneEndpoint: z.object({ host: z.string(), port: z.number().int() }).optional(),
-  providerID: z.string().optional(),
-  addresses: z.array(z.object({ type: z.string(), address: z.string() })).optional(),
-  providerIDList: z.array(z.string()).optional(),
-  replicas: z.number().int().nonnegative().optional(),
+/**
+ * The Cluster API contract outputs as the result document carries them: any JSON under the contract names,
+ * so a result whose outputs the CRD would refuse still parses and is classified (`OutputsInvalid`, checked
+ * by src/schemas/contract-outputs.ts), never `unknown`.
+ */
+export const ReportedOutputsSchema = z.object({
+  controlPlaneEndpoint: z.json().optional(),
+  providerID: z.json().optional(),
+  addresses: z.json().optional(),
+  providerIDList: z.json().optional(),
+  replicas: z.json().optional(),
 });
-export type ContractOutputs = z.infer<typeof ContractOutputsSchema>;
+export type ReportedOutputs = z.infer<typeof ReportedOutputsSchema>;
 
 export const RunnerResultSchema = z.object({
   version: z.literal(1),
@@ -108,7 +117,8 @@ export const RunnerResultSchema = z.object({
   plan: PlanSummarySchema.optional(),
   drift: DriftSummarySchema.optional(),
   lock: LockInfoSchema.optional(),
-  outputs: ContractOutputsSchema.optional(),
+  /** The Cluster API contract outputs as reported (src/schemas/contract-outputs.ts checks them). */
+  outputs: ReportedOutputsSchema.optional(),
   /** The image digest the runner ran, when it can tell (used to pin `status.source.pinnedImage`). */
   imageDigest: z.string().optional(),
   /** Names of optional fields the runner dropped to fit RESULT_MAX_BYTES, in drop order. */

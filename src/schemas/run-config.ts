@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TARGET_KINDS } from './kinds/api-group.ts';
 
 /**
  * The run config: what the controller hands one Job's runner (DESIGN.md section 9). The controller writes it
@@ -36,6 +37,11 @@ export type BackendConfig = z.infer<typeof BackendConfigSchema>;
 
 export const RunConfigSchema = z.object({
   version: z.literal(1),
+  /**
+   * The kind of the object the Job runs for: which Cluster API contract outputs its CRD records, and so
+   * which outputs must pass the CRD's schema (src/schemas/contract-outputs.ts). Absent: all of them.
+   */
+  kind: z.enum(TARGET_KINDS).optional(),
   /** Input variables by name (JSON values); written to a generated `-var-file`, never passed as `-var`. */
   variables: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_-]*$/), z.json()).default({}),
   /**

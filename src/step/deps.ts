@@ -2,6 +2,7 @@ import type { Clock } from '../adapters/clock.ts';
 import type { KubeReader } from '../adapters/kube/reader.ts';
 import type { KubeWriter } from '../adapters/kube/writer.ts';
 import type { RedisAdapter } from '../adapters/redis/adapter.ts';
+import type { PlannerConfig } from '../core/planner.ts';
 import type { Failpoints } from './failpoints.ts';
 import type { StepMetrics } from './step-metrics.ts';
 
@@ -17,14 +18,7 @@ export type StepRedis = Pick<
 >;
 
 /** The step's configuration, read once by the composition root (src/config.ts) and passed in. */
-export interface StepConfig {
-  /** `--runner-image`: the init container that copies the runner into every Job (DESIGN.md section 9). */
-  runnerImage: string;
-  /** `--max-active-jobs` per installation (DESIGN.md section 5, default 200). */
-  maxActiveJobs: number;
-  /** `--cluster-max-active-jobs` per Cluster API cluster (default 20). */
-  clusterMaxActiveJobs: number;
-}
+export type StepConfig = PlannerConfig;
 
 export interface StepDeps {
   kube: { reader: KubeReader; writer: KubeWriter };

@@ -1,12 +1,14 @@
 import type { JobSlotScope } from '../adapters/redis/job-slots.ts';
 import { type RunLeaseRole, type RunLeaseScope, runLeaseRoleOf } from '../adapters/redis/run-lease.ts';
 import type { Unknown } from '../adapters/redis/unknown.ts';
-import { BACKGROUND_SLOT_SHARE } from '../core/gates.ts';
 import { TERMINATION_GRACE_SECONDS } from '../core/job-manifest.ts';
+import type { JobRecord } from '../core/job-record.ts';
+import type { ObjectRef } from '../core/object-ref.ts';
+import { isOwnJobName } from '../core/own-jobs.ts';
+import type { RunGuardSpec } from '../core/planner.ts';
+import { slotLimitsFor } from '../core/slot-shares.ts';
 import type { Op } from '../schemas/result.ts';
-import type { ObjectRef } from './contract.ts';
 import type { StepConfig, StepRedis } from './deps.ts';
-import { isOwnJobName } from './own-jobs.ts';
 
 /**
  * The Redis guards of one run (DESIGN.md section 5 step 6): the run lease (every op), the cluster lease
@@ -31,14 +33,9 @@ export interface RunGuard {
   ttlSeconds: number;
 }
 
-/** The guards of Job `job` of `ref` running `op`. */
-export function runGuard(
-  ref: ObjectRef,
-  clusterName: string | undefined,
-  op: Op,
-  job: string,
-  activeDeadlineSeconds: number,
-): RunGuard {
+/** The guards of the run `spec` names, of `ref` (in Cluster API cluster `clusterName`, if any). */
+export function runGuard(ref: ObjectRef, clusterName: string | undefined, spec: RunGuardSpec): RunGuard {
+  const { op, job, activeDeadlineSeconds } = spec;
   return {
     scope: { object: ref, ...(clusterName !== undefined ? { clusterName } : {}) },
     role: runLeaseRoleOf(ref.kind, op, clusterName),
@@ -113,25 +110,17 @@ export async function takeRunGuards(
     return {
       kind: 'wait',
       reason: 'WaitingForMachineOperations',
-      message: `${lease.liveMemberLeases} machine or pool operation(s) still run`,
+      message: 'machine or pool applies or destroys of this cluster still run',
     };
   }
-  const share = op === 'apply' || op === 'destroy' ? 1 : BACKGROUND_SLOT_SHARE;
-  const slot = await redis.jobSlots.take(
-    guard.slots,
-    {
-      installation: Math.max(1, Math.floor(config.maxActiveJobs * share)),
-      cluster: Math.max(1, Math.floor(config.clusterMaxActiveJobs * share)),
-    },
-    guard.ttlSeconds,
-  );
+  const slot = await redis.jobSlots.take(guard.slots, slotLimitsFor(op, config), guard.ttlSeconds);
   if (slot.kind === 'unknown') return slot;
   if (slot.kind === 'full') {
     await releaseRunGuards(redis, guard, job);
     return {
       kind: 'wait',
       reason: 'WaitingForJobSlot',
-      message: `Job slots in use: ${slot.active}/${slot.limit} (${slot.scope})`,
+      message: `every Job slot ${op} may use in the ${slot.scope} is taken (limit ${slot.limit})`,
     };
   }
   return { kind: 'acquired' };
@@ -175,4 +164,33 @@ export async function releaseRunGuards(
   }
   const slot = await redis.jobSlots.release(guard.slots);
   return slot.kind === 'unknown' ? slot : 'released';
+}
+
+/**
+ * Heals a run lease whose release was lost (a crash or a Redis outage after bookkeeping, DESIGN.md section
+ * 1: "Redis holds nothing that cannot be rebuilt from the API server"). A step with nothing running reads
+ * the object's run lease; held under the name of a Job that is not running, it is released by its own
+ * token (never someone else's, C17), and that Job's slots with it. Costs one Redis read when clean.
+ * Answers whether a lease was released.
+ */
+export async function healStaleLease(
+  redis: StepRedis,
+  ref: ObjectRef,
+  clusterName: string | undefined,
+  records: readonly JobRecord[],
+): Promise<boolean> {
+  const scope = { object: ref, ...(clusterName !== undefined ? { clusterName } : {}) };
+  const current = await redis.runLeases.read(scope);
+  if (current.kind !== 'held') return false;
+  const holder = current.token.holder;
+  if (records.some((record) => record.name === holder && !record.finished)) return false;
+  if (!isOwnJobName(ref.kind, ref.name, holder)) return false;
+  const released = await redis.runLeases.release(scope, current.token);
+  if (released.kind !== 'released') return false;
+  await redis.jobSlots.release({
+    namespace: ref.namespace,
+    job: holder,
+    ...(clusterName !== undefined ? { clusterName } : {}),
+  });
+  return true;
 }

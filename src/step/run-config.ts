@@ -1,17 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import { isKubeError } from '../adapters/kube/errors.ts';
-import { OUR_API_VERSION } from '../adapters/kube/resources.ts';
+import type { KubeReader } from '../adapters/kube/reader.ts';
+import type { KubeWriter } from '../adapters/kube/writer.ts';
 import { LABELS } from '../core/job-labels.ts';
 import { ownerReference } from '../core/job-manifest.ts';
-import { buildRunConfig } from '../core/run-secret-manifest.ts';
+import type { ObjectRef } from '../core/object-ref.ts';
+import { buildRunConfig, type RunConfigSource } from '../core/run-secret-manifest.ts';
+import { OUR_API_VERSION } from '../schemas/kinds/registry.ts';
 import type { RunConfigInput } from '../schemas/run-config.ts';
-import type { StepContext } from './context.ts';
 
 /**
- * The run config of one Job (DESIGN.md section 9, src/schemas/run-config.ts), resolved from live reads:
- * `spec.variables` plus the `variablesFrom` Secret keys, the backend and its Secret, the lock timeout, the
- * expected digest of an approved plan, the stale lock id to force-unlock (section 12) and the object's plan
- * HMAC key (section 11), which lives in a Secret of its own owned by the object.
+ * The run config of one Job (DESIGN.md section 9, src/schemas/run-config.ts): the inputs the planner
+ * resolved (src/core/run-inputs.ts) plus the object's plan HMAC key (section 11), which lives in a Secret of
+ * its own owned by the object, read here (and created once).
  */
 
 /** The per-object plan HMAC key Secret (owned by the object, so it goes with it). */
@@ -24,35 +25,24 @@ const PLAN_KEY = 'hmac-key';
 /** 32 random bytes, base64url: 43 characters, above the runner's 32-character minimum. */
 const PLAN_KEY_BYTES = 32;
 
-export type ResolvedRunConfig =
-  | { kind: 'resolved'; config: RunConfigInput }
-  /** A referenced Secret or key is missing; the message names it, never a value. */
-  | { kind: 'missing'; message: string };
-
-/** What the decision adds to the run config. */
-export interface RunDecisions {
-  expectedPlanDigest?: string;
-  forceUnlockId?: string;
-}
-
-/** A `variablesFrom` value: JSON when it parses (non-string variables), the raw text otherwise. */
-function variableValue(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
+/** The object a plan key belongs to. */
+export interface KeyOwner {
+  ref: ObjectRef;
+  uid: string;
 }
 
 /**
  * Reads (or creates, once) the object's plan HMAC key. Two steps creating it at once both end up with the
  * one that won the create.
  */
-async function planHmacKey(context: StepContext): Promise<string> {
-  const { reader, writer } = context.deps.kube;
-  const { snap } = context;
-  const name = planKeySecretName(snap.uid);
-  const existing = await reader.getSecret(snap.ref.namespace, name);
+async function planHmacKey(
+  kube: { reader: KubeReader; writer: KubeWriter },
+  owner: KeyOwner,
+): Promise<string> {
+  const { reader, writer } = kube;
+  const { ref, uid } = owner;
+  const name = planKeySecretName(uid);
+  const existing = await reader.getSecret(ref.namespace, name);
   const stored = existing?.data?.[PLAN_KEY];
   if (stored !== undefined) return Buffer.from(stored, 'base64').toString('utf8');
   const key = randomBytes(PLAN_KEY_BYTES).toString('base64url');
@@ -63,20 +53,11 @@ async function planHmacKey(context: StepContext): Promise<string> {
       type: 'Opaque',
       metadata: {
         name,
-        namespace: snap.ref.namespace,
+        namespace: ref.namespace,
         // Not `captf.io/managed`: the sweep deletes managed Secrets whose Job is gone, and this one has none.
-        labels: {
-          [LABELS.ownerKind]: snap.ref.kind,
-          [LABELS.ownerName]: snap.ref.name,
-          [LABELS.ownerUid]: snap.uid,
-        },
+        labels: { [LABELS.ownerKind]: ref.kind, [LABELS.ownerName]: ref.name, [LABELS.ownerUid]: uid },
         ownerReferences: [
-          ownerReference({
-            apiVersion: OUR_API_VERSION,
-            kind: snap.ref.kind,
-            name: snap.ref.name,
-            uid: snap.uid,
-          }),
+          ownerReference({ apiVersion: OUR_API_VERSION, kind: ref.kind, name: ref.name, uid }),
         ],
       },
       stringData: { [PLAN_KEY]: key },
@@ -84,53 +65,18 @@ async function planHmacKey(context: StepContext): Promise<string> {
     return key;
   } catch (error) {
     if (!isKubeError(error, 'AlreadyExists')) throw error;
-    const raced = await reader.getSecret(snap.ref.namespace, name);
+    const raced = await reader.getSecret(ref.namespace, name);
     const value = raced?.data?.[PLAN_KEY];
-    if (value === undefined) throw new Error(`read Secret ${snap.ref.namespace}/${name}: no ${PLAN_KEY} key`);
+    if (value === undefined) throw new Error(`read Secret ${ref.namespace}/${name}: no ${PLAN_KEY} key`);
     return Buffer.from(value, 'base64').toString('utf8');
   }
 }
 
-/** Resolves the run config of the next Job; `missing` when a referenced Secret or key does not exist. */
-export async function resolveRunConfig(
-  context: StepContext,
-  decisions: RunDecisions,
-): Promise<ResolvedRunConfig> {
-  const { snap, policy } = context;
-  const spec = snap.spec;
-  if (!spec) return { kind: 'missing', message: 'the spec does not parse' };
-  const secretVariables: Record<string, unknown> = {};
-  for (const from of spec.variablesFrom ?? []) {
-    const { name, key } = from.secretKeyRef;
-    const data = snap.referencedSecrets.get(name);
-    if (data === undefined)
-      return { kind: 'missing', message: `Secret ${name} (variable ${from.name}) does not exist` };
-    const value = data[key];
-    if (value === undefined)
-      return { kind: 'missing', message: `Secret ${name} has no key ${key} (variable ${from.name})` };
-    secretVariables[from.name] = variableValue(value);
-  }
-  let backendSecretData: Record<string, string> = {};
-  if (spec.backend?.secretRef) {
-    const data = snap.referencedSecrets.get(spec.backend.secretRef.name);
-    if (data === undefined)
-      return { kind: 'missing', message: `backend Secret ${spec.backend.secretRef.name} does not exist` };
-    backendSecretData = { ...data };
-  }
-  return {
-    kind: 'resolved',
-    config: buildRunConfig({
-      namespace: snap.ref.namespace,
-      uid: snap.uid,
-      variables: spec.variables ?? {},
-      secretVariables,
-      backend: spec.backend,
-      backendSecretData,
-      lockTimeoutSeconds: policy.lockTimeoutSeconds,
-      applyPolicy: spec.applyPolicy,
-      ...(decisions.expectedPlanDigest ? { expectedPlanDigest: decisions.expectedPlanDigest } : {}),
-      ...(decisions.forceUnlockId ? { forceUnlockId: decisions.forceUnlockId } : {}),
-      planHmacKey: await planHmacKey(context),
-    }),
-  };
+/** The run config of a Job from its resolved inputs; reads (or creates) the plan key. */
+export async function runConfigOf(
+  kube: { reader: KubeReader; writer: KubeWriter },
+  owner: KeyOwner,
+  inputs: Omit<RunConfigSource, 'planHmacKey'>,
+): Promise<RunConfigInput> {
+  return buildRunConfig({ ...inputs, planHmacKey: await planHmacKey(kube, owner) });
 }

@@ -1,28 +1,30 @@
 import type { V1Job } from '@kubernetes/client-node';
 import { isKubeError } from '../adapters/kube/errors.ts';
+import type { KubeReader } from '../adapters/kube/reader.ts';
+import type { KubeWriter } from '../adapters/kube/writer.ts';
 import { buildRunSecret } from '../core/run-secret-manifest.ts';
 import type { RunConfigInput } from '../schemas/run-config.ts';
-import type { StepContext } from './context.ts';
 
 /**
  * Creates the per-run Secret `captf-run-<job>` of a created (or adopted, C02) Job, owned by the Job so the
  * garbage collector removes it with the Job. A Secret that exists already is the repeat of a crashed step.
  */
 export async function createRunSecret(
-  context: StepContext,
+  kube: { reader: KubeReader; writer: KubeWriter },
+  namespace: string,
   job: V1Job,
   config: RunConfigInput,
 ): Promise<void> {
   const secret = buildRunSecret({
     job: {
       name: job.metadata?.name ?? '',
-      namespace: context.snap.ref.namespace,
+      namespace,
       uid: job.metadata?.uid ?? '',
       labels: job.metadata?.labels ?? {},
     },
     config,
   });
-  const { reader, writer } = context.deps.kube;
+  const { reader, writer } = kube;
   try {
     await writer.createSecret(secret);
   } catch (error) {
@@ -38,5 +40,4 @@ export async function createRunSecret(
       await writer.createSecret(secret);
     }
   }
-  context.deps.failpoints.hit('after-run-secret-create');
 }

@@ -1,5 +1,5 @@
 import { STEP_LOCK_TTL_MS } from '../adapters/redis/adapter.ts';
-import type { ObjectRef } from './contract.ts';
+import type { ObjectRef } from '../core/object-ref.ts';
 import type { StepRedis } from './deps.ts';
 
 /**

@@ -1,7 +1,7 @@
 import type { Classification } from '../core/classify.ts';
+import type { ObjectRef } from '../core/object-ref.ts';
 import type { FleetMetricsRecorder } from '../metrics/fleet.ts';
 import type { Metrics } from '../metrics/registry.ts';
-import type { ObjectRef } from './contract.ts';
 
 /**
  * What the step reports toward the metrics of DESIGN.md section 14, once per transition: a Job created (an

@@ -6,7 +6,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { parseAllDocuments } from 'yaml';
 import { type Kubectl, kubectlFor } from '../../src/local/kubectl.ts';
-import { type LocalController, startLocalController } from '../../src/local/local-controller.ts';
+import {
+  type LocalController,
+  type LocalControllerOptions,
+  startLocalController,
+} from '../../src/local/local-controller.ts';
 import { prepareWorkloadNamespace } from '../../src/local/workload-namespace.ts';
 import { testStack } from '../env/index.ts';
 
@@ -98,11 +102,16 @@ export interface E2eRun {
   kubectl: Kubectl;
   /** Directory of the node's pod work directories (container logs). */
   podsDir: string;
+  /** The controller's Redis key prefix. */
+  keyPrefix: string;
   close(): Promise<void>;
 }
 
 /** Starts the local run's controller on the test stack with its own node, Redis keys and namespace. */
-export async function startE2eRun(label: string): Promise<E2eRun> {
+export async function startE2eRun(
+  label: string,
+  options: Pick<LocalControllerOptions, 'syncPeriodSeconds' | 'logLevel'> = {},
+): Promise<E2eRun> {
   const stack = testStack();
   const suffix = randomBytes(3).toString('hex');
   const workDir = mkdtempSync(join(tmpdir(), `captf-e2e-${label}-`));
@@ -114,12 +123,14 @@ export async function startE2eRun(label: string): Promise<E2eRun> {
     .run(['get', '-f', policyFile, '-o', 'name'])
     .then(() => true)
     .catch(() => false);
+  const keyPrefix = `e2e-${label}-${suffix}`;
   const controller = await startLocalController({
     stack,
     workDir,
     nodeName,
-    keyPrefix: `e2e-${label}-${suffix}`,
+    keyPrefix,
     tickIntervalMs: 1000,
+    ...options,
   });
   const namespace = `e2e-${label}-${suffix}`;
   await prepareWorkloadNamespace(controller.kubectl, repoRoot, namespace, stack);
@@ -129,6 +140,7 @@ export async function startE2eRun(label: string): Promise<E2eRun> {
     controller,
     kubectl: controller.kubectl,
     podsDir: join(workDir, 'node', 'pods'),
+    keyPrefix,
     close: async () => {
       // Finalizers first: with the controller gone nobody would remove them and the namespace would hang.
       for (const resource of ['terraformclusters', 'terraformmachines']) {

@@ -1,8 +1,9 @@
 import type { V1Job, V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { CustomKind, CustomResource } from '../../schemas/kinds/registry.ts';
 import type { KubeApis } from './connection.ts';
 import { type CustomObject, parseCustomList, parseCustomObject } from './custom-object.ts';
 import { isKubeError, toKubeError } from './errors.ts';
-import { CAPI_CLUSTER, CUSTOM_RESOURCES, type CustomKind, type CustomResource } from './resources.ts';
+import { CAPI_CLUSTER, CUSTOM_RESOURCES } from './resources.ts';
 
 /**
  * Which objects a list returns: one namespace (or all when omitted) and a label selector, either as

@@ -7,12 +7,14 @@ import {
   type V1ObjectMeta,
   type V1Secret,
 } from '@kubernetes/client-node';
+import type { EventSpec } from '../../core/event-spec.ts';
+import type { CustomKind } from '../../schemas/kinds/registry.ts';
 import type { Clock } from '../clock.ts';
 import type { KubeApis } from './connection.ts';
 import { type CustomObject, type NewCustomObject, parseCustomObject } from './custom-object.ts';
 import { isKubeError, toKubeError } from './errors.ts';
 import { eventNameOf } from './event-name.ts';
-import { CUSTOM_RESOURCES, type CustomKind } from './resources.ts';
+import { CUSTOM_RESOURCES } from './resources.ts';
 
 /** The object a write targets, with the resourceVersion it was read at (the precondition). */
 export interface VersionedRef {
@@ -40,30 +42,6 @@ export type FinalizerRemoval = 'removed' | 'absent';
 
 /** What an event create found: a new Event, or the same transition's Event from an earlier step. */
 export type EmitResult = 'created' | 'already-emitted';
-
-/** An object an Event is about (`regarding`) or mentions (`related`). */
-export interface EventObjectRef {
-  apiVersion: string;
-  kind: string;
-  namespace: string;
-  name: string;
-  uid: string;
-}
-
-/** One Event (events.k8s.io/v1). Never put credentials, variables, outputs or raw output in `note`. */
-export interface EventSpec {
-  regarding: EventObjectRef;
-  related?: EventObjectRef;
-  type: 'Normal' | 'Warning';
-  /** CamelCase reason from DESIGN.md section 7, e.g. `JobSucceeded`. */
-  reason: string;
-  /** What the controller did, e.g. `Bookkeep`, `CreateJob`, `Prune`. */
-  action: string;
-  /** A human sentence, at most 1 KiB (the API server's limit). */
-  note: string;
-  /** Names the transition; same object + reason + key = same Event name = emitted once. */
-  transitionKey: string;
-}
 
 /**
  * Every mutation the step makes. Failures throw a KubeError; `error.outcome` says whether the write may

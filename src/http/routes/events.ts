@@ -4,14 +4,15 @@ import { parseCloudEvent } from '../cloudevent.ts';
 import type { AppDeps, OwnerLookup } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import { dedupeKeyOf, targetOf } from '../event-target.ts';
+import type { InFlight } from '../in-flight.ts';
 import { acceptRawText } from '../raw-body.ts';
-import { callStep, type StepCallDeps } from '../step-call.ts';
 
 /**
  * `POST /events` (DESIGN.md section 13): one ApiServerSource CloudEvent → at most one step for the object it
- * is about. The payload is only a hint; a duplicate (`uid@resourceVersion` seen) costs one cheap check.
+ * is about. The payload is only a hint; a duplicate (`uid@resourceVersion` seen, which includes the echo of
+ * a step's own write, src/settle/settle.ts) costs one cheap check and no step.
  */
-export function eventsRoutes(deps: AppDeps, stepCall: StepCallDeps): FastifyPluginAsync {
+export function eventsRoutes(deps: AppDeps, inFlight: InFlight): FastifyPluginAsync {
   return async (app) => {
     acceptRawText(app, deps.config.bodyLimitBytes);
     app.addHook('onRequest', bearerAuthHook(deps.config.auth));
@@ -42,11 +43,11 @@ export function eventsRoutes(deps: AppDeps, stepCall: StepCallDeps): FastifyPlug
         eventLog.debug({ dedupeKey }, 'event ignored: duplicate');
         return reply.code(200).send({ handled: false, reason: 'Duplicate' });
       }
-      const answer = await callStep(stepCall, eventLog, ref);
-      if (dedupeKey !== undefined && answer.status !== 503) await deps.dedupe.remember(dedupeKey);
-      if (answer.retryAfterSeconds !== undefined)
-        reply.header('retry-after', String(answer.retryAfterSeconds));
-      return reply.code(answer.status).send({ handled: answer.status !== 503, outcome: answer.outcome });
+      const { outcome, resolved } = await inFlight.track(() => deps.settle(ref, { log: eventLog }));
+      if (dedupeKey !== undefined && resolved.status !== 503) await deps.dedupe.remember(dedupeKey);
+      if (resolved.retryAfterSeconds !== undefined)
+        reply.header('retry-after', String(resolved.retryAfterSeconds));
+      return reply.code(resolved.status).send({ handled: resolved.status !== 503, outcome });
     });
   };
 }

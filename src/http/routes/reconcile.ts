@@ -4,14 +4,14 @@ import { kindFromPath, ReconcileParamsSchema, ReconcileQuerySchema } from '../..
 import { bearerAuthHook } from '../auth.ts';
 import type { AppDeps } from '../deps.ts';
 import { AppError } from '../errors.ts';
+import type { InFlight } from '../in-flight.ts';
 import { acceptRawText } from '../raw-body.ts';
-import { callStep, type StepCallDeps } from '../step-call.ts';
 
 /**
  * `POST /reconcile/{kind}/{namespace}/{name}` (DESIGN.md section 13): one step, answered as the StepOutcome;
  * `?dryRun=true` explains the decision without acting (and schedules nothing).
  */
-export function reconcileRoutes(deps: AppDeps, stepCall: StepCallDeps): FastifyPluginAsync {
+export function reconcileRoutes(deps: AppDeps, inFlight: InFlight): FastifyPluginAsync {
   return async (app) => {
     acceptRawText(app, deps.config.bodyLimitBytes);
     app.addHook('onRequest', bearerAuthHook(deps.config.auth));
@@ -30,10 +30,12 @@ export function reconcileRoutes(deps: AppDeps, stepCall: StepCallDeps): FastifyP
       if (!query.success)
         throw new AppError('invalid-request', `read query: ${formatIssues(query.error, 'query')}`);
       const ref = { kind, namespace: params.data.namespace, name: params.data.name };
-      const answer = await callStep(stepCall, request.log, ref, { dryRun: query.data.dryRun });
-      if (answer.retryAfterSeconds !== undefined)
-        reply.header('retry-after', String(answer.retryAfterSeconds));
-      return reply.code(answer.status).send({ dryRun: query.data.dryRun, outcome: answer.outcome });
+      const { outcome, resolved } = await inFlight.track(() =>
+        deps.settle(ref, { log: request.log, dryRun: query.data.dryRun }),
+      );
+      if (resolved.retryAfterSeconds !== undefined)
+        reply.header('retry-after', String(resolved.retryAfterSeconds));
+      return reply.code(resolved.status).send({ dryRun: query.data.dryRun, outcome });
     });
   };
 }

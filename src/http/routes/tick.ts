@@ -33,7 +33,7 @@ export function tickRoutes(deps: AppDeps, inFlight: InFlight): FastifyPluginAsyn
       const report = await inFlight.track(() =>
         runTick({
           schedule: deps.schedule,
-          step: deps.step,
+          settle: deps.settle,
           sweep: deps.sweep,
           clock: deps.clock,
           logger: request.log,

@@ -2,23 +2,11 @@ import { API_GROUP, API_VERSION_NAME } from './api-group.ts';
 import type { KindDefinition } from './kind-definition.ts';
 import { type CelRule, celValidation } from './rules.ts';
 import { type JsonSchemaNode, toStructuralSchema } from './structural.ts';
-import { terraformClusterKind } from './terraform-cluster.ts';
-import { terraformMachineKind } from './terraform-machine.ts';
-import { terraformMachinePoolKind } from './terraform-machine-pool.ts';
-import { terraformPlanKind } from './terraform-plan.ts';
 
 /**
  * CustomResourceDefinitions built from the same zod schemas the code validates with (DESIGN.md section 2).
  * scripts/gen-crds.ts writes them to infra/crds/; a unit test checks the committed files are current.
  */
-
-/** Every kind we serve, in the order their CRDs are written. */
-export const KIND_DEFINITIONS: readonly KindDefinition[] = [
-  terraformClusterKind,
-  terraformMachineKind,
-  terraformMachinePoolKind,
-  terraformPlanKind,
-];
 
 /** A CustomResourceDefinition (apiextensions.k8s.io/v1), as plain data. */
 export interface CustomResourceDefinition {

@@ -87,6 +87,38 @@ export const LastSuccessSchema = z
   .describe('When each op last finished successfully.');
 export type LastSuccess = z.infer<typeof LastSuccessSchema>;
 
+/** One op's retry accounting (DESIGN.md sections 4 and 9), kept so no Job deletion erases it. */
+export const OpAttemptsSchema = z
+  .object({
+    last: z.number().int().min(0).describe('The highest attempt started; a Job name is never used twice.'),
+    recorded: z.number().int().min(0).describe('The highest attempt whose run is counted below.'),
+    newest: z.string().max(64).optional().describe('How the newest recorded run ended (its evidence).'),
+    failures: z.number().int().min(0).describe('Counted failures since the newest success.'),
+    interruptions: z.number().int().min(0).describe('Interruptions (not deadline kills) in a row.'),
+    lockContentions: z
+      .number()
+      .int()
+      .min(0)
+      .describe('Runs in a row that found the state lock held by a live pod of this object.'),
+    failedAt: TimeSchema.optional().describe('Finish of the newest counted failure.'),
+    interruptedAt: TimeSchema.optional().describe('Finish of the newest interruption in the row.'),
+    lockContendedAt: TimeSchema.optional().describe('Finish of the newest lock contention in the row.'),
+  })
+  .describe('Attempts and retry accounting of one op.');
+export type OpAttemptsStatus = z.infer<typeof OpAttemptsSchema>;
+
+export const AttemptsSchema = z
+  .object({
+    apply: OpAttemptsSchema.optional(),
+    destroy: OpAttemptsSchema.optional(),
+    drift: OpAttemptsSchema.optional(),
+    refresh: OpAttemptsSchema.optional(),
+  })
+  .describe(
+    'Per op: the highest attempt started and the failures that decide the backoff (DESIGN.md section 4).',
+  );
+export type Attempts = z.infer<typeof AttemptsSchema>;
+
 /** Fields of every target kind's status. */
 export const commonStatusShape = {
   observedGeneration: z.number().int().min(0).optional(),
@@ -99,8 +131,11 @@ export const commonStatusShape = {
   activeJob: ActiveJobSchema.optional(),
   lastRun: LastRunSchema.optional(),
   waitReason: WaitReasonSchema.optional().describe('Why nothing is happening now.'),
-  nextAttemptAt: TimeSchema.optional().describe('When the controller looks again (backoff, waits).'),
+  nextAttemptAt: TimeSchema.optional().describe(
+    'When a wait with a natural end (backoff, a contended lock) ends; stable while its cause is.',
+  ),
   lastSuccess: LastSuccessSchema.optional(),
+  attempts: AttemptsSchema.optional(),
   appliedInputsHash: z.string().optional().describe('Inputs hash of the newest successful apply.'),
   appliedGeneration: z
     .number()

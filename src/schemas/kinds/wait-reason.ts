@@ -2,13 +2,15 @@ import { z } from 'zod';
 
 /**
  * Why nothing is happening (DESIGN.md section 6): the closed set of `status.waitReason` values. The requeue
- * interval of each lives in src/core/gates.ts, typed by this set.
+ * interval of each lives in src/core/wait-table.ts, typed by this set.
  */
 export const WAIT_REASONS = [
   /** A Job of the object runs; the Job's own events wake the object, 60 s is the fallback. */
   'JobActive',
-  /** The module image of the running Job cannot be pulled (yet). */
+  /** An image of the running Job (the module image or the runner's init image) cannot be pulled (yet). */
   'ImagePullBackOff',
+  /** A container of the running Job cannot be created from its configuration (a missing Secret or ConfigMap). */
+  'CreateContainerConfigError',
   /** Cluster API pause: bookkeeping continues, nothing starts. */
   'Paused',
   /** Counted failures earned a delay (DESIGN.md section 4); see `nextAttemptAt`. */

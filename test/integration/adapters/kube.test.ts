@@ -17,7 +17,7 @@ import { fixedClock } from '../../../src/adapters/clock.ts';
 import { createKubeAdapter, type KubeAdapter } from '../../../src/adapters/kube/adapter.ts';
 import type { CustomObject } from '../../../src/adapters/kube/custom-object.ts';
 import { KubeError } from '../../../src/adapters/kube/errors.ts';
-import { OUR_API_VERSION } from '../../../src/adapters/kube/resources.ts';
+import { OUR_API_VERSION } from '../../../src/schemas/kinds/registry.ts';
 import { testStack } from '../../env/index.ts';
 
 // The Kubernetes adapter against the real local kube-apiserver, Job controller and garbage collector.

@@ -7,9 +7,11 @@ import { systemClock } from '../../../src/adapters/clock.ts';
 import { createKubeAdapter, type KubeAdapter } from '../../../src/adapters/kube/adapter.ts';
 import { createRedisAdapter, type RedisAdapter } from '../../../src/adapters/redis/adapter.ts';
 import { readConfig } from '../../../src/config.ts';
+import type { ObjectRef } from '../../../src/core/object-ref.ts';
+import type { StepOutcome } from '../../../src/core/step-outcome.ts';
 import { buildApp } from '../../../src/http/app.ts';
 import { createLogger } from '../../../src/http/logger.ts';
-import type { ObjectRef, ReconcileStep, StepOutcome } from '../../../src/step/contract.ts';
+import type { ReconcileStep } from '../../../src/step/contract.ts';
 import { testStack } from '../../env/index.ts';
 
 // The handlers wired to the real Redis and API server through functions/compose.ts: dedupe, owner

@@ -10,8 +10,8 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRedisAdapter, type RedisAdapter } from '../../../src/adapters/redis/adapter.ts';
 import { parseCloudEvent } from '../../../src/http/cloudevent.ts';
 import { kubeWatchSource } from '../../../src/relay/kube-source.ts';
 import { runRelay } from '../../../src/relay/relay.ts';
@@ -19,7 +19,7 @@ import { RELAY_RESOURCES, type RelayResource } from '../../../src/relay/resource
 import { DEFAULT_RETRY_POLICY } from '../../../src/relay/retry.ts';
 import { createSender } from '../../../src/relay/sender.ts';
 import type { WatchLoopStats, WatchSource } from '../../../src/relay/watch-loop.ts';
-import { createRedisLease } from '../../../src/schedule/redis-lease.ts';
+import { namedLease } from '../../../src/schedule/single-holder-lease.ts';
 import type { ApiServerMode } from '../../../src/schemas/cloudevents.ts';
 import { testStack } from '../../env/index.ts';
 
@@ -116,7 +116,7 @@ let admin: KubeConfig;
 let viaProxy: KubeConfig;
 let proxy: CuttableProxy;
 let objects: CustomObjectsApi;
-let redis: Redis;
+let adapter: RedisAdapter;
 
 async function eventually(check: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -174,7 +174,7 @@ function startRelay(options: {
     }),
     mode: options.mode ?? 'ref',
     apiServerUrl: testStack().apiServerUrl,
-    lease: createRedisLease(redis, options.leaseKey),
+    lease: namedLease(adapter, options.leaseKey),
     holder: options.holder,
     leaseTtlMs: 3000,
     logger: silent,
@@ -203,7 +203,8 @@ beforeAll(async () => {
   if (current === null || user === null) throw new Error('kubeconfig: no current cluster or user');
   viaProxy = new KubeConfig();
   viaProxy.loadFromClusterAndUser({ ...current, server: proxyUrl }, user);
-  redis = new Redis(stack.redisUrl);
+  adapter = createRedisAdapter({ url: stack.redisUrl, keyPrefix: `test-relay-${namespace}` });
+  await adapter.waitUntilReady(10_000);
   const { execFile } = await import('node:child_process');
   const { promisify } = await import('node:util');
   const kubectl = (args: string[]) =>
@@ -219,7 +220,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   proxy?.server.close();
-  redis?.disconnect();
+  await adapter?.close();
 });
 
 describe('relay', () => {
@@ -330,7 +331,7 @@ describe('relay', () => {
       await create('c5');
       await eventually(() => receiverB.has('ref.add', 'c5'), 'replica b sends c5 after taking over');
       expect(receiverB.has('ref.add', 'c4')).toBe(true);
-      expect(await redis.get(leaseKey)).toBe('b');
+      expect(await adapter.client.get(adapter.keys.namedLease(leaseKey))).toBe('b');
     } finally {
       await b.stop();
     }

@@ -2,6 +2,7 @@ import { access, chmod, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { REDACTED } from '../../../src/core/redaction.ts';
 import { RESULT_MAX_BYTES } from '../../../src/schemas/result.ts';
 import { localBackend, runRunner, stepNames } from './runner-process.ts';
 
@@ -119,14 +120,14 @@ describe('a failing module: kind step, the right step, a curated summary, no sec
       id: 'validation',
       name: 'a variable validation rule quoting the secret rejects it at plan',
       variables: { token: CANARY },
-      summary: /^Invalid value for variable .*token \(redacted\) is not an ok- token/,
+      summary: /^Invalid value for variable .*token \[redacted\] is not an ok- token/,
       quoted: true,
     },
     {
       id: 'precondition',
       name: 'a terraform_data precondition quoting the secret fails at plan',
       variables: { token: `ok-${CANARY}`, size: 12 },
-      summary: /^Resource precondition failed .*size 12 is too big for \(redacted\)/,
+      summary: /^Resource precondition failed .*size 12 is too big for \[redacted\]/,
       quoted: true,
     },
     {
@@ -152,7 +153,7 @@ describe('a failing module: kind step, the right step, a curated summary, no sec
     for (const text of [run.resultText, run.stdout, run.stderr]) expect(text).not.toContain(CANARY);
     // Where the module's message quotes the secret, the runner printed it redacted: the absence above is
     // redaction, not silence.
-    if (quoted) expect(run.stdout).toContain('(redacted)');
+    if (quoted) expect(run.stdout).toContain(REDACTED);
   });
 });
 
@@ -210,7 +211,8 @@ describe('result size (DESIGN.md section 10)', () => {
     const run = await runRunner({
       flags: ['--op=apply'],
       module: 'large-outputs',
-      config: { variables: { replicas: 120 } },
+      // A pool: its CRD records providerIDList and replicas; the machine-only addresses go unchecked.
+      config: { kind: 'TerraformMachinePool', variables: { replicas: 120 } },
     });
     expect(run.exitCode).toBe(0);
     expect(new TextEncoder().encode(run.resultText).length).toBeLessThanOrEqual(RESULT_MAX_BYTES);

@@ -1,7 +1,7 @@
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CUSTOM_RESOURCES } from '../../../src/adapters/kube/resources.ts';
-import type { ObjectRef } from '../../../src/step/contract.ts';
+import type { ObjectRef } from '../../../src/core/object-ref.ts';
 import {
   createStepEnv,
   eventsOf,

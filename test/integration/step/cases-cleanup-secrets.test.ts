@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { StepOutcome } from '../../../src/step/contract.ts';
+import type { StepOutcome } from '../../../src/core/step-outcome.ts';
 import {
   createObject,
   createStepEnv,

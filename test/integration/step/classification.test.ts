@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ObjectRef } from '../../../src/step/contract.ts';
+import type { ObjectRef } from '../../../src/core/object-ref.ts';
 import {
   createStepEnv,
   eventsOf,
@@ -180,13 +180,15 @@ const rows: Row[] = [
   },
   {
     id: 'R15',
-    name: 'a lock held by a foreign holder is LockContended, not counted',
+    // Issue 10, class 4: only another live pod of this object excuses a run; a foreign holder made the Job
+    // wait out lockTimeoutSeconds and fail (DESIGN.md section 12), a counted step failure.
+    name: 'a lock held by a foreign holder is a counted step failure (StateLocked), never an uncounted wait',
     end: {
       exitCode: 1,
       result: result('apply', 'failed', { error: LOCK_ERROR, lock: { id: 'lock-1', who: 'alice@laptop' } }),
     },
-    expected: { result: 'failed', reason: 'LockContended', errorKind: 'step' },
-    counted: false,
+    expected: { result: 'failed', reason: 'ApplyFailed', errorKind: 'step' },
+    counted: true,
   },
 ];
 

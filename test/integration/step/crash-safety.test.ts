@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisAdapter } from '../../../src/adapters/redis/adapter.ts';
-import type { ObjectRef, ReconcileStep, StepOutcome } from '../../../src/step/contract.ts';
+import type { ObjectRef } from '../../../src/core/object-ref.ts';
+import type { StepOutcome } from '../../../src/core/step-outcome.ts';
+import type { ReconcileStep } from '../../../src/step/contract.ts';
 import { type Failpoint, FailpointAbort } from '../../../src/step/failpoints.ts';
 import { testStack } from '../../env/index.ts';
 import {

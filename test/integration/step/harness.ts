@@ -15,26 +15,25 @@ import { createKubeAdapter, type KubeAdapter } from '../../../src/adapters/kube/
 import type { CustomObject } from '../../../src/adapters/kube/custom-object.ts';
 import { CUSTOM_RESOURCES } from '../../../src/adapters/kube/resources.ts';
 import { createRedisAdapter, type RedisAdapter } from '../../../src/adapters/redis/adapter.ts';
+import type { ObjectKind, ObjectRef } from '../../../src/core/object-ref.ts';
+import type { StepAction, StepOutcome } from '../../../src/core/step-outcome.ts';
+import type { TargetStatus } from '../../../src/schemas/kinds/target.ts';
 import type { RunnerResult } from '../../../src/schemas/result.ts';
-import type {
-  ObjectKind,
-  ObjectRef,
-  ReconcileStep,
-  StepAction,
-  StepOutcome,
-} from '../../../src/step/contract.ts';
+import type { ReconcileStep } from '../../../src/step/contract.ts';
 import type { StepConfig } from '../../../src/step/deps.ts';
 import { armedFailpoints, type Failpoint, NO_FAILPOINTS } from '../../../src/step/failpoints.ts';
-import type { TargetStatus } from '../../../src/step/snapshot.ts';
 import { createReconcileStep } from '../../../src/step/step.ts';
 import { NO_STEP_METRICS, type StepMetrics } from '../../../src/step/step-metrics.ts';
 import { testStack } from '../../env/index.ts';
+import { shadowedByDryRun } from './dry-run-shadow.ts';
 
 /**
  * The step's test environment on the real stack (test/env, whose global setup applies infra/crds): one
- * namespace and one Redis key prefix per test file, the real Kubernetes and Redis adapters, and a kubelet played by the test:
- * there is no node, so pods stay Pending until the test writes their status through the `/status`
- * subresource, and the real Job controller then completes or fails the Job from the pod phases.
+ * namespace and one Redis key prefix per test file, the real Kubernetes and Redis adapters, and a kubelet
+ * played by the test: there is no node, so pods stay Pending until the test writes their status through the
+ * `/status` subresource, and the real Job controller then completes or fails the Job from the pod phases.
+ * Every step it hands out is shadowed by a dry run over `/reconcile?dryRun=true` that must decide the same
+ * (./dry-run-shadow.ts), so every field case also proves the dry run.
  */
 
 /** A clock that follows the wall clock plus an offset the test moves (deadlines, backoff). */
@@ -65,6 +64,8 @@ export interface PodEnd {
   disrupted?: boolean;
   /** Leaves `containerStatuses` empty (C08 a). */
   noContainerStatuses?: boolean;
+  /** The `source` container's `imageID`, as a kubelet reports the digest it ran; '' by default. */
+  imageID?: string;
 }
 
 export interface StepEnv {
@@ -85,6 +86,8 @@ export interface StepEnv {
     config?: Partial<StepConfig>;
     /** The step's metrics; none by default. */
     metrics?: StepMetrics;
+    /** Precede each step with a dry run that must decide the same (default true; off to count requests). */
+    shadow?: boolean;
   }): ReconcileStep;
   close(): Promise<void>;
 }
@@ -142,15 +145,17 @@ export async function createStepEnv(label: string): Promise<StepEnv> {
     custom: config.makeApiClient(CustomObjectsApi),
     events: config.makeApiClient(EventsV1Api),
     config: stepConfig,
-    step: (options = {}) =>
-      createReconcileStep({
+    step: (options = {}) => {
+      const step = createReconcileStep({
         kube,
         redis: options.redis ?? redis,
         clock,
         config: { ...stepConfig, ...options.config },
         failpoints: options.failpoints ? armedFailpoints(options.failpoints) : NO_FAILPOINTS,
         metrics: options.metrics ?? NO_STEP_METRICS,
-      }),
+      });
+      return options.shadow === false ? step : shadowedByDryRun(step);
+    },
     close: async () => {
       await redis.close();
       await core.deleteNamespace({ name: namespace }).catch(() => undefined);
@@ -317,6 +322,39 @@ export async function pullTrouble(
   });
 }
 
+/**
+ * Plays the kubelet: one container waits with `reason` (a pull failure or `CreateContainerConfigError`):
+ * the `runner` init container (then `source` waits in `PodInitializing`), or `source` after the init ran.
+ */
+export async function containerWaiting(
+  env: StepEnv,
+  pod: V1Pod,
+  container: 'runner' | 'source',
+  reason: 'ErrImagePull' | 'ImagePullBackOff' | 'InvalidImageName' | 'CreateContainerConfigError',
+): Promise<void> {
+  const started = new Date();
+  const waiting = { waiting: { reason, message: `${container}: ${reason}` } };
+  await writePodStatus(env, pod, {
+    phase: 'Pending',
+    startTime: started,
+    initContainerStatuses: [
+      {
+        ...containerBase('runner', RUNNER_IMAGE),
+        state:
+          container === 'runner'
+            ? waiting
+            : { terminated: { exitCode: 0, reason: 'Completed', startedAt: started, finishedAt: started } },
+      },
+    ],
+    containerStatuses: [
+      {
+        ...containerBase('source', MODULE_IMAGE),
+        state: container === 'source' ? waiting : { waiting: { reason: 'PodInitializing' } },
+      },
+    ],
+  });
+}
+
 /** Plays the kubelet: `source` ends as `end` says, and the pod's phase follows the exit code. */
 export async function endPod(env: StepEnv, pod: V1Pod, end: PodEnd): Promise<void> {
   const now = new Date();
@@ -353,6 +391,7 @@ export async function endPod(env: StepEnv, pod: V1Pod, end: PodEnd): Promise<voi
       : [
           {
             ...containerBase('source', MODULE_IMAGE),
+            imageID: end.imageID ?? '',
             state: {
               terminated: {
                 exitCode: end.exitCode,

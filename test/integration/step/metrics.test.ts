@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ObjectRef } from '../../../src/core/object-ref.ts';
 import { createRedisFleetStore } from '../../../src/metrics/redis-fleet-store.ts';
 import { createMetrics, type Metrics } from '../../../src/metrics/registry.ts';
-import type { ObjectRef } from '../../../src/step/contract.ts';
 import { type StepMetrics, stepMetricsOf } from '../../../src/step/step-metrics.ts';
 import { createObject, createStepEnv, finishJob, podOf, result, type StepEnv, stepUntil } from './harness.ts';
 

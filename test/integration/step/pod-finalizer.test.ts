@@ -1,8 +1,11 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { namedLease, sweepListersOf, sweepPodsOf } from '../../../functions/compose.ts';
+import { sweepListersOf, sweepPodsOf } from '../../../functions/compose.ts';
 import { POD_RESULT_FINALIZER } from '../../../src/core/job-labels.ts';
+import { createMetrics } from '../../../src/metrics/registry.ts';
+import { namedLease } from '../../../src/schedule/single-holder-lease.ts';
 import { runSweepIfDue } from '../../../src/schedule/sweep.ts';
+import { createSettle } from '../../../src/settle/settle.ts';
 import {
   createObject,
   createStepEnv,
@@ -75,7 +78,16 @@ async function sweepNamespace(): Promise<unknown> {
       listHeldPods: async () => here(await pods.listHeldPods()),
       releasePod: pods.releasePod,
     },
-    step: env.step(),
+    settle: createSettle({
+      step: env.step(),
+      schedule: { add: async () => undefined },
+      dedupe: { remember: async () => undefined },
+      metrics: createMetrics(
+        { jobTotals: async () => [], jobsActive: async () => 0, lastSuccesses: async () => [] },
+        () => undefined,
+      ),
+      clock: () => Date.now(),
+    }),
     schedule: { add: async () => undefined, claimDue: async () => [], complete: async () => undefined },
     clock: () => Date.now(),
     logger: { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { KeyLayout, SCHEDULE_SHARDS } from '../../../src/adapters/redis/keys.ts';
 import { type RunLeaseRole, runLeaseRoleOf } from '../../../src/adapters/redis/run-lease.ts';
+import type { ObjectKind } from '../../../src/core/object-ref.ts';
 import type { Op } from '../../../src/schemas/result.ts';
-import type { ObjectKind } from '../../../src/step/contract.ts';
 
 /** The part of a key Redis Cluster hashes: the first non-empty `{…}` section, else the whole key. */
 function hashTagOf(key: string): string {

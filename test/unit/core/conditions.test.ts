@@ -8,7 +8,7 @@ import {
   readyUpdate,
   setCondition,
 } from '../../../src/core/conditions.ts';
-import { waitFor } from '../../../src/core/gates.ts';
+import { waitFor } from '../../../src/core/wait-table.ts';
 import type { Condition } from '../../../src/schemas/kinds/condition.ts';
 import { at, job, pod, result, T0 } from './builders.ts';
 

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { StartDecision } from '../../../src/core/decide.ts';
-import { applyGates, type GateInput, hasJobSlot, WAIT_TABLE, waitFor } from '../../../src/core/gates.ts';
+import { applyGates, type GateInput } from '../../../src/core/gates.ts';
 import { jitterFraction } from '../../../src/core/jitter.ts';
+import { hasJobSlot } from '../../../src/core/slot-shares.ts';
+import { WAIT_TABLE, waitFor } from '../../../src/core/wait-table.ts';
 import { WAIT_REASONS } from '../../../src/schemas/kinds/wait-reason.ts';
 import { at, record, T0 } from './builders.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { OBJECT_KINDS, type ObjectRef } from '../../../src/core/object-ref.ts';
 import { API_SERVER_EVENT_TYPES } from '../../../src/schemas/cloudevents.ts';
-import { OBJECT_KINDS, type ObjectRef } from '../../../src/step/contract.ts';
 import { auth, binaryHeaders, structuredBody, T0, testApp } from './in-memory.ts';
 
 const GROUP_VERSION = 'infrastructure.cluster.x-k8s.io/v1alpha1';
@@ -208,7 +208,7 @@ describe('POST /events: duplicated, reordered and replayed deliveries', () => {
     let unavailable = true;
     const t = testApp({
       answer: () =>
-        unavailable ? { action: 'unavailable', reason: 'RedisUnavailable', requeueAfterSeconds: 3 } : {},
+        unavailable ? { action: 'unavailable', reason: 'Unavailable', requeueAfterSeconds: 3 } : {},
     });
     const first = await send(t, 'binary', 'dev.knative.apiserver.resource.update', resource('20'));
     expect(first.statusCode).toBe(503);

@@ -1,21 +1,16 @@
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
+import type { ObjectRef } from '../../../src/core/object-ref.ts';
+import type { StepOutcome } from '../../../src/core/step-outcome.ts';
 import { buildApp } from '../../../src/http/app.ts';
-import type {
-  AppConfig,
-  AppDeps,
-  EventDedupe,
-  ObjectVersion,
-  OwnedObject,
-  OwnerLookup,
-  OwnerResolver,
-} from '../../../src/http/deps.ts';
+import type { AppConfig, AppDeps, OwnedObject, OwnerLookup, OwnerResolver } from '../../../src/http/deps.ts';
 import { createLogger } from '../../../src/http/logger.ts';
 import type { FleetMetricsReader } from '../../../src/metrics/fleet.ts';
 import { createMetrics } from '../../../src/metrics/registry.ts';
-import type { Claim, RequeueSchedule } from '../../../src/schedule/ports.ts';
 import type { SweepReport } from '../../../src/schedule/sweep.ts';
-import type { ObjectRef, ReconcileStep, StepOptions, StepOutcome } from '../../../src/step/contract.ts';
+import type { Claim, EventDedupe, ObjectVersion, RequeueSchedule } from '../../../src/settle/ports.ts';
+import { createSettle } from '../../../src/settle/settle.ts';
+import type { ReconcileStep, StepOptions } from '../../../src/step/contract.ts';
 
 /**
  * In-memory implementations of the HTTP layer's injected ports, for test/unit/http only (STYLE.md habit 9:
@@ -88,6 +83,21 @@ export function recordingStep(
   return { step, calls };
 }
 
+/** Settles steps over in-memory ports, as the composition root does over Redis. */
+export function memorySettle(
+  step: ReconcileStep,
+  schedule: RequeueSchedule,
+  dedupe: EventDedupe = new MemoryDedupe(),
+) {
+  return createSettle({
+    step,
+    schedule,
+    dedupe,
+    metrics: createMetrics(emptyFleet, () => undefined),
+    clock: () => T0,
+  });
+}
+
 /** Collects pino lines as parsed objects. */
 export function logSink() {
   const lines: Array<Record<string, unknown>> = [];
@@ -123,18 +133,30 @@ export interface TestApp {
 
 /** A fresh app over in-memory ports; `overrides` replaces any dependency. */
 export function testApp(
-  overrides: Partial<Omit<AppDeps, 'config'>> & {
+  overrides: Partial<Omit<AppDeps, 'config' | 'settle'>> & {
     config?: Partial<AppConfig>;
     answer?: Parameters<typeof recordingStep>[0];
+    /** The step under the app's settle (a recording step by default). */
+    step?: ReconcileStep;
   } = {},
 ): TestApp {
-  const schedule = new MemorySchedule();
-  const dedupe = new MemoryDedupe();
+  const schedule = (overrides.schedule as MemorySchedule | undefined) ?? new MemorySchedule();
+  const dedupe = (overrides.dedupe as MemoryDedupe | undefined) ?? new MemoryDedupe();
   const owners = new MemoryOwners();
-  const { step, calls } = recordingStep(overrides.answer);
+  const recording = recordingStep(overrides.answer);
+  const { calls } = recording;
   const logs = logSink();
   const sweeps: number[] = [];
-  const { config: configOverride, answer: _answer, ...rest } = overrides;
+  const { config: configOverride, answer: _answer, step: stepOverride, ...rest } = overrides;
+  const metrics = rest.metrics ?? createMetrics(emptyFleet, () => undefined);
+  const clock = rest.clock ?? (() => T0);
+  const settle = createSettle({
+    step: stepOverride ?? recording.step,
+    schedule: rest.schedule ?? schedule,
+    dedupe: rest.dedupe ?? dedupe,
+    metrics,
+    clock,
+  });
   const deps: AppDeps = {
     config: {
       auth: { mode: 'bearer', token: TOKEN },
@@ -145,18 +167,18 @@ export function testApp(
       ...configOverride,
     },
     logger: createLogger('debug', logs.stream),
-    step,
+    settle,
     schedule,
     dedupe,
     owners,
     readiness: async () => ({ redis: { ok: true }, apiServer: { ok: true } }),
-    metrics: createMetrics(emptyFleet, () => undefined),
+    metrics,
     sweep: async (nowMs): Promise<SweepReport> => {
       sweeps.push(nowMs);
       return { state: 'skipped', reason: 'NotDueOrHeldElsewhere' };
     },
-    clock: () => T0,
     ...rest,
+    clock,
   };
   return { app: buildApp(deps), deps, schedule, dedupe, owners, calls, logs, sweeps };
 }

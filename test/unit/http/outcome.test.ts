@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { resolveOutcome } from '../../../src/http/outcome.ts';
-import type { ObjectRef, StepAction, StepOutcome } from '../../../src/step/contract.ts';
+import type { ObjectRef } from '../../../src/core/object-ref.ts';
+import type { StepAction, StepOutcome } from '../../../src/core/step-outcome.ts';
+import { resolveOutcome } from '../../../src/settle/resolve.ts';
 import { binaryHeaders, T0, testApp } from './in-memory.ts';
 
 const ref: ObjectRef = { kind: 'TerraformCluster', namespace: 'team-a', name: 'c1' };
@@ -19,17 +20,17 @@ const rows: Array<{ id: StepAction; name: string; status: number; requeued: bool
 
 describe('resolveOutcome', () => {
   it.each(rows)('$id ($name) → $status', ({ id, status, requeued }) => {
-    const outcome: StepOutcome = { ref, action: id, reason: 'R', requeueAfterSeconds: 30 };
+    const outcome: StepOutcome = { ref, action: id, reason: 'UpToDate', requeueAfterSeconds: 30 };
     const resolved = resolveOutcome(outcome, T0);
     expect(resolved.status).toBe(status);
     expect(resolved.requeue === undefined).toBe(!requeued);
     if (requeued) expect(resolved.requeue?.dueAtMs).toBe(T0 + 30_000);
-    expect(resolved.log.msg).toContain(`step ${id}: R`);
+    expect(resolved.log.msg).toContain(`step ${id}: UpToDate`);
     expect(resolved.log.fields).toMatchObject({ kind: 'TerraformCluster', namespace: 'team-a', name: 'c1' });
   });
 
   it('unavailable never answers 500: 503 with Retry-After, and a claim holder keeps the member due then', () => {
-    const resolved = resolveOutcome({ ref, action: 'unavailable', reason: 'RedisUnavailable' }, T0);
+    const resolved = resolveOutcome({ ref, action: 'unavailable', reason: 'Unavailable' }, T0);
     expect(resolved.status).toBe(503);
     expect(resolved.retryAfterSeconds).toBe(5);
     expect(resolved.claimNextDueAtMs).toBe(T0 + 5000);
@@ -38,7 +39,7 @@ describe('resolveOutcome', () => {
 
 describe('status through the routes', () => {
   it.each(rows)('/reconcile answers $status for action $id', async ({ id, status }) => {
-    const t = testApp({ answer: () => ({ action: id, reason: 'R', requeueAfterSeconds: 30 }) });
+    const t = testApp({ answer: () => ({ action: id, reason: 'UpToDate', requeueAfterSeconds: 30 }) });
     const response = await t.app.inject({
       method: 'POST',
       url: '/reconcile/TerraformCluster/team-a/c1',

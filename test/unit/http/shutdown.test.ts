@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import type { StepOutcome } from '../../../src/step/contract.ts';
+import type { StepOutcome } from '../../../src/core/step-outcome.ts';
 import { auth, testApp } from './in-memory.ts';
 
 it('closing the app waits for an in-flight step to finish and answer', async () => {

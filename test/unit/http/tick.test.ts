@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { SingleHolderLease } from '../../../src/schedule/ports.ts';
+import type { ObjectRef } from '../../../src/core/object-ref.ts';
+import type { SingleHolderLease } from '../../../src/schedule/single-holder-lease.ts';
 import {
   objectsNeedingBookkeeping,
   orphanedRunSecrets,
@@ -7,8 +8,7 @@ import {
   type SweepListers,
   type SweptJob,
 } from '../../../src/schedule/sweep.ts';
-import type { ObjectRef } from '../../../src/step/contract.ts';
-import { auth, MemorySchedule, recordingStep, T0, testApp } from './in-memory.ts';
+import { auth, MemorySchedule, memorySettle, recordingStep, T0, testApp } from './in-memory.ts';
 
 const c = (name: string): ObjectRef => ({ kind: 'TerraformCluster', namespace: 'team-a', name });
 
@@ -80,7 +80,7 @@ describe('POST /tick', () => {
     const t = testApp({
       step: async (ref) => {
         if (ref.name === 'bug') throw new TypeError('boom');
-        return { ref, action: 'unavailable', reason: 'RedisUnavailable', requeueAfterSeconds: 4 };
+        return { ref, action: 'unavailable', reason: 'Unavailable', requeueAfterSeconds: 4 };
       },
     });
     await t.schedule.add(c('down'), T0 - 1);
@@ -187,7 +187,7 @@ describe('sweep', () => {
     const schedule = new MemorySchedule();
     const { step, calls } = recordingStep(() => ({
       action: 'bookkept',
-      reason: 'JobSucceeded',
+      reason: 'ApplySucceeded',
       requeueAfterSeconds: 30,
     }));
     const l = listers();
@@ -195,7 +195,7 @@ describe('sweep', () => {
       lease: lease(false),
       holder: 'i1',
       listers: l,
-      step,
+      settle: memorySettle(step, schedule),
       schedule,
       clock: () => T0,
       logger: silent,
@@ -238,7 +238,7 @@ describe('sweep', () => {
           await deleteRunSecret(secret);
         },
       },
-      step: recordingStep().step,
+      settle: memorySettle(recordingStep().step, schedule),
       schedule,
       clock: () => T0,
       logger: { ...silent, warn: (_fields: unknown, msg?: string) => void warnings.push(msg ?? '') },
@@ -258,7 +258,7 @@ describe('sweep', () => {
       lease: lease(true),
       holder: 'i2',
       listers: listers(),
-      step,
+      settle: memorySettle(step, schedule),
       schedule,
       clock: () => T0,
       logger: silent,
@@ -280,7 +280,7 @@ describe('sweep', () => {
           throw new Error('connect ECONNREFUSED');
         },
       }),
-      step: recordingStep().step,
+      settle: memorySettle(recordingStep().step, new MemorySchedule()),
       schedule: new MemorySchedule(),
       clock: () => T0,
       logger: silent,

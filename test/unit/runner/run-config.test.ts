@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runConfigSecrets } from '../../../src/runner/redaction.ts';
+import { runConfigSecrets } from '../../../src/runner/run-secrets.ts';
 import { parseRunConfig } from '../../../src/schemas/run-config.ts';
 
 const KEY = 'k'.repeat(32);

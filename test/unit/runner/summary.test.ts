@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { createRedactor } from '../../../src/core/redaction.ts';
 import type { Diagnostic } from '../../../src/runner/machine-ui.ts';
-import { createRedactor } from '../../../src/runner/redaction.ts';
 import { curateSummary, cutToBytes } from '../../../src/runner/summary.ts';
 import { SUMMARY_MAX_BYTES } from '../../../src/schemas/result.ts';
 

@@ -2,8 +2,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { buildCrd, crdFileName, KIND_DEFINITIONS } from '../../../src/schemas/kinds/crd.ts';
+import { buildCrd, crdFileName } from '../../../src/schemas/kinds/crd.ts';
 import { crdYaml } from '../../../src/schemas/kinds/crd-yaml.ts';
+import { KIND_DEFINITIONS } from '../../../src/schemas/kinds/registry.ts';
 import { toStructuralSchema } from '../../../src/schemas/kinds/structural.ts';
 
 const dir = join(import.meta.dirname, '..', '..', '..', 'infra', 'crds');

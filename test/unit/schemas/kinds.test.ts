@@ -5,7 +5,6 @@ import { parseAllDocuments } from 'yaml';
 import { jobName, MAX_JOB_NAME_LENGTH } from '../../../src/core/names.ts';
 import { planName } from '../../../src/core/plan-manifest.ts';
 import { API_VERSION } from '../../../src/schemas/kinds/api-group.ts';
-import { KIND_DEFINITIONS } from '../../../src/schemas/kinds/crd.ts';
 import { parseDurationSeconds } from '../../../src/schemas/kinds/duration.ts';
 import {
   JOBS_POLICY_DEFAULTS,
@@ -13,6 +12,7 @@ import {
   jobsPolicyProblems,
   resolveJobsPolicy,
 } from '../../../src/schemas/kinds/jobs-policy.ts';
+import { KIND_DEFINITIONS } from '../../../src/schemas/kinds/registry.ts';
 import { approveOnlyPending, MAX_TARGET_NAME_LENGTH } from '../../../src/schemas/kinds/rules.ts';
 import { TerraformClusterSchema } from '../../../src/schemas/kinds/terraform-cluster.ts';
 import {

@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { jobName } from '../../../src/core/names.ts';
+import { isOwnJobName } from '../../../src/core/own-jobs.ts';
+import { FINALIZER, preamble } from '../../../src/core/preamble.ts';
+import { createRedactor, secretTextsOfSecretValue } from '../../../src/core/redaction.ts';
+import { inputSecretTexts } from '../../../src/core/run-inputs.ts';
 import { FAILPOINTS, FailpointAbort, parseFailpoints } from '../../../src/step/failpoints.ts';
 import { leaseTtlSeconds } from '../../../src/step/leases.ts';
-import { isOwnJobName } from '../../../src/step/own-jobs.ts';
-import { FINALIZER, preamble } from '../../../src/step/preamble.ts';
-import { redactDeep, redactorOf } from '../../../src/step/redact.ts';
 
 // The pure parts of the step's shell (src/step): table rows with sentence names.
 
@@ -93,18 +94,18 @@ describe('own Job names (lease healing)', () => {
 });
 
 describe('redaction (C15)', () => {
-  const redact = redactorOf(
-    new Map([['s', { token: 'tok-123-canary', json: '{"pw":"hunter22"}', short: 'ab' }]]),
-  );
+  const secrets = new Map([['s', { token: 'tok-123-canary', json: '{"pw":"hunter22"}', short: 'ab' }]]);
+  const all = createRedactor(Object.values(secrets.get('s') ?? {}).flatMap(secretTextsOfSecretValue));
   it('R1 cuts raw values and strings inside JSON values, leaves short ones', () => {
-    expect(redact('a tok-123-canary b hunter22 c ab')).toBe('a [redacted] b [redacted] c ab');
+    expect(all.redact('a tok-123-canary b hunter22 c ab')).toBe('a [redacted] b [redacted] c ab');
   });
-  it('R2 reaches every string of a document', () => {
-    expect(redactDeep({ a: ['x tok-123-canary'], b: { c: 'hunter22' }, n: 3 }, redact)).toEqual({
-      a: ['x [redacted]'],
-      b: { c: '[redacted]' },
-      n: 3,
-    });
+  it('R2 only the Secret keys the inputs reference are secret, not whole Secrets', () => {
+    const spec = {
+      source: { image: 'x' },
+      variablesFrom: [{ name: 'token', secretKeyRef: { name: 's', key: 'token' } }],
+    } as unknown as Parameters<typeof inputSecretTexts>[0];
+    const referenced = createRedactor(inputSecretTexts(spec, secrets));
+    expect(referenced.redact('a tok-123-canary b hunter22')).toBe('a [redacted] b hunter22');
   });
 });
 

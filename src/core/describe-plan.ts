@@ -1,0 +1,39 @@
+import type { StepPlan } from './planner.ts';
+import type { StepOutcome } from './step-outcome.ts';
+
+/**
+ * A dry run (`POST /reconcile?dryRun=true`, DESIGN.md section 13): the same plan the step would carry out,
+ * described instead of done. The answer is the plan's own outcome with a message that says what the step
+ * would write and do; nothing is locked, written or scheduled.
+ */
+
+function moveSentence(plan: StepPlan): string {
+  const move = plan.move;
+  switch (move.kind) {
+    case 'none':
+    case 'rest':
+      return plan.outcome.message ?? plan.outcome.reason;
+    case 'finalizers':
+      return move.gone ? 'would remove the finalizer' : 'would add the finalizer';
+    case 'delete-job':
+      return `would delete Job ${move.job.name}`;
+    case 'watch':
+      return `would watch ${move.job.name}${move.adopt ? ' and create its missing per-run Secret' : ''}`;
+    case 'start':
+      return `would start ${move.start.op} Job ${move.start.name} (attempt ${move.start.attempt}, ${move.start.reason})`;
+  }
+}
+
+/** The outcome a dry run answers for `plan`. */
+export function describePlan(plan: StepPlan): StepOutcome {
+  const parts: string[] = [];
+  if (plan.bookkept.length > 0)
+    parts.push(
+      `would record ${plan.bookkept.map((run) => `${run.record.name} as ${run.classification.reason}`).join(', ')}`,
+    );
+  if (plan.prune.length > 0) parts.push(`would prune ${plan.prune.map((job) => job.name).join(', ')}`);
+  parts.push(plan.status === undefined ? 'no status change' : 'would write the status');
+  parts.push(moveSentence(plan));
+  const { observed: _observed, ...outcome } = plan.outcome;
+  return { ...outcome, message: plan.redactor.redact(`dry run: ${parts.join('; ')}`) };
+}

@@ -1,0 +1,819 @@
+import { API_VERSION } from '../schemas/kinds/api-group.ts';
+import {
+  type EffectiveJobsPolicy,
+  jobsPolicyProblems,
+  resolveJobsPolicy,
+} from '../schemas/kinds/jobs-policy.ts';
+import type { TargetStatus } from '../schemas/kinds/target.ts';
+import type { Op } from '../schemas/result.ts';
+import type { PlanSituation } from './approval.ts';
+import { nextAttemptOf, retryStatesOf, withStarted } from './attempts.ts';
+import type { RetryState } from './backoff.ts';
+import { type Bookkeeping, jobsToBookkeep, planBookkeeping, recordLostActiveJob } from './bookkeeping.ts';
+import { findCondition } from './conditions.ts';
+import { decideOp, type StartDecision } from './decide.ts';
+import type { RunEvent } from './event-spec.ts';
+import { applyGates, type GateInput } from './gates.ts';
+import { ANNOTATIONS } from './job-labels.ts';
+import { buildJobManifest, type JobManifest } from './job-manifest.ts';
+import type { JobRecord } from './job-record.ts';
+import { staleLockToUnlock } from './lock-evidence.ts';
+import { mergePatchOf } from './merge-patch.ts';
+import { activeStatus, idleStatus, type StatusContext, waitStatus } from './move-status.ts';
+import { jobName } from './names.ts';
+import { plansAfterBookkeeping } from './plan-situation.ts';
+import { podsToRelease } from './pod-release.ts';
+import { isPodAlive, podsOfJob } from './pods.ts';
+import { FINALIZER, preamble } from './preamble.ts';
+import { selectJobsToPrune } from './prune.ts';
+import type { PlanChange } from './record-run.ts';
+import { createRedactor, type Redactor } from './redaction.ts';
+import { decisionAnnotations, decisionsOf, type RunDecisions } from './run-decisions.ts';
+import { inputSecretTexts, type RunInputs, resolveRunInputs } from './run-inputs.ts';
+import type { RunConfigSource } from './run-secret-manifest.ts';
+import type { Snapshot } from './snapshot.ts';
+import { type OutcomeExtras, outcomeOf, type StepOutcome, type StepReason } from './step-outcome.ts';
+import type { JobView, PodView } from './views.ts';
+import { type WaitDecision, waitFor } from './wait-table.ts';
+import { watchActiveJob } from './watch.ts';
+
+/**
+ * The planner of one reconcile step (DESIGN.md sections 3 to 7): one pure function from the snapshot and the
+ * clock to the whole plan of the step: which finished Jobs to record and how each is classified, the
+ * TerraformPlans to create or supersede, the spec contract fields, the one next status, the Events, the
+ * Jobs to prune and the pods to release, the move (watch, start, wait, finalize) and the outcome.
+ * src/step/perform.ts carries it out in the crash-safe write order; a dry run describes it
+ * (src/core/describe-plan.ts). Nothing here reads the clock, the environment or the network.
+ *
+ * The planner runs in phases: the pods, the Job slot usage and a watched Job's per-run Secret are read only
+ * when the plan needs them. Called without one it needs, it answers `{ kind: 'read', read }`; the shell
+ * reads it and calls again with the fact added. A no-op step therefore costs its two reads and nothing more.
+ */
+
+/** The step's configuration the plan depends on (src/config.ts reads it once). */
+export interface PlannerConfig {
+  /** `--runner-image`: the init container that copies the runner into every Job (section 9). */
+  runnerImage: string;
+  /** `--max-active-jobs` per installation (section 5, default 200). */
+  maxActiveJobs: number;
+  /** `--cluster-max-active-jobs` per Cluster API cluster (default 20). */
+  clusterMaxActiveJobs: number;
+}
+
+/** Everything the planner reads. */
+export interface PlanFacts {
+  snap: Snapshot;
+  now: Date;
+  config: PlannerConfig;
+  /** The object's pods (label `captf.io/owner-uid`), once read. */
+  pods?: readonly PodView[];
+  /** Job slots in use per installation and per the object's Cluster API cluster, once read. */
+  slots?: { installation: number; cluster: number | undefined };
+  /** Whether the watched Job's per-run Secret exists, once read. */
+  runSecretExists?: boolean;
+  /**
+   * The API server refused the contract fields of this step's bookkeeping for good (400/422): its words.
+   * The plan then records those runs as `OutputsInvalid` and writes no contract field (section 7).
+   */
+  refusedOutputs?: string;
+}
+
+/** A fact the planner needs before it can plan. */
+export type PlanRead = 'pods' | 'slots' | 'run-secret';
+
+/** One Job as the shell addresses it: name, and the incarnation read (UID and version preconditions). */
+export interface JobRef {
+  name: string;
+  uid: string;
+  resourceVersion: string;
+}
+
+/** What names a run's Redis guards (src/step/leases.ts builds them). */
+export interface RunGuardSpec {
+  op: Op;
+  job: string;
+  activeDeadlineSeconds: number;
+}
+
+/** A TerraformPlan write: create one from a blocked run, or move one to Applied or Superseded. */
+export type PlanWrite = PlanChange;
+
+/** A wait found when the run's Redis guards were taken (DESIGN.md section 5 step 6). */
+export interface HeldWait {
+  reason:
+    | 'WaitingForRunLease'
+    | 'WaitingForClusterOperation'
+    | 'WaitingForMachineOperations'
+    | 'WaitingForJobSlot'
+    | 'WaitingForForeignJob';
+  message: string;
+}
+
+/** A Job to start, with everything the shell needs to create it crash-safely. */
+export interface PlannedStart {
+  op: Op;
+  reason: StartDecision['reason'];
+  name: string;
+  attempt: number;
+  manifest: JobManifest;
+  /** The run's decisions, also kept as annotations on the Job (src/core/run-decisions.ts). */
+  decisions: RunDecisions;
+  annotations: Record<string, string>;
+  /** The run config without the plan key (the shell reads or creates that Secret). */
+  inputs: Omit<RunConfigSource, 'planHmacKey'>;
+  guard: RunGuardSpec;
+  /** The status once the Job exists. */
+  status: TargetStatus;
+  /** `JobCreated` (the shell adds the created Job as `related`). */
+  createdEvent: RunEvent;
+  /** `ForceUnlocked`, when the Job carries a stale lock id (section 12). */
+  forceUnlockEvent?: RunEvent;
+  /** The outcome once the Job exists. */
+  outcome: StepOutcome;
+  /** The status and outcome of a wait the Redis guards or a foreign Job impose at perform time. */
+  held(wait: HeldWait): { status: TargetStatus | undefined; outcome: StepOutcome };
+  /** The outcome of a create the API server refused (section 5 step 8: no Job exists; the spec must change). */
+  rejected(message: string): StepOutcome;
+}
+
+/** What the step does beyond its writes. */
+export type Move =
+  /** Nothing more; a stale run lease of a finished Job is healed (one Redis read when clean). */
+  | { kind: 'rest'; healLease: boolean }
+  /** Not ours to act on. */
+  | { kind: 'none' }
+  /** Replace the object's finalizers (add ours first; remove ours once nothing is left to destroy). */
+  | { kind: 'finalizers'; finalizers: string[]; gone: boolean }
+  /** A Job runs: renew its guards, adopt it after a crash (create its missing per-run Secret), show it. */
+  | {
+      kind: 'watch';
+      job: JobRef & { op: Op; attempt: number };
+      guard: RunGuardSpec;
+      /** The status while it runs; undefined when the read one already says so. */
+      status: TargetStatus | undefined;
+      /** C02: the per-run Secret to create for an adopted Job, from the same inputs. */
+      adopt?: Omit<RunConfigSource, 'planHmacKey'>;
+    }
+  /** Delete a Job (Background propagation): deadline enforced, stuck, or a recorded leftover. */
+  | {
+      kind: 'delete-job';
+      job: JobRef;
+      /** Release its guards after the delete (a stuck Job never bookkept). */
+      release?: RunGuardSpec;
+      /** Pods whose result finalizer goes with it. */
+      releasePods: string[];
+    }
+  | { kind: 'start'; start: PlannedStart };
+
+/** The whole plan of one step. */
+export interface StepPlan {
+  kind: 'plan';
+  /** Cuts the object's secret values out of free text the shell composes (src/core/redaction.ts). */
+  redactor: Redactor;
+  /** Finished Jobs recorded by this step, oldest first (marks, metrics, Secrets, guards). */
+  bookkept: Bookkeeping['runs'];
+  /** TerraformPlans to write before the status. */
+  plans: PlanWrite[];
+  /** Spec contract fields to merge-patch before the status. */
+  spec: Record<string, unknown> | undefined;
+  /** The next status; undefined when it equals the one read (then nothing is written). */
+  status: TargetStatus | undefined;
+  /** Events after the status write (best effort, once per transition). */
+  events: RunEvent[];
+  /** Jobs to prune after the marks. */
+  prune: JobRef[];
+  /** Pods whose result finalizer goes after the marks (src/core/pod-release.ts). */
+  releasePods: string[];
+  move: Move;
+  /** The outcome when the move goes as planned. */
+  outcome: StepOutcome;
+}
+
+/** The planner's answer: a plan, or the fact it needs first. */
+export type Planned = { kind: 'read'; read: PlanRead } | StepPlan;
+
+/** Shared by the phases of one plan. */
+interface Planning {
+  facts: PlanFacts;
+  snap: Snapshot;
+  redactor: Redactor;
+  policy: EffectiveJobsPolicy;
+  statusContext: StatusContext;
+}
+
+function jobRef(job: JobView): JobRef {
+  return {
+    name: job.metadata.name,
+    uid: job.metadata.uid ?? '',
+    resourceVersion: job.metadata.resourceVersion ?? '',
+  };
+}
+
+function guardOf(op: Op, job: string, activeDeadlineSeconds: number): RunGuardSpec {
+  return { op, job, activeDeadlineSeconds };
+}
+
+/** The status to write: `next` with the generation, or undefined when it equals the status read. */
+function changed(current: TargetStatus, next: TargetStatus): TargetStatus | undefined {
+  return mergePatchOf(current as Record<string, unknown>, next as Record<string, unknown>) === undefined
+    ? undefined
+    : next;
+}
+
+function withGeneration(status: TargetStatus | undefined, generation: number): TargetStatus | undefined {
+  return status === undefined ? undefined : { ...status, observedGeneration: generation };
+}
+
+function outcome(planning: Planning, reason: StepReason, extras: OutcomeExtras = {}): StepOutcome {
+  const { message, ...rest } = extras;
+  return outcomeOf(planning.snap.ref, reason, {
+    ...rest,
+    ...(message !== undefined ? { message: planning.redactor.redact(message) } : {}),
+  });
+}
+
+/** A plan with no writes and no move. */
+function bare(planning: Planning, move: Move, result: StepOutcome): StepPlan {
+  return {
+    kind: 'plan',
+    redactor: planning.redactor,
+    bookkept: [],
+    plans: [],
+    spec: undefined,
+    status: undefined,
+    events: [],
+    prune: [],
+    releasePods: [],
+    move,
+    outcome: result,
+  };
+}
+
+/**
+ * Plans one step. Answers `read` when a fact it needs is missing (pods, slot usage, a watched Job's
+ * per-run Secret); never throws for any snapshot.
+ */
+export function planStep(facts: PlanFacts): Planned {
+  const { snap } = facts;
+  const redactor = createRedactor(inputSecretTexts(snap.spec, snap.referencedSecrets));
+  const policy = resolveJobsPolicy(snap.spec?.jobs, snap.owningCluster?.defaultsJobs);
+  const planning: Planning = {
+    facts,
+    snap,
+    redactor,
+    policy,
+    statusContext: {
+      now: facts.now,
+      generation: snap.generation,
+      deleting: snap.meta.deletionTimestamp !== undefined,
+      redactor,
+    },
+  };
+
+  const pre = preamble(snap.meta);
+  if (pre.kind === 'leave-alone')
+    return bare(planning, { kind: 'none' }, outcome(planning, pre.reason, { message: pre.message }));
+  if (pre.kind === 'not-ours') return bare(planning, { kind: 'none' }, outcome(planning, pre.reason));
+  if (pre.kind === 'add-finalizer') {
+    return bare(
+      planning,
+      { kind: 'finalizers', finalizers: pre.finalizers, gone: false },
+      outcome(planning, pre.reason),
+    );
+  }
+
+  const finished = jobsToBookkeep(snap);
+  const active = snap.records.find((r) => !r.finished && !r.bookkept);
+  // Bookkeeping reads pods; so does watching a Job (trouble starting it, its deadline, adoption).
+  if ((finished.length > 0 || active !== undefined) && facts.pods === undefined)
+    return { kind: 'read', read: 'pods' };
+  const watched = active === undefined ? undefined : watchOf(planning, active);
+  if (watched?.kind === 'read') return watched;
+  const enforced = watched?.verdict.kind === 'delete' && watched.verdict.reason === 'JobDeadlineExceeded';
+  const toBookkeep = enforced && active ? jobsToBookkeep(snap, new Set([active.name])) : finished;
+  const bookkeeping =
+    toBookkeep.length > 0
+      ? planBookkeeping(
+          {
+            snap,
+            now: facts.now,
+            pods: facts.pods ?? [],
+            redactor,
+            status: snap.status,
+            ...(enforced && active ? { deadlineEnforced: new Set([active.name]) } : {}),
+            ...(facts.refusedOutputs !== undefined ? { refusedOutputs: facts.refusedOutputs } : {}),
+          },
+          toBookkeep,
+        )
+      : undefined;
+  const base = baseOf(planning, bookkeeping);
+  if (enforced && watched && active) {
+    // The Job controller is late (section 5 step 4): the run is recorded first, then the Job deleted.
+    const pods = podsOfJob(watched.job, facts.pods ?? []);
+    return finish(
+      base,
+      base.status,
+      { kind: 'delete-job', job: jobRef(watched.job), releasePods: pods.map((pod) => pod.metadata.name) },
+      outcome(planning, 'JobDeadlineExceeded', {
+        requeueAfterSeconds: 1,
+        job: active.name,
+        ...(watched.verdict.kind === 'delete' ? { message: watched.verdict.message } : {}),
+      }),
+      false,
+    );
+  }
+  return decide(base, watched);
+}
+
+/** The watch verdict of the active Job, once its per-run Secret is known where it matters. */
+type Watched =
+  | { kind: 'read'; read: PlanRead }
+  | {
+      kind: 'verdict';
+      job: JobView;
+      record: JobRecord;
+      verdict: ReturnType<typeof watchActiveJob>;
+      runSecretExists: boolean;
+    };
+
+function watchOf(planning: Planning, record: JobRecord): Watched | undefined {
+  const { snap, facts } = planning;
+  const job = snap.jobs.find((j) => j.metadata.name === record.name);
+  if (!job) return undefined;
+  const pods = podsOfJob(job, facts.pods ?? []);
+  // Reading the Secret costs a request; only a Job with no started pod can be missing it (section 5 step 4).
+  const started = pods.some((pod) => pod.status?.phase !== 'Pending');
+  if (!started && facts.runSecretExists === undefined) return { kind: 'read', read: 'run-secret' };
+  const runSecretExists = started || facts.runSecretExists === true;
+  return {
+    kind: 'verdict',
+    job,
+    record,
+    verdict: watchActiveJob({ now: facts.now, job, pods, runSecretExists }),
+    runSecretExists,
+  };
+}
+
+/** The parts of a plan decided before the move. */
+interface Base {
+  planning: Planning;
+  bookkeeping: Bookkeeping | undefined;
+  /** The status after bookkeeping (and a lost active Job, and a superseded plan reference). */
+  status: TargetStatus;
+  events: RunEvent[];
+  planWrites: PlanWrite[];
+  /** The object's records as they stand once the marks are written. */
+  records: JobRecord[];
+  situation: PlanSituation;
+}
+
+/** Bookkeeping, a lost active Job, and the plans as this step leaves them (C18, C19). */
+function baseOf(planning: Planning, bookkeeping: Bookkeeping | undefined): Base {
+  const { snap, facts } = planning;
+  let status = bookkeeping?.status ?? snap.status;
+  const events: RunEvent[] = [...(bookkeeping?.events ?? [])];
+  const lost = recordLostActiveJob(snap, status, facts.now, planning.policy.activeDeadlineSeconds);
+  if (lost) {
+    status = lost.status;
+    events.push(...lost.events);
+  }
+  const situation = plansAfterBookkeeping({
+    ...(snap.pendingPlan ? { pendingPlan: snap.pendingPlan } : {}),
+    uid: snap.uid,
+    inputsHash: snap.inputsHash,
+    changes: bookkeeping?.plans ?? [],
+    status,
+  });
+  const planWrites: PlanWrite[] = [...(bookkeeping?.plans ?? [])];
+  const pending = snap.pendingPlan;
+  if (pending && situation.supersede.includes(pending.metadata.name)) {
+    planWrites.push({
+      kind: 'phase',
+      plan: pending,
+      phase: 'Superseded',
+      job: '',
+      message: 'superseded: the inputs changed',
+    });
+    const next = { ...status };
+    delete next.pendingPlanRef;
+    status = next;
+  }
+  return {
+    planning,
+    bookkeeping,
+    status,
+    events,
+    planWrites: planWrites.map((write) =>
+      write.kind === 'phase' ? { ...write, message: planning.redactor.redact(write.message) } : write,
+    ),
+    records: bookkeeping?.records ?? snap.records,
+    situation,
+  };
+}
+
+/** DecideOp (section 3) on the status as this step's bookkeeping leaves it, then the move. */
+function decide(base: Base, watched: Watched | undefined): Planned {
+  const { planning, status, records, bookkeeping } = base;
+  const { snap, facts } = planning;
+  if (!snap.spec) {
+    const wait = waitFor('SpecInvalid', {
+      now: facts.now,
+      uid: snap.uid,
+      message: snap.specProblem ?? 'the spec does not parse',
+    });
+    return planRest(base, waitStatus(planning.statusContext, status, wait), waitOutcome(base, wait));
+  }
+  const spec = snap.spec;
+  const retries = retryStatesOf(records, status.attempts);
+  const decision = decideOp({
+    now: facts.now,
+    uid: snap.uid,
+    deleting: snap.meta.deletionTimestamp !== undefined,
+    inputsHash: snap.inputsHash,
+    ...(status.appliedInputsHash !== undefined ? { appliedInputsHash: status.appliedInputsHash } : {}),
+    ...(status.lastSuccess ? { lastSuccess: status.lastSuccess } : {}),
+    hasRun: status.lastRun !== undefined,
+    driftDetected: findCondition(status.conditions, 'DriftDetected')?.status === 'True',
+    records,
+    applyRetries: retries.apply,
+    ...(base.situation.approved ? { approvedPlan: base.situation.approved } : {}),
+    driftCheck: spec.driftCheck,
+    ...(spec.refresh?.interval ? { refreshInterval: spec.refresh.interval } : {}),
+    failedJobsHistoryLimit: planning.policy.failedJobsHistoryLimit,
+  });
+  switch (decision.kind) {
+    case 'watch': {
+      const record = records.find((r) => r.name === decision.job);
+      const job = snap.jobs.find((j) => j.metadata.name === decision.job);
+      if (record?.bookkept && job) {
+        // Recorded by a step that then died before deleting it (deadline enforcement): finish the delete.
+        return finish(
+          base,
+          status,
+          { kind: 'delete-job', job: jobRef(job), releasePods: [] },
+          outcome(planning, 'JobDeadlineExceeded', { requeueAfterSeconds: 1, job: decision.job }),
+          false,
+        );
+      }
+      if (watched?.kind !== 'verdict' || watched.record.name !== decision.job) {
+        const wait = waitFor('WaitingForCache', {
+          now: facts.now,
+          uid: snap.uid,
+          message: 'the Job is not listed yet',
+        });
+        return bare(planning, { kind: 'none' }, waitOutcome(base, wait));
+      }
+      return planWatch(base, watched);
+    }
+    case 'finalize': {
+      const finalizers = (snap.meta.finalizers ?? []).filter((f) => f !== FINALIZER);
+      return finish(
+        base,
+        status,
+        { kind: 'finalizers', finalizers, gone: true },
+        outcome(planning, 'DeletingWithoutState'),
+        false,
+      );
+    }
+    case 'idle': {
+      const lastReason = bookkeeping?.runs.at(-1)?.classification.reason as StepReason | undefined;
+      return planRest(
+        base,
+        idleStatus(planning.statusContext, status),
+        outcome(planning, lastReason ?? 'UpToDate', {
+          requeueAfterSeconds: decision.requeueAfterSeconds,
+          bookkept: bookkeeping !== undefined,
+          ...lastJob(base),
+        }),
+      );
+    }
+    case 'start':
+      return planStart(base, decision, retries[decision.op]);
+  }
+}
+
+function lastJob(base: Base): { job?: string } {
+  const job = base.bookkeeping?.runs.at(-1)?.record.name;
+  return job !== undefined ? { job } : {};
+}
+
+function waitOutcome(base: Base, wait: WaitDecision): StepOutcome {
+  return outcome(base.planning, wait.reason, {
+    requeueAfterSeconds: wait.requeueAfterSeconds,
+    message: wait.message,
+    bookkept: base.bookkeeping !== undefined,
+    ...lastJob(base),
+  });
+}
+
+/**
+ * Assembles a plan: the bookkeeping writes, `status` as the next status, pruning (always after
+ * bookkeeping; on a resting step too), and the pods whose finalizer goes with them.
+ */
+function finish(base: Base, status: TargetStatus, move: Move, result: StepOutcome, prunes: boolean): Planned {
+  const { planning, bookkeeping, records } = base;
+  const { snap, facts } = planning;
+  const pruneNames = prunes || bookkeeping ? selectJobsToPrune(records, planning.policy) : [];
+  const needsPods = bookkeeping !== undefined || pruneNames.length > 0;
+  if (needsPods && facts.pods === undefined) return { kind: 'read', read: 'pods' };
+  const prune = pruneNames.flatMap((name) => {
+    const job = snap.jobs.find((j) => j.metadata.name === name);
+    return job ? [jobRef(job)] : [];
+  });
+  const released = needsPods
+    ? podsReleasedBy(
+        planning,
+        records,
+        prune.map((p) => p.uid),
+      )
+    : [];
+  return {
+    kind: 'plan',
+    redactor: planning.redactor,
+    bookkept: bookkeeping?.runs ?? [],
+    plans: base.planWrites,
+    spec: bookkeeping && Object.keys(bookkeeping.spec).length > 0 ? bookkeeping.spec : undefined,
+    // Written only when something changed; a write always names the generation it saw.
+    status: withGeneration(changed(snap.status, status), snap.generation),
+    events: base.events,
+    prune,
+    releasePods: released,
+    move,
+    outcome: result,
+  };
+}
+
+/** A wait or idle step: the status, pruning, and a stale lease healed. */
+function planRest(base: Base, status: TargetStatus, result: StepOutcome): Planned {
+  return finish(base, status, { kind: 'rest', healLease: true }, result, true);
+}
+
+/** The pods no bookkeeping will read again, once this step's marks and prunes are written. */
+function podsReleasedBy(
+  planning: Planning,
+  records: readonly JobRecord[],
+  pruning: readonly string[],
+): string[] {
+  const { snap, facts } = planning;
+  const jobs = snap.jobs.flatMap((job) => {
+    const uid = job.metadata.uid;
+    if (uid === undefined) return [];
+    const record = records.find((r) => r.name === job.metadata.name);
+    return [
+      {
+        uid,
+        bookkept: record?.bookkept ?? false,
+        finished: record?.finished ?? false,
+        deleting: job.metadata.deletionTimestamp !== undefined,
+      },
+    ];
+  });
+  return podsToRelease({ pods: facts.pods ?? [], jobs, pruning }).map(({ pod }) => pod.metadata.name);
+}
+
+/** Watching the active Job (DESIGN.md section 5 step 4), past deadline enforcement. */
+function planWatch(base: Base, watched: Extract<Watched, { kind: 'verdict' }>): Planned {
+  const { planning } = base;
+  const { snap, facts } = planning;
+  const { job, record, verdict } = watched;
+  const ref = jobRef(job);
+  const guard = guardOf(
+    record.op,
+    record.name,
+    job.spec?.activeDeadlineSeconds ?? planning.policy.activeDeadlineSeconds,
+  );
+
+  if (verdict.kind === 'delete') {
+    // Stuck: the Job never started and cannot (its Secret is gone). No run to record.
+    const next: TargetStatus = { ...base.status };
+    if (next.activeJob?.name === record.name) delete next.activeJob;
+    delete next.waitReason;
+    const stuck: RunEvent = {
+      type: 'Warning',
+      reason: 'StuckJobDeleted',
+      action: 'DeleteJob',
+      note: planning.redactor.redact(`Job ${record.name}: ${verdict.message}`),
+      transitionKey: record.name,
+    };
+    return finish(
+      { ...base, events: [...base.events, stuck] },
+      next,
+      { kind: 'delete-job', job: ref, release: guard, releasePods: [] },
+      outcome(planning, 'StuckJobDeleted', { job: record.name, message: verdict.message }),
+      false,
+    );
+  }
+
+  // C02: the step that created the Job died before its Secret; the same inputs give the same run config.
+  const pods = podsOfJob(job, facts.pods ?? []);
+  let adopt: Omit<RunConfigSource, 'planHmacKey'> | undefined;
+  if (
+    !watched.runSecretExists &&
+    job.metadata.annotations?.[ANNOTATIONS.inputsHash] === snap.inputsHash &&
+    pods.every((pod) => isPodAlive(pod))
+  ) {
+    const inputs = resolveRunInputs(snap, planning.policy, decisionsOf(job));
+    if (inputs.kind === 'missing') {
+      const wait = waitFor('WaitingForDependencies', {
+        now: facts.now,
+        uid: snap.uid,
+        op: record.op,
+        message: inputs.message,
+      });
+      return finish(
+        base,
+        base.status,
+        { kind: 'none' },
+        { ...waitOutcome(base, wait), job: record.name },
+        false,
+      );
+    }
+    adopt = inputs.source;
+  }
+  const createdAt = job.metadata.creationTimestamp
+    ? new Date(job.metadata.creationTimestamp).toISOString()
+    : facts.now.toISOString();
+  const current = base.status.activeJob;
+  const activeJob =
+    current?.name === record.name
+      ? current
+      : { name: record.name, op: record.op, attempt: Math.max(1, record.attempt), startedAt: createdAt };
+  const message = verdict.reason === 'JobActive' ? `${record.op} Job ${record.name} runs` : verdict.message;
+  const watching = activeStatus(
+    planning.statusContext,
+    { ...base.status, attempts: withStarted(base.status.attempts, record.op, activeJob.attempt) },
+    activeJob,
+    verdict.reason,
+    message,
+  );
+  return finish(
+    base,
+    base.status,
+    {
+      kind: 'watch',
+      job: { ...ref, op: record.op, attempt: activeJob.attempt },
+      guard,
+      status: { ...watching, observedGeneration: snap.generation },
+      ...(adopt ? { adopt } : {}),
+    },
+    outcome(planning, verdict.reason, {
+      requeueAfterSeconds: verdict.requeueAfterSeconds,
+      job: record.name,
+      ...(verdict.reason !== 'JobActive' ? { message: verdict.message } : {}),
+    }),
+    false,
+  );
+}
+
+/** The gates, then the start (DESIGN.md section 5 steps 5 to 8). */
+function planStart(base: Base, decision: StartDecision, retries: RetryState): Planned {
+  const { planning } = base;
+  const { snap, facts, policy } = planning;
+  const op = decision.op;
+  const cluster = snap.owningCluster;
+  // Machines and pools build on their cluster's infrastructure; a destroy never waits for it.
+  const dependencies =
+    op !== 'destroy' && cluster !== undefined && !cluster.ready
+      ? { ready: false as const, message: `TerraformCluster ${cluster.name} is not ready yet` }
+      : { ready: true as const };
+  const gateInput = (slots: { installation: number; cluster: number }): GateInput => ({
+    now: facts.now,
+    uid: snap.uid,
+    inputsHash: snap.inputsHash,
+    records: base.records,
+    retries,
+    failedJobsHistoryLimit: policy.failedJobsHistoryLimit,
+    approval: base.situation.approval,
+    paused: snap.paused,
+    dependencies,
+    slots: {
+      installationActive: slots.installation,
+      installationLimit: facts.config.maxActiveJobs,
+      clusterActive: slots.cluster,
+      clusterLimit: facts.config.clusterMaxActiveJobs,
+    },
+    policyProblems: jobsPolicyProblems(policy),
+  });
+  // The gates before the slots need no Redis read; the usage is read only when they all pass.
+  const unread = applyGates(decision, gateInput({ installation: 0, cluster: 0 }));
+  const early = unread.kind === 'wait' && unread.reason !== 'JobPolicyInvalid' ? unread : undefined;
+  if (early === undefined && facts.slots === undefined) return { kind: 'read', read: 'slots' };
+  const gated =
+    early ??
+    applyGates(
+      decision,
+      gateInput({ installation: facts.slots?.installation ?? 0, cluster: facts.slots?.cluster ?? 0 }),
+    );
+  if (gated.kind === 'wait')
+    return planRest(base, waitStatus(planning.statusContext, base.status, gated), waitOutcome(base, gated));
+
+  if (facts.pods === undefined) return { kind: 'read', read: 'pods' };
+  const pods = facts.pods;
+  const holdBack = (reason: 'WaitingForPreviousAttempt' | 'WaitingForDependencies', message: string) => {
+    const wait = waitFor(reason, { now: facts.now, uid: snap.uid, op, message });
+    return planRest(base, waitStatus(planning.statusContext, base.status, wait), waitOutcome(base, wait));
+  };
+  // API guard (section 5 step 7): no pod of an earlier attempt may live, whichever Job it belonged to; pods
+  // are told apart by their Job's UID, never by a name (a Job name can be reused by a person). Redis is
+  // never the only guard.
+  const alive = pods.filter((pod) => isPodAlive(pod));
+  if (alive.length > 0)
+    return holdBack(
+      'WaitingForPreviousAttempt',
+      `pod(s) of an earlier attempt still run: ${alive.map((pod) => pod.metadata.name).join(', ')}`,
+    );
+  const forceUnlockId = staleLockToUnlock(snap.jobs, base.records, pods, facts.now);
+  const decisions: RunDecisions = {
+    ...(gated.plan ? { expectedPlanDigest: gated.plan.digest } : {}),
+    ...(forceUnlockId ? { forceUnlockId } : {}),
+  };
+  // A missing Secret must hold the start back before anything is taken (section 5 step 6).
+  const inputs: RunInputs = resolveRunInputs(snap, policy, decisions);
+  if (inputs.kind === 'missing') return holdBack('WaitingForDependencies', inputs.message);
+
+  const attempt = nextAttemptOf(base.records, op, base.status.attempts);
+  // Drift and refresh repeat with equal inputs; the newest success separates one run from the next.
+  const tick = op === 'drift' || op === 'refresh' ? (base.status.lastSuccess?.[op] ?? '') : '';
+  const name = jobName({
+    kind: snap.ref.kind,
+    name: snap.ref.name,
+    op,
+    attempt,
+    inputsHash: snap.inputsHash,
+    tick,
+  });
+  const image = snap.spec?.source.image ?? '';
+  const manifest = buildJobManifest({
+    owner: {
+      apiVersion: API_VERSION,
+      kind: snap.ref.kind,
+      name: snap.ref.name,
+      namespace: snap.ref.namespace,
+      uid: snap.uid,
+      generation: snap.generation,
+      clusterName: snap.clusterName ?? '',
+    },
+    name,
+    op,
+    attempt,
+    inputsHash: snap.inputsHash,
+    // Every op but apply runs the digest the newest successful apply ran (DESIGN.md section 2).
+    image: op === 'apply' ? image : (base.status.source?.pinnedImage ?? image),
+    runnerImage: facts.config.runnerImage,
+    policy,
+  });
+  const activeJob = { name, op, attempt, startedAt: facts.now.toISOString() };
+  const running = activeStatus(
+    planning.statusContext,
+    { ...base.status, attempts: withStarted(base.status.attempts, op, attempt) },
+    activeJob,
+    'JobActive',
+    `${op} Job ${name} runs (${gated.reason})`,
+  );
+  const start: PlannedStart = {
+    op,
+    reason: gated.reason,
+    name,
+    attempt,
+    manifest,
+    decisions,
+    annotations: decisionAnnotations(decisions),
+    inputs: inputs.source,
+    guard: guardOf(op, name, policy.activeDeadlineSeconds),
+    status: { ...running, observedGeneration: snap.generation },
+    createdEvent: {
+      type: 'Normal',
+      reason: 'JobCreated',
+      action: 'CreateJob',
+      note: planning.redactor.redact(`${op} Job ${name} (attempt ${attempt}, ${gated.reason})`),
+      transitionKey: name,
+    },
+    ...(forceUnlockId
+      ? {
+          forceUnlockEvent: {
+            type: 'Warning' as const,
+            reason: 'ForceUnlocked',
+            action: 'CreateJob',
+            note: planning.redactor.redact(`Job ${name} force-unlocks the stale state lock ${forceUnlockId}`),
+            transitionKey: forceUnlockId,
+          },
+        }
+      : {}),
+    outcome: outcome(planning, gated.reason, { job: name }),
+    held: (held) => {
+      const wait = waitFor(held.reason, { now: facts.now, uid: snap.uid, op, message: held.message });
+      return {
+        status: {
+          ...waitStatus(planning.statusContext, base.status, wait),
+          observedGeneration: snap.generation,
+        },
+        outcome: {
+          ...waitOutcome(base, wait),
+          ...(held.reason === 'WaitingForForeignJob' ? { job: name } : {}),
+        },
+      };
+    },
+    rejected: (message) => outcome(planning, 'JobCreateRejected', { message, job: name }),
+  };
+  return finish(base, base.status, { kind: 'start', start }, start.outcome, false);
+}

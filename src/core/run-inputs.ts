@@ -1,0 +1,91 @@
+import type { EffectiveJobsPolicy } from '../schemas/kinds/jobs-policy.ts';
+import type { TargetSpec } from '../schemas/kinds/target.ts';
+import { secretTextsOfSecretValue } from './redaction.ts';
+import type { RunDecisions } from './run-decisions.ts';
+import type { RunConfigSource } from './run-secret-manifest.ts';
+import type { ReferencedSecrets, Snapshot } from './snapshot.ts';
+
+/**
+ * The inputs of one run (DESIGN.md section 9), resolved from the snapshot without I/O: `spec.variables`,
+ * the `variablesFrom` Secret keys, the backend and its Secret, the lock timeout and the decisions of the
+ * step. Only the plan HMAC key is left to the shell (it lives in a Secret of its own, created once). Also
+ * the secret values a redactor must know: exactly the Secret keys the inputs reference.
+ */
+
+/** A run's config source without the plan key; or why it cannot be built yet. */
+export type RunInputs =
+  | { kind: 'resolved'; source: Omit<RunConfigSource, 'planHmacKey'> }
+  /** A referenced Secret or key is missing; the message names it, never a value. */
+  | { kind: 'missing'; message: string };
+
+/** A `variablesFrom` value: JSON when it parses (non-string variables), the raw text otherwise. */
+function variableValue(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** Resolves the inputs of the next run of the snapshot's object. */
+export function resolveRunInputs(
+  snap: Pick<Snapshot, 'ref' | 'uid' | 'spec' | 'referencedSecrets'>,
+  policy: EffectiveJobsPolicy,
+  decisions: RunDecisions,
+): RunInputs {
+  const spec = snap.spec;
+  if (!spec) return { kind: 'missing', message: 'the spec does not parse' };
+  const secretVariables: Record<string, unknown> = {};
+  for (const from of spec.variablesFrom ?? []) {
+    const { name, key } = from.secretKeyRef;
+    const data = snap.referencedSecrets.get(name);
+    if (data === undefined)
+      return { kind: 'missing', message: `Secret ${name} (variable ${from.name}) does not exist` };
+    const value = data[key];
+    if (value === undefined)
+      return { kind: 'missing', message: `Secret ${name} has no key ${key} (variable ${from.name})` };
+    secretVariables[from.name] = variableValue(value);
+  }
+  let backendSecretData: Record<string, string> = {};
+  if (spec.backend?.secretRef) {
+    const data = snap.referencedSecrets.get(spec.backend.secretRef.name);
+    if (data === undefined)
+      return { kind: 'missing', message: `backend Secret ${spec.backend.secretRef.name} does not exist` };
+    backendSecretData = { ...data };
+  }
+  return {
+    kind: 'resolved',
+    source: {
+      kind: snap.ref.kind,
+      namespace: snap.ref.namespace,
+      uid: snap.uid,
+      variables: spec.variables ?? {},
+      secretVariables,
+      backend: spec.backend,
+      backendSecretData,
+      lockTimeoutSeconds: policy.lockTimeoutSeconds,
+      applyPolicy: spec.applyPolicy,
+      ...(decisions.expectedPlanDigest ? { expectedPlanDigest: decisions.expectedPlanDigest } : {}),
+      ...(decisions.forceUnlockId ? { forceUnlockId: decisions.forceUnlockId } : {}),
+    },
+  };
+}
+
+/**
+ * The secret values of the object's inputs (DESIGN.md section 13): the value of each `variablesFrom` key,
+ * and every value of the backend Secret (the whole Secret is the backend's configuration), each with its
+ * JSON leaves. Keys of those Secrets that no input references are not secret to us.
+ */
+export function inputSecretTexts(spec: TargetSpec | undefined, secrets: ReferencedSecrets): string[] {
+  if (!spec) return [];
+  const texts: string[] = [];
+  for (const from of spec.variablesFrom ?? []) {
+    const value = secrets.get(from.secretKeyRef.name)?.[from.secretKeyRef.key];
+    if (value !== undefined) texts.push(...secretTextsOfSecretValue(value));
+  }
+  if (spec.backend?.secretRef) {
+    for (const value of Object.values(secrets.get(spec.backend.secretRef.name) ?? {}))
+      texts.push(...secretTextsOfSecretValue(value));
+  }
+  return texts;
+}

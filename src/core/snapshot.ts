@@ -1,0 +1,51 @@
+import type { JobsPolicy } from '../schemas/kinds/jobs-policy.ts';
+import type { TargetSpec, TargetStatus } from '../schemas/kinds/target.ts';
+import type { TerraformPlan } from '../schemas/kinds/terraform-plan.ts';
+import type { JobRecord } from './job-record.ts';
+import type { ObjectRef } from './object-ref.ts';
+import type { PreambleMeta } from './preamble.ts';
+import type { JobView } from './views.ts';
+
+/**
+ * The live world of one object at the start of a step (DESIGN.md section 5 step 2), as the planner reads
+ * it: read from the API server by src/step/read.ts, never from an event payload. Plain data; the pods and
+ * the Job slot usage are read only when the plan asks for them (src/core/planner.ts).
+ */
+
+/** Secret data the object's inputs reference, by Secret name; undefined for a Secret that does not exist. */
+export type ReferencedSecrets = ReadonlyMap<string, Readonly<Record<string, string>> | undefined>;
+
+/** The owning TerraformCluster of a machine or pool, as far as the step needs it. */
+export interface OwningCluster {
+  name: string;
+  /** `spec.defaults.jobs`, merged under the machine's own `spec.jobs`. */
+  defaultsJobs?: JobsPolicy;
+  /** `status.ready`: machines apply only once the cluster infrastructure is there. */
+  ready: boolean;
+}
+
+/** One object and what belongs to it. */
+export interface Snapshot {
+  ref: ObjectRef;
+  uid: string;
+  generation: number;
+  resourceVersion: string;
+  meta: PreambleMeta;
+  /** The parsed spec; `specProblem` says why when it does not parse. */
+  spec: TargetSpec | undefined;
+  specProblem?: string;
+  status: TargetStatus;
+  /** `cluster.x-k8s.io/cluster-name`, when the object belongs to a Cluster API cluster. */
+  clusterName?: string;
+  owningCluster?: OwningCluster;
+  /** Cluster API pause: the object's annotation or the Cluster's `spec.paused`. */
+  paused: boolean;
+  /** The object's Jobs (label `captf.io/owner-uid`). */
+  jobs: JobView[];
+  records: JobRecord[];
+  /** The TerraformPlan named by `status.pendingPlanRef`, when it exists. */
+  pendingPlan?: TerraformPlan;
+  referencedSecrets: ReferencedSecrets;
+  /** The inputs hash of the live spec (src/core/inputs-hash.ts); '' when the spec does not parse. */
+  inputsHash: string;
+}

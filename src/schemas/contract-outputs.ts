@@ -1,0 +1,85 @@
+import { z } from 'zod';
+import type { TargetKind } from './kinds/api-group.ts';
+import { ApiEndpointSchema } from './kinds/terraform-cluster.ts';
+import { MachineAddressSchema, TerraformMachineSpecSchema } from './kinds/terraform-machine.ts';
+import {
+  TerraformMachinePoolSpecSchema,
+  TerraformMachinePoolStatusSchema,
+} from './kinds/terraform-machine-pool.ts';
+
+/**
+ * The few module outputs the Cluster API contract needs (DESIGN.md section 2), checked against the very
+ * schemas the CRDs are generated from: an output the API server would refuse is caught where it is read
+ * (the runner) and again where it is recorded (bookkeeping), and fails the run with `OutputsInvalid`,
+ * naming the output, instead of freezing the object behind a status write that can never succeed.
+ */
+
+/** One schema per contract output, each the schema of the field it fills. */
+export const CONTRACT_OUTPUT_SCHEMAS = {
+  controlPlaneEndpoint: ApiEndpointSchema,
+  providerID: TerraformMachineSpecSchema.shape.providerID.unwrap(),
+  addresses: z.array(MachineAddressSchema).max(32),
+  providerIDList: TerraformMachinePoolSpecSchema.shape.providerIDList.unwrap(),
+  replicas: TerraformMachinePoolStatusSchema.shape.replicas.unwrap(),
+} as const;
+
+export type ContractOutputName = keyof typeof CONTRACT_OUTPUT_SCHEMAS;
+/** The contract output names, in a fixed order. */
+export const CONTRACT_OUTPUT_NAMES = Object.keys(CONTRACT_OUTPUT_SCHEMAS) as ContractOutputName[];
+
+/** The outputs each kind's CRD records (DESIGN.md section 2); a kind ignores the others. */
+export const CONTRACT_OUTPUTS_OF_KIND: Readonly<Record<TargetKind, readonly ContractOutputName[]>> = {
+  TerraformCluster: ['controlPlaneEndpoint'],
+  TerraformMachine: ['providerID', 'addresses'],
+  TerraformMachinePool: ['providerIDList', 'replicas'],
+};
+
+/** The contract outputs, each as the CRD accepts it. */
+export const ContractOutputsSchema = z.object({
+  controlPlaneEndpoint: CONTRACT_OUTPUT_SCHEMAS.controlPlaneEndpoint.optional(),
+  providerID: CONTRACT_OUTPUT_SCHEMAS.providerID.optional(),
+  addresses: CONTRACT_OUTPUT_SCHEMAS.addresses.optional(),
+  providerIDList: CONTRACT_OUTPUT_SCHEMAS.providerIDList.optional(),
+  replicas: CONTRACT_OUTPUT_SCHEMAS.replicas.optional(),
+});
+export type ContractOutputs = z.infer<typeof ContractOutputsSchema>;
+
+/** One output the CRD would refuse: its name and why (never its value). */
+export interface InvalidOutput {
+  name: ContractOutputName;
+  message: string;
+}
+
+/** The outputs that pass, and the ones that do not. */
+export interface CheckedOutputs {
+  outputs: ContractOutputs;
+  invalid: InvalidOutput[];
+}
+
+/**
+ * Checks reported outputs against the CRD's schemas: those `kind` records (all when it is not known);
+ * absent outputs are neither valid nor invalid, outputs another kind records are left unchecked.
+ */
+export function checkContractOutputs(
+  reported: Readonly<Record<string, unknown>> | undefined,
+  kind?: TargetKind,
+): CheckedOutputs {
+  const checked: CheckedOutputs = { outputs: {}, invalid: [] };
+  for (const name of kind === undefined ? CONTRACT_OUTPUT_NAMES : CONTRACT_OUTPUTS_OF_KIND[kind]) {
+    const value = reported?.[name];
+    if (value === undefined) continue;
+    const parsed = CONTRACT_OUTPUT_SCHEMAS[name].safeParse(value);
+    if (parsed.success) Object.assign(checked.outputs, { [name]: parsed.data });
+    else {
+      const issue = parsed.error.issues[0];
+      const where = issue && issue.path.length > 0 ? `${issue.path.join('.')}: ` : '';
+      checked.invalid.push({ name, message: `${where}${issue?.message ?? 'invalid'}` });
+    }
+  }
+  return checked;
+}
+
+/** A sentence naming the refused outputs, for `lastRun.error.summary` and Events. */
+export function invalidOutputsSummary(invalid: readonly InvalidOutput[]): string {
+  return `the Cluster API contract refuses output ${invalid.map((i) => `${i.name} (${i.message})`).join(', ')}`;
+}

@@ -1,0 +1,45 @@
+import type { ObjectRef } from '../core/object-ref.ts';
+
+/**
+ * What settling a step, the tick runner and the sweep need from Redis (DESIGN.md section 8), as small
+ * interfaces; the composition root implements them over the Redis adapter (functions/compose.ts). Every
+ * method throws UnavailableError (src/http/errors.ts) when Redis is down.
+ */
+
+/** A claimed due requeue; `token` is the adapter's proof of the claim (e.g. the claimed score). */
+export interface Claim {
+  ref: ObjectRef;
+  token: string;
+}
+
+/**
+ * The requeue schedule: a sorted set of `kind/namespace/name` by due time in ms. `add` keeps the earliest due
+ * time (ZADD LT semantics, like client-go's AddAfter). A claim hides its member for `visibilityMs`; a claim
+ * never completed reappears when that runs out (a crashed `/tick` loses nothing).
+ */
+export interface RequeueSchedule {
+  add(ref: ObjectRef, dueAtMs: number): Promise<void>;
+  /** Claims up to `limit` members due at or before `nowMs`, oldest first. */
+  claimDue(nowMs: number, limit: number, visibilityMs: number): Promise<Claim[]>;
+  /**
+   * Ends a claim atomically: the member is due again at `nextDueAtMs` (earliest of that and any `add` made
+   * meanwhile), or removed when `nextDueAtMs` is undefined and nothing was added meanwhile.
+   */
+  complete(claim: Claim, nextDueAtMs: number | undefined): Promise<void>;
+}
+
+/**
+ * Event dedupe by `uid@resourceVersion` (DESIGN.md section 8): one cheap check per event during a replay
+ * storm, and the echo of a step's own write dropped before any step (section 2). `remember` is called only
+ * after a step handled that version, so a failed delivery is not remembered.
+ */
+export interface EventDedupe {
+  seen(event: ObjectVersion): Promise<boolean>;
+  remember(event: ObjectVersion): Promise<void>;
+}
+
+/** One version of one object: the dedupe key `uid@resourceVersion`. */
+export interface ObjectVersion {
+  uid: string;
+  resourceVersion: string;
+}

@@ -1,0 +1,92 @@
+import type { BaseLogger } from 'pino';
+import type { ObjectRef } from '../core/object-ref.ts';
+import type { StepOutcome, StepReason } from '../core/step-outcome.ts';
+import type { Metrics } from '../metrics/registry.ts';
+import type { ReconcileStep, StepOptions } from '../step/contract.ts';
+import type { EventDedupe, RequeueSchedule } from './ports.ts';
+import { type ResolvedOutcome, resolveOutcome } from './resolve.ts';
+
+/**
+ * Settling one step, the one way every caller runs a step (`/events`, `/reconcile`, `/tick` and the sweep;
+ * controller-runtime's single result handler): the step runs, is counted once (`captf_reconcile_steps_total`,
+ * `captf_reconcile_step_duration_seconds`, `captf_lease_waits_total`), its outcome becomes the log line, the
+ * requeue and the HTTP answer (src/settle/resolve.ts), and the object version it left is remembered, so the
+ * watch event of the step's own write is dropped before any step (DESIGN.md section 2: a waiting object is
+ * written once). A dry run is counted and logged, and changes nothing.
+ */
+
+/**
+ * Wait reasons that mean "a lease or a Job slot is taken" (DESIGN.md section 6): they count toward
+ * `captf_lease_waits_total{reason}`. Other waits (backoff, approval, pause) are not lease waits.
+ */
+export const LEASE_WAIT_REASONS: ReadonlySet<StepReason> = new Set<StepReason>([
+  'WaitingForJobSlot',
+  'WaitingForClusterOperation',
+  'WaitingForMachineOperations',
+  'WaitingForRunLease',
+  'LockContended',
+]);
+
+export interface SettleDeps {
+  step: ReconcileStep;
+  schedule: Pick<RequeueSchedule, 'add'>;
+  dedupe: Pick<EventDedupe, 'remember'>;
+  metrics: Pick<Metrics, 'stepsTotal' | 'stepDuration' | 'leaseWaits'>;
+  /** Milliseconds since the epoch. */
+  clock: () => number;
+}
+
+/** How one step is settled. */
+export interface SettleOptions extends StepOptions {
+  log: Pick<BaseLogger, 'debug' | 'info' | 'warn'>;
+  /**
+   * The caller holds a schedule claim for the object (`/tick`) and completes it with `claimNextDueAtMs`
+   * itself, instead of a separate requeue.
+   */
+  claimed?: boolean;
+}
+
+/** A settled step. */
+export interface Settled {
+  outcome: StepOutcome;
+  resolved: ResolvedOutcome;
+}
+
+/**
+ * Runs and settles one step. Throws UnavailableError when the requeue cannot be scheduled (the route
+ * answers 503; the sweep heals it), and rethrows a step's bug after counting it.
+ */
+export type Settle = (ref: ObjectRef, options: SettleOptions) => Promise<Settled>;
+
+/** Builds the settle function over its dependencies. */
+export function createSettle(deps: SettleDeps): Settle {
+  return async (ref, options) => {
+    const { log, claimed, ...stepOptions } = options;
+    const startMs = deps.clock();
+    let outcome: StepOutcome;
+    try {
+      outcome = await deps.step(ref, stepOptions);
+    } catch (error) {
+      deps.metrics.stepsTotal.inc({ action: 'error' });
+      throw error;
+    } finally {
+      deps.metrics.stepDuration.observe((deps.clock() - startMs) / 1000);
+    }
+    deps.metrics.stepsTotal.inc({ action: outcome.action });
+    if (outcome.action === 'waiting' && LEASE_WAIT_REASONS.has(outcome.reason))
+      deps.metrics.leaseWaits.inc({ reason: outcome.reason });
+    const resolved = resolveOutcome(outcome, deps.clock());
+    const dryRun = options.dryRun === true;
+    log[resolved.log.level]({ ...resolved.log.fields, dryRun }, resolved.log.msg);
+    if (dryRun) return { outcome, resolved };
+    if (outcome.observed !== undefined) {
+      // Best effort: a lost marker costs one more step (which then finds nothing to do), never a result.
+      await deps.dedupe.remember(outcome.observed).catch((error: unknown) => {
+        log.warn({ err: error, ...ref }, 'remember the observed version: failed');
+      });
+    }
+    if (!claimed && resolved.requeue !== undefined)
+      await deps.schedule.add(resolved.requeue.ref, resolved.requeue.dueAtMs);
+    return { outcome, resolved };
+  };
+}

@@ -1,0 +1,373 @@
+import { isKubeError } from '../adapters/kube/errors.ts';
+import type { EventObjectRef, RunEvent } from '../core/event-spec.ts';
+import { ownerLabels, POD_RESULT_FINALIZER } from '../core/job-labels.ts';
+import { bookkeptAnnotations } from '../core/job-record.ts';
+import { mergePatchOf } from '../core/merge-patch.ts';
+import { runSecretName } from '../core/names.ts';
+import { buildPlanManifest } from '../core/plan-manifest.ts';
+import type { Move, PlanWrite, StepPlan } from '../core/planner.ts';
+import type { Snapshot } from '../core/snapshot.ts';
+import { outcomeOf, type StepOutcome, UNAVAILABLE_RETRY_SECONDS } from '../core/step-outcome.ts';
+import { OUR_API_VERSION } from '../schemas/kinds/registry.ts';
+import type { TargetStatus } from '../schemas/kinds/target.ts';
+import type { StepDeps } from './deps.ts';
+import { healStaleLease, releaseRunGuards, renewRunGuards, runGuard } from './leases.ts';
+import { runConfigOf } from './run-config.ts';
+import { createRunSecret } from './run-secret.ts';
+import { performStart } from './start-job.ts';
+import type { KeptStepLock } from './step-lock.ts';
+
+/**
+ * Carrying out a step's plan (src/core/planner.ts) in the crash-safe order of DESIGN.md sections 5 and 7:
+ * 1. TerraformPlans and spec contract fields, then the status (one write, with everything recorded), so
+ *    `pendingPlanRef` never names a plan that does not exist and a failed status write means the finished
+ *    Jobs are read again;
+ * 2. Events (best effort; deterministic names, so a repeat after a crash adds none);
+ * 3. the `captf.io/bookkept` marks (Events come first so a crash between the two repeats them rather than
+ *    losing them), then the per-run Secrets, the Redis guards and the Job slots, pruning and the pods'
+ *    result finalizers: everything after the marks is also done by later steps and the sweep;
+ * 4. the move: watch (renew, adopt, show), delete a Job, replace the finalizers, or start a Job
+ *    (guards → Job → per-run Secret → status → Events, src/step/start-job.ts).
+ * A failpoint follows every mutation (src/step/failpoints.ts). A write the API server refuses for good
+ * (400/422) while recording finished Jobs comes back as `refused`: the step plans again without the
+ * contract fields (section 7: a rejected write never freezes an object).
+ */
+
+/** What carrying out a plan came to. */
+export type Performed =
+  | { kind: 'done'; outcome: StepOutcome }
+  /** The recording of finished Jobs was refused for good; plan again with `refusedOutputs`. */
+  | { kind: 'refused'; message: string };
+
+/**
+ * The step's writes of its own object, under the resourceVersion it holds: each write moves it on, so the
+ * next write starts from it; a concurrent writer turns a write into a Conflict instead of being overwritten.
+ */
+export class ObjectWrites {
+  #resourceVersion: string;
+  #status: TargetStatus;
+  readonly #deps: StepDeps;
+  readonly #snap: Snapshot;
+
+  constructor(deps: StepDeps, snap: Snapshot) {
+    this.#deps = deps;
+    this.#snap = snap;
+    this.#resourceVersion = snap.resourceVersion;
+    this.#status = snap.status;
+  }
+
+  /** The object's version after the step's own writes so far. */
+  get resourceVersion(): string {
+    return this.#resourceVersion;
+  }
+
+  #target() {
+    const { ref } = this.#snap;
+    return { namespace: ref.namespace, name: ref.name, resourceVersion: this.#resourceVersion };
+  }
+
+  /** Merge-patches the status to `next` when it differs; throws a KubeError for anything but Conflict. */
+  async status(next: TargetStatus): Promise<'written' | 'unchanged' | 'conflict'> {
+    const patch = mergePatchOf(this.#status as Record<string, unknown>, next as Record<string, unknown>);
+    if (patch === undefined) return 'unchanged';
+    try {
+      const object = await this.#deps.kube.writer.patchStatus(this.#snap.ref.kind, this.#target(), patch);
+      this.#resourceVersion = object.metadata.resourceVersion;
+      this.#status = next;
+      return 'written';
+    } catch (error) {
+      if (isKubeError(error, 'Conflict')) return 'conflict';
+      throw error;
+    }
+  }
+
+  /** Merge-patches the spec contract fields. */
+  async spec(spec: Record<string, unknown>): Promise<void> {
+    const object = await this.#deps.kube.writer.patchSpec(this.#snap.ref.kind, this.#target(), spec);
+    this.#resourceVersion = object.metadata.resourceVersion;
+  }
+
+  /** Replaces the finalizers. */
+  async finalizers(finalizers: string[]): Promise<void> {
+    const object = await this.#deps.kube.writer.patchCustomMetadata(this.#snap.ref.kind, this.#target(), {
+      finalizers,
+    });
+    this.#resourceVersion = object.metadata.resourceVersion;
+  }
+}
+
+/** True for a write the API server refused for good: it will refuse it again (section 7). */
+function refusedForGood(error: unknown): error is Error {
+  return isKubeError(error, 'Invalid', 'BadRequest');
+}
+
+/** The object as Events name it (`regarding`). */
+function regardingOf(snap: Snapshot): EventObjectRef {
+  return {
+    apiVersion: OUR_API_VERSION,
+    kind: snap.ref.kind,
+    namespace: snap.ref.namespace,
+    name: snap.ref.name,
+    uid: snap.uid,
+  };
+}
+
+/** What one perform works with. */
+export interface Performance {
+  deps: StepDeps;
+  snap: Snapshot;
+  plan: StepPlan;
+  writes: ObjectWrites;
+  lock: KeptStepLock;
+}
+
+/**
+ * Emits Events about the object, each once, best effort (DESIGN.md section 7): an Event the API server
+ * refuses (a policy, a terminating namespace) is dropped; only an outage stops the step.
+ */
+export async function emitEvents(
+  performance: Performance,
+  events: readonly RunEvent[],
+  related?: EventObjectRef,
+) {
+  const { deps, snap } = performance;
+  const created: string[] = [];
+  for (const event of events) {
+    try {
+      const answer = await deps.kube.writer.emitEvent({
+        ...event,
+        regarding: regardingOf(snap),
+        ...(related ? { related } : {}),
+      });
+      if (answer === 'created') created.push(event.reason);
+    } catch (error) {
+      if (!isKubeError(error) || error.outage) throw error;
+    }
+    deps.failpoints.hit('after-event');
+  }
+  return created;
+}
+
+async function writePlan(performance: Performance, change: PlanWrite): Promise<void> {
+  const { deps, snap } = performance;
+  if (change.kind === 'create') {
+    const manifest = buildPlanManifest({
+      target: {
+        apiVersion: OUR_API_VERSION,
+        kind: snap.ref.kind,
+        name: snap.ref.name,
+        namespace: snap.ref.namespace,
+        uid: snap.uid,
+      },
+      job: change.job,
+      inputsHash: change.inputsHash,
+      plan: change.plan,
+      labels: ownerLabels({
+        kind: snap.ref.kind,
+        name: snap.ref.name,
+        uid: snap.uid,
+        clusterName: snap.clusterName,
+      }),
+    });
+    try {
+      await deps.kube.writer.createCustomObject('TerraformPlan', {
+        ...manifest,
+        metadata: {
+          ...manifest.metadata,
+          ownerReferences: manifest.metadata.ownerReferences.map((owner) => ({ ...owner })),
+        },
+      });
+    } catch (error) {
+      // The repeat of a crashed step.
+      if (!isKubeError(error, 'AlreadyExists')) throw error;
+    }
+    return;
+  }
+  const { plan } = change;
+  if (plan.status?.phase === change.phase) return;
+  try {
+    await deps.kube.writer.patchStatus(
+      'TerraformPlan',
+      {
+        namespace: snap.ref.namespace,
+        name: plan.metadata.name,
+        resourceVersion: plan.metadata.resourceVersion ?? '',
+      },
+      {
+        phase: change.phase,
+        appliedBy: change.phase === 'Applied' ? change.job : null,
+        message: change.message,
+      },
+    );
+  } catch (error) {
+    // Gone or changed meanwhile (a person approved it this instant): the next step reads it again.
+    if (!isKubeError(error, 'NotFound', 'Conflict')) throw error;
+  }
+}
+
+/** Marks one Job bookkept; a Job changed meanwhile is read again once, a Job gone needs no mark. */
+async function markBookkept(performance: Performance, run: StepPlan['bookkept'][number]): Promise<void> {
+  const { writer, reader } = performance.deps.kube;
+  const namespace = performance.snap.ref.namespace;
+  const annotations = bookkeptAnnotations(run.classification.evidence, run.classification.finishedAt);
+  let resourceVersion = run.job.metadata.resourceVersion ?? '';
+  for (let tries = 0; tries < 2; tries += 1) {
+    try {
+      await writer.patchJobMetadata({ namespace, name: run.record.name, resourceVersion }, { annotations });
+      return;
+    } catch (error) {
+      if (isKubeError(error, 'NotFound')) return;
+      if (!isKubeError(error, 'Conflict') || tries > 0) throw error;
+      const fresh = await reader.getJob(namespace, run.record.name);
+      if (!fresh) return;
+      resourceVersion = fresh.metadata?.resourceVersion ?? '';
+    }
+  }
+}
+
+/** The outcome of a status write that lost a Conflict: read again at once. */
+export function conflict(performance: Performance, job?: string): StepOutcome {
+  return outcomeOf(performance.snap.ref, 'Conflict', {
+    message: 'the object changed meanwhile; read it again',
+    ...(job !== undefined ? { job } : {}),
+  });
+}
+
+export function unavailable(performance: Performance, message: string): StepOutcome {
+  return outcomeOf(performance.snap.ref, 'Unavailable', {
+    requeueAfterSeconds: UNAVAILABLE_RETRY_SECONDS,
+    message,
+  });
+}
+
+/**
+ * Step 1 to 3 of the write order. Answers an outcome when the step must end early (a Conflict), `refused`
+ * when the recording was refused for good, undefined when the move may go on.
+ */
+async function performWrites(performance: Performance): Promise<Performed | undefined> {
+  const { deps, snap, plan, writes } = performance;
+  for (const change of plan.plans) {
+    await writePlan(performance, change);
+    deps.failpoints.hit('after-plan-write');
+  }
+  const recording = plan.bookkept.length > 0;
+  try {
+    if (plan.spec !== undefined) {
+      await writes.spec(plan.spec);
+      deps.failpoints.hit('after-contract-spec-patch');
+    }
+    if (plan.status !== undefined && (await writes.status(plan.status)) === 'conflict')
+      return { kind: 'done', outcome: conflict(performance) };
+  } catch (error) {
+    if (!refusedForGood(error)) throw error;
+    if (recording) return { kind: 'refused', message: error.message };
+    return {
+      kind: 'done',
+      outcome: outcomeOf(snap.ref, 'WriteRefused', { message: plan.redactor.redact(error.message) }),
+    };
+  }
+  if (recording) deps.failpoints.hit('after-bookkeep-status');
+  await emitEvents(performance, plan.events);
+  for (const run of plan.bookkept) {
+    await markBookkept(performance, run);
+    // After the mark: a step that crashed before it bookkeeps the Job again, and only then counts it.
+    await deps.metrics.jobBookkept({
+      object: snap.ref,
+      job: run.record.name,
+      classification: run.classification,
+      durationSeconds: run.durationSeconds,
+    });
+    deps.failpoints.hit('after-bookkept-mark');
+  }
+  for (const run of plan.bookkept) {
+    await deps.kube.writer.deleteSecret(snap.ref.namespace, runSecretName(run.record.name));
+    deps.failpoints.hit('after-run-secret-delete');
+    const guard = runGuard(snap.ref, snap.clusterName, {
+      op: run.record.op,
+      job: run.record.name,
+      activeDeadlineSeconds: run.job.spec?.activeDeadlineSeconds ?? 0,
+    });
+    // An unanswered release is healed later: a lease held under a finished Job's name is stale (leases.ts).
+    await releaseRunGuards(deps.redis, guard, run.record.name);
+    deps.failpoints.hit('after-lease-release');
+  }
+  for (const job of plan.prune) {
+    await deps.kube.writer.deleteJob(snap.ref.namespace, job.name, job.uid ? { uid: job.uid } : {});
+    deps.failpoints.hit('after-prune-delete');
+  }
+  await releasePods(performance, plan.releasePods);
+  return undefined;
+}
+
+async function releasePods(performance: Performance, pods: readonly string[]): Promise<void> {
+  for (const pod of pods)
+    await performance.deps.kube.writer.removePodFinalizer(
+      performance.snap.ref.namespace,
+      pod,
+      POD_RESULT_FINALIZER,
+    );
+}
+
+/** Carries out `plan`; throws a KubeError on an API outage (the step answers `unavailable`). */
+export async function perform(performance: Performance): Promise<Performed> {
+  const early = await performWrites(performance);
+  if (early) return early;
+  const outcome = await performMove(performance, performance.plan.move);
+  return { kind: 'done', outcome };
+}
+
+async function performMove(performance: Performance, move: Move): Promise<StepOutcome> {
+  const { deps, snap, plan, writes } = performance;
+  switch (move.kind) {
+    case 'none':
+      return plan.outcome;
+    case 'rest': {
+      if (move.healLease && (await healStaleLease(deps.redis, snap.ref, snap.clusterName, snap.records)))
+        deps.failpoints.hit('after-lease-release');
+      return plan.outcome;
+    }
+    case 'finalizers': {
+      await writes.finalizers(move.finalizers);
+      deps.failpoints.hit('after-finalizer-patch');
+      if (move.gone) await deps.metrics.objectGone(snap.ref);
+      return plan.outcome;
+    }
+    case 'delete-job': {
+      await deps.kube.writer.deleteJob(snap.ref.namespace, move.job.name, { uid: move.job.uid });
+      deps.failpoints.hit(move.release ? 'after-stuck-delete' : 'after-deadline-delete');
+      if (move.release) {
+        const released = await releaseRunGuards(
+          deps.redis,
+          runGuard(snap.ref, snap.clusterName, move.release),
+          move.job.name,
+        );
+        if (released !== 'released') return unavailable(performance, 'the Redis release did not answer');
+      }
+      await releasePods(performance, move.releasePods);
+      return plan.outcome;
+    }
+    case 'watch': {
+      const guard = runGuard(snap.ref, snap.clusterName, move.guard);
+      const renewed = await renewRunGuards(deps.redis, guard, move.job.name);
+      if (renewed !== 'renewed' && renewed !== 'held-by-other')
+        return unavailable(performance, 'the Redis lease renewal did not answer');
+      deps.failpoints.hit('after-lease-renew');
+      if (move.adopt) {
+        const job = await deps.kube.reader.getJob(snap.ref.namespace, move.job.name);
+        if (job) {
+          const config = await runConfigOf(deps.kube, { ref: snap.ref, uid: snap.uid }, move.adopt);
+          await createRunSecret(deps.kube, snap.ref.namespace, job, config);
+          deps.failpoints.hit('after-run-secret-create');
+        }
+      }
+      if (move.status !== undefined) {
+        const written = await writes.status(move.status);
+        if (written === 'conflict') return conflict(performance, move.job.name);
+        if (written === 'written') deps.failpoints.hit('after-active-status');
+      }
+      return plan.outcome;
+    }
+    case 'start':
+      return performStart(performance, move.start);
+  }
+}

@@ -1,0 +1,174 @@
+import { createHash } from 'node:crypto';
+import type { V1Secret } from '@kubernetes/client-node';
+import type { CustomObject } from '../adapters/kube/custom-object.ts';
+import type { KubeReader } from '../adapters/kube/reader.ts';
+import { canonicalJson, inputsHash, inputsOf } from '../core/inputs-hash.ts';
+import { LABELS } from '../core/job-labels.ts';
+import { type JobRecord, jobRecord } from '../core/job-record.ts';
+import { runSecretName } from '../core/names.ts';
+import type { ObjectKind, ObjectRef } from '../core/object-ref.ts';
+import type { OwningCluster, ReferencedSecrets, Snapshot } from '../core/snapshot.ts';
+import type { JobView, PodView } from '../core/views.ts';
+import { TARGET_SCHEMAS } from '../schemas/kinds/registry.ts';
+import type { TargetSpec, TargetStatus } from '../schemas/kinds/target.ts';
+import {
+  TerraformClusterSpecSchema,
+  TerraformClusterStatusSchema,
+} from '../schemas/kinds/terraform-cluster.ts';
+import { TerraformPlanSchema } from '../schemas/kinds/terraform-plan.ts';
+import { asJobView, asPodView } from './views.ts';
+
+/**
+ * The reads of a step (DESIGN.md section 5 step 2), always live from the API server, never from an event
+ * payload: the snapshot the planner starts from (the object and its Jobs, plus the owning TerraformCluster
+ * and the Cluster API Cluster for objects with a cluster label, the pending plan when one is referenced,
+ * each referenced Secret), and the facts the planner asks for only when it needs them (the object's pods,
+ * a Job's per-run Secret). Secret data is kept in memory only, never logged.
+ */
+
+/** Cluster API's pause annotation (DESIGN.md section 2). */
+export const PAUSED_ANNOTATION = 'cluster.x-k8s.io/paused';
+
+function decodeSecretData(secret: V1Secret): Record<string, string> {
+  const data: Record<string, string> = {};
+  for (const [key, value] of Object.entries(secret.data ?? {}))
+    data[key] = Buffer.from(value, 'base64').toString('utf8');
+  for (const [key, value] of Object.entries(secret.stringData ?? {})) data[key] = value;
+  return data;
+}
+
+/** Names of the Secrets the spec's inputs reference (`variablesFrom`, `backend.secretRef`). */
+function referencedSecretNames(spec: TargetSpec): string[] {
+  const names = new Set<string>();
+  for (const from of spec.variablesFrom ?? []) names.add(from.secretKeyRef.name);
+  if (spec.backend?.secretRef) names.add(spec.backend.secretRef.name);
+  return [...names].sort();
+}
+
+/**
+ * SHA-256 over exactly the referenced keys (`variablesFrom`) and the whole backend Secret, so a rotated
+ * Secret is an input change (src/core/inputs-hash.ts) while unrelated keys are not. Absent Secrets hash as
+ * absent. The digest reveals nothing about the values.
+ */
+function referencedDataDigest(spec: TargetSpec, secrets: ReferencedSecrets): string | undefined {
+  if (secrets.size === 0) return undefined;
+  const picked = {
+    variables: (spec.variablesFrom ?? []).map((from) => [
+      from.name,
+      secrets.get(from.secretKeyRef.name)?.[from.secretKeyRef.key] ?? null,
+    ]),
+    backend: spec.backend?.secretRef ? (secrets.get(spec.backend.secretRef.name) ?? null) : null,
+  };
+  return createHash('sha256').update(canonicalJson(picked)).digest('hex');
+}
+
+function parseStatus(kind: ObjectKind, raw: unknown): TargetStatus {
+  const parsed = TARGET_SCHEMAS[kind].status.safeParse(raw ?? {});
+  // A status we cannot read (written by an older version) is rebuilt from the Jobs; never a reason to stop.
+  return parsed.success ? parsed.data : {};
+}
+
+async function readOwningCluster(
+  reader: KubeReader,
+  ref: ObjectRef,
+  clusterName: string,
+): Promise<OwningCluster | undefined> {
+  const clusters = await reader.listCustomObjects('TerraformCluster', {
+    namespace: ref.namespace,
+    labelSelector: { [LABELS.clusterName]: clusterName },
+  });
+  const [cluster] = clusters;
+  if (!cluster) return undefined;
+  const spec = TerraformClusterSpecSchema.safeParse(cluster.spec);
+  const status = TerraformClusterStatusSchema.safeParse(cluster.status ?? {});
+  return {
+    name: cluster.metadata.name,
+    ...(spec.success && spec.data.defaults?.jobs ? { defaultsJobs: spec.data.defaults.jobs } : {}),
+    ready: status.success && status.data.ready === true,
+  };
+}
+
+function capiPaused(cluster: CustomObject | undefined): boolean {
+  const spec = cluster?.spec;
+  return typeof spec === 'object' && spec !== null && Reflect.get(spec, 'paused') === true;
+}
+
+/**
+ * Reads the snapshot; undefined when the object does not exist. Throws a KubeError on an API failure.
+ * Requests: object, Jobs; plus the owning TerraformCluster and the Cluster API Cluster for objects with a
+ * cluster label, the pending plan when one is referenced, and each referenced Secret.
+ */
+export async function readSnapshot(reader: KubeReader, ref: ObjectRef): Promise<Snapshot | undefined> {
+  const object = await reader.getCustomObject(ref.kind, ref.namespace, ref.name);
+  if (!object) return undefined;
+  const { uid, resourceVersion } = object.metadata;
+  const parsedSpec = TARGET_SCHEMAS[ref.kind].spec.safeParse(object.spec);
+  const spec = parsedSpec.success ? parsedSpec.data : undefined;
+  const status = parseStatus(ref.kind, object.status);
+  const clusterName = object.metadata.labels?.[LABELS.clusterName];
+  const pendingPlanName = status.pendingPlanRef?.name;
+  const secretNames = spec ? referencedSecretNames(spec) : [];
+
+  const [jobs, owningCluster, capiCluster, pendingPlanObject, secrets] = await Promise.all([
+    reader.listJobs({ namespace: ref.namespace, labelSelector: { [LABELS.ownerUid]: uid } }),
+    clusterName !== undefined && ref.kind !== 'TerraformCluster'
+      ? readOwningCluster(reader, ref, clusterName)
+      : Promise.resolve(undefined),
+    clusterName !== undefined
+      ? reader.getCapiCluster(ref.namespace, clusterName)
+      : Promise.resolve(undefined),
+    pendingPlanName !== undefined
+      ? reader.getCustomObject('TerraformPlan', ref.namespace, pendingPlanName)
+      : Promise.resolve(undefined),
+    Promise.all(secretNames.map((name) => reader.getSecret(ref.namespace, name))),
+  ]);
+
+  const referencedSecrets = new Map<string, Record<string, string> | undefined>();
+  secretNames.forEach((name, index) => {
+    const secret = secrets[index];
+    referencedSecrets.set(name, secret ? decodeSecretData(secret) : undefined);
+  });
+  const plan = pendingPlanObject ? TerraformPlanSchema.safeParse(pendingPlanObject) : undefined;
+  const jobViews: JobView[] = jobs.map(asJobView);
+  const records = jobViews
+    .map((job) => jobRecord(job))
+    .filter((record): record is JobRecord => record !== undefined);
+  const { annotations, finalizers, deletionTimestamp } = object.metadata;
+
+  return {
+    ref,
+    uid,
+    generation: object.metadata.generation ?? 0,
+    resourceVersion,
+    meta: {
+      ...(annotations ? { annotations } : {}),
+      ...(finalizers ? { finalizers } : {}),
+      ...(deletionTimestamp ? { deletionTimestamp } : {}),
+    },
+    spec,
+    ...(parsedSpec.success ? {} : { specProblem: parsedSpec.error.issues[0]?.message ?? 'spec is invalid' }),
+    status,
+    ...(clusterName !== undefined ? { clusterName } : {}),
+    ...(owningCluster ? { owningCluster } : {}),
+    paused: annotations?.[PAUSED_ANNOTATION] !== undefined || capiPaused(capiCluster),
+    jobs: jobViews,
+    records,
+    ...(plan?.success ? { pendingPlan: plan.data } : {}),
+    referencedSecrets,
+    inputsHash: spec ? inputsHash(inputsOf(spec, referencedDataDigest(spec, referencedSecrets))) : '',
+  };
+}
+
+/** The object's pods (label `captf.io/owner-uid`). */
+export async function readPods(reader: KubeReader, snap: Snapshot): Promise<PodView[]> {
+  const pods = await reader.listPods({
+    namespace: snap.ref.namespace,
+    labelSelector: { [LABELS.ownerUid]: snap.uid },
+  });
+  return pods.map(asPodView);
+}
+
+/** Whether a Job's per-run Secret exists. */
+export async function runSecretExists(reader: KubeReader, namespace: string, job: string): Promise<boolean> {
+  return (await reader.getSecret(namespace, runSecretName(job))) !== undefined;
+}

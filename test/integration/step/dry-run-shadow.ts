@@ -1,0 +1,103 @@
+import type { FastifyInstance } from 'fastify';
+import { pino } from 'pino';
+import type { ObjectRef } from '../../../src/core/object-ref.ts';
+import type { StepOutcome, StepReason } from '../../../src/core/step-outcome.ts';
+import { buildApp } from '../../../src/http/app.ts';
+import { createMetrics } from '../../../src/metrics/registry.ts';
+import { createSettle } from '../../../src/settle/settle.ts';
+import type { ReconcileStep } from '../../../src/step/contract.ts';
+
+/**
+ * The dry run's promise (issue 10: "dry run = plan, then describe the plan"), held on every field case: each
+ * real step of the step suite is preceded by `POST /reconcile/{kind}/{ns}/{name}?dryRun=true` on a real app
+ * over the same step, and the two must decide the same (action, reason, Job). Only what a dry run cannot
+ * know may differ: what the perform itself runs into (a lease or a slot taken in Redis, a foreign Job, a
+ * Conflict, a refused write, a lost step lock, an outage) and a world that another step changed in between.
+ */
+
+/** Outcomes only the perform can meet: a dry run predicts the start (or the write) they interrupt. */
+const PERFORM_TIME: ReadonlySet<StepReason> = new Set<StepReason>([
+  'Conflict',
+  'StepLockHeld',
+  'StepLockLost',
+  'Unavailable',
+  'WaitingForRunLease',
+  'WaitingForClusterOperation',
+  'WaitingForMachineOperations',
+  'WaitingForJobSlot',
+  'WaitingForForeignJob',
+  'JobCreateRejected',
+  'WriteRefused',
+  'OutputsInvalid',
+]);
+
+/** The part of an outcome both must agree on. */
+function decision(outcome: Pick<StepOutcome, 'action' | 'reason' | 'job'>): string {
+  return `${outcome.action}/${outcome.reason}${outcome.job ? `/${outcome.job}` : ''}`;
+}
+
+/** Throws when a dry run and the real step that followed it decided differently. */
+export function assertSameDecision(ref: ObjectRef, dry: StepOutcome, real: StepOutcome): void {
+  if (PERFORM_TIME.has(real.reason) || dry.action === 'unavailable') return;
+  if (decision(dry) === decision(real)) return;
+  throw new Error(
+    `dry run and step of ${ref.kind}/${ref.name} decided differently: dry ${decision(dry)} (${dry.message ?? ''}), real ${decision(real)} (${real.message ?? ''})`,
+  );
+}
+
+/** An app whose `/reconcile` runs `step` (only dry runs are sent to it: nothing is scheduled). */
+function dryRunApp(step: ReconcileStep): FastifyInstance {
+  const metrics = createMetrics(
+    { jobTotals: async () => [], jobsActive: async () => 0, lastSuccesses: async () => [] },
+    () => undefined,
+  );
+  const nothing = async () => undefined;
+  return buildApp({
+    config: {
+      auth: { mode: 'disabled' },
+      bodyLimitBytes: 64 * 1024,
+      tickBudgetMs: 1000,
+      tickConcurrency: 1,
+      tickBatch: 1,
+    },
+    logger: pino({ level: 'silent' }),
+    settle: createSettle({
+      step,
+      schedule: { add: nothing },
+      dedupe: { remember: nothing },
+      metrics,
+      clock: Date.now,
+    }),
+    schedule: { add: nothing, claimDue: async () => [], complete: nothing },
+    dedupe: { seen: async () => false, remember: nothing },
+    owners: { resolve: async () => ({ found: false, reason: 'ObjectGone' }) },
+    readiness: async () => ({ redis: { ok: true }, apiServer: { ok: true } }),
+    metrics,
+    sweep: async () => ({ state: 'skipped', reason: 'NotDueOrHeldElsewhere' }),
+    clock: Date.now,
+  });
+}
+
+/** Steps completed per object, to tell a dry run that another step overtook. */
+const completed = new Map<string, number>();
+
+/** `step` with every call preceded by a dry run over HTTP that must decide the same. */
+export function shadowedByDryRun(step: ReconcileStep): ReconcileStep {
+  const app = dryRunApp(step);
+  return async (ref, options) => {
+    if (options?.dryRun === true) return step(ref, options);
+    const key = `${ref.kind}/${ref.namespace}/${ref.name}`;
+    const before = completed.get(key) ?? 0;
+    const answer = await app.inject({
+      method: 'POST',
+      url: `/reconcile/${ref.kind}/${ref.namespace}/${ref.name}?dryRun=true`,
+    });
+    const dry = (answer.json() as { outcome: StepOutcome }).outcome;
+    const real = await step(ref, options);
+    const after = (completed.get(key) ?? 0) + 1;
+    completed.set(key, after);
+    // Another step of the same object finished in between: the dry run described another world.
+    if (after === before + 1) assertSameDecision(ref, dry, real);
+    return real;
+  };
+}
