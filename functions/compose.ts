@@ -116,6 +116,10 @@ function scheduleOf(redis: RedisAdapter, clock: Clock): RequeueSchedule {
       const answer = await redis.schedule.add(refKey(ref), dueAtMs - clock.nowMs());
       if (answer.kind === 'unknown') throw redisDown('schedule requeue', answer);
     },
+    async ensure(ref, dueAtMs) {
+      const answer = await redis.schedule.ensure(refKey(ref), dueAtMs - clock.nowMs());
+      if (answer.kind === 'unknown') throw redisDown('schedule requeue', answer);
+    },
     async claimDue(_nowMs, limit, visibilityMs) {
       const answer = await redis.schedule.claimDue(limit, visibilityMs);
       if (answer.unknown !== undefined && answer.claims.length === 0)

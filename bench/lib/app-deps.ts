@@ -48,6 +48,11 @@ class MemorySchedule implements RequeueSchedule {
     if (old === undefined || dueAtMs < old) this.#due.set(key, dueAtMs);
   }
 
+  async ensure(ref: ObjectRef, dueAtMs: number): Promise<void> {
+    const key = `${ref.kind}/${ref.namespace}/${ref.name}`;
+    if (!this.#due.has(key)) this.#due.set(key, dueAtMs);
+  }
+
   async claimDue(): Promise<[]> {
     return [];
   }

@@ -174,10 +174,10 @@ async function sweep(deps: SweepDeps): Promise<SweepReport> {
   ]);
   const [objects, jobs] = await Promise.all([deps.listers.listObjects(), deps.listers.listJobs()]);
   // Requeues first: whatever fails later in this sweep, every object has its next look (DESIGN.md section 8:
-  // this is how a flushed Redis heals). The schedule keeps the earliest due time, so the steps below may
-  // still bring an object's requeue forward.
+  // this is how a flushed Redis heals). Only objects without one get one, so a resting fleet is not stepped
+  // every period; the steps below may still bring an object's requeue forward.
   const dueAtMs = deps.clock() + deps.periodMs;
-  for (const ref of objects) await deps.schedule.add(ref, dueAtMs);
+  for (const ref of objects) await deps.schedule.ensure(ref, dueAtMs);
   const toReconcile = objectsNeedingBookkeeping(objects, jobs);
   const results = await runBounded(
     toReconcile,

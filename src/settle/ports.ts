@@ -19,6 +19,11 @@ export interface Claim {
  */
 export interface RequeueSchedule {
   add(ref: ObjectRef, dueAtMs: number): Promise<void>;
+  /**
+   * Gives `ref` a requeue at `dueAtMs` only when it has none (ZADD NX): what the sweep needs to make sure
+   * every object is looked at again (DESIGN.md section 8) without stepping a resting fleet every period.
+   */
+  ensure(ref: ObjectRef, dueAtMs: number): Promise<void>;
   /** Claims up to `limit` members due at or before `nowMs`, oldest first. */
   claimDue(nowMs: number, limit: number, visibilityMs: number): Promise<Claim[]>;
   /**

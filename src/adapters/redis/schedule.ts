@@ -54,6 +54,22 @@ export class RequeueSchedule {
   }
 
   /**
+   * Schedules `member` `delayMs` from now only when it has no requeue at all (a claim counts as one): the
+   * sweep's guarantee that every object is looked at again, without moving anyone's requeue forward.
+   */
+  async ensure(member: string, delayMs: number): Promise<ScheduleAdd> {
+    const answer = await attempt(() =>
+      callScript(this.#client, 'captfScheduleEnsure', [
+        this.#keys.scheduleShardOf(member),
+        member,
+        Math.max(0, Math.round(delayMs)),
+      ]),
+    );
+    if (answer.kind === 'unknown') return answer;
+    return { kind: 'scheduled', dueMs: Number(answer.reply) };
+  }
+
+  /**
    * Claims up to `limit` due members across the shards, hiding each for `visibilityMs`. Shards are visited
    * from a random start so concurrent ticks do not all drain shard 0 first.
    */

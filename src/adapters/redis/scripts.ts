@@ -186,6 +186,16 @@ redis.call('ZADD', KEYS[1], 'LT', now + tonumber(ARGV[2]), ARGV[1])
 return redis.call('ZSCORE', KEYS[1], ARGV[1])`,
   },
   /**
+   * Ensure: KEYS[1] shard; ARGV member, delayMs. Schedules the member only when it has no requeue yet
+   * (ZADD NX): the sweep's "every object has a requeue" without bringing anyone's forward.
+   */
+  captfScheduleEnsure: {
+    numberOfKeys: 1,
+    lua: `${NOW_MS}
+redis.call('ZADD', KEYS[1], 'NX', now + tonumber(ARGV[2]), ARGV[1])
+return redis.call('ZSCORE', KEYS[1], ARGV[1])`,
+  },
+  /**
    * Claim: KEYS[1] shard; ARGV limit, visibilityMs. Due members get the score now + visibility (so an
    * unacknowledged claim reappears); returns {claimScore, member…}.
    */

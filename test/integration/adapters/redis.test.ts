@@ -310,6 +310,17 @@ describe('requeue schedule', () => {
     expect(await shared.schedule.scheduledAt(member)).toEqual({ kind: 'scheduled', dueMs: early.dueMs });
   });
 
+  it('ensure schedules only a member without a requeue (ZADD NX): the sweep never brings one forward', async () => {
+    const member = `TerraformMachine/team-a/ensure-${randomBytes(3).toString('hex')}`;
+    const first = await shared.schedule.ensure(member, 600_000);
+    const again = await shared.schedule.ensure(member, 1_000);
+    if (first.kind !== 'scheduled' || again.kind !== 'scheduled') throw new Error('expected scheduled');
+    expect(again.dueMs).toBe(first.dueMs);
+    const earlier = await shared.schedule.add(member, 1_000);
+    if (earlier.kind !== 'scheduled') throw new Error('expected scheduled');
+    expect(earlier.dueMs).toBeLessThan(first.dueMs);
+  });
+
   it('claim hides due members for the visibility timeout; unacknowledged ones reappear', async () => {
     const schedule = adapterFor(sharedUrl);
     await schedule.waitUntilReady(5000);

@@ -68,7 +68,7 @@ function dryRunApp(step: ReconcileStep): FastifyInstance {
       metrics,
       clock: Date.now,
     }),
-    schedule: { add: nothing, claimDue: async () => [], complete: nothing },
+    schedule: { add: nothing, ensure: nothing, claimDue: async () => [], complete: nothing },
     dedupe: { seen: async () => false, remember: nothing },
     owners: { resolve: async () => ({ found: false, reason: 'ObjectGone' }) },
     readiness: async () => ({ redis: { ok: true }, apiServer: { ok: true } }),

@@ -88,7 +88,12 @@ async function sweepNamespace(): Promise<unknown> {
       ),
       clock: () => Date.now(),
     }),
-    schedule: { add: async () => undefined, claimDue: async () => [], complete: async () => undefined },
+    schedule: {
+      add: async () => undefined,
+      ensure: async () => undefined,
+      claimDue: async () => [],
+      complete: async () => undefined,
+    },
     clock: () => Date.now(),
     logger: { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
     periodMs: 1000,

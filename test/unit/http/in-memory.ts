@@ -31,6 +31,10 @@ export class MemorySchedule implements RequeueSchedule {
     const old = this.due.get(keyOf(ref));
     if (old === undefined || dueAtMs < old.dueAtMs) this.due.set(keyOf(ref), { ref, dueAtMs });
   }
+  async ensure(ref: ObjectRef, dueAtMs: number): Promise<void> {
+    if (!this.due.has(keyOf(ref)) && !this.claimed.has(keyOf(ref)))
+      this.due.set(keyOf(ref), { ref, dueAtMs });
+  }
   async claimDue(nowMs: number, limit: number): Promise<Claim[]> {
     const ready = [...this.due.values()]
       .filter((e) => e.dueAtMs <= nowMs)
