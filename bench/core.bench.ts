@@ -43,7 +43,7 @@ function recordsOf(jobs: readonly JobView[]): JobRecord[] {
   });
 }
 
-/** The input the step builds for DecideOp from the machine above (src/step/decision.ts). */
+/** The input the planner builds for DecideOp from the machine above (src/core/planner.ts). */
 function decideInput(records: readonly JobRecord[]): DecideInput {
   return {
     now: BENCH_NOW,

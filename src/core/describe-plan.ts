@@ -1,5 +1,5 @@
-import type { StepPlan } from './planner.ts';
 import type { StepOutcome } from './step-outcome.ts';
+import type { StepPlan } from './step-plan.ts';
 
 /**
  * A dry run (`POST /reconcile?dryRun=true`, DESIGN.md section 13): the same plan the step would carry out,

@@ -15,7 +15,7 @@ import { decideOp, type StartDecision } from './decide.ts';
 import type { RunEvent } from './event-spec.ts';
 import { applyGates, type GateInput } from './gates.ts';
 import { ANNOTATIONS } from './job-labels.ts';
-import { buildJobManifest, type JobManifest } from './job-manifest.ts';
+import { buildJobManifest } from './job-manifest.ts';
 import type { JobRecord } from './job-record.ts';
 import { staleLockToUnlock } from './lock-evidence.ts';
 import { mergePatchOf } from './merge-patch.ts';
@@ -26,14 +26,24 @@ import { podsToRelease } from './pod-release.ts';
 import { isPodAlive, podsOfJob } from './pods.ts';
 import { FINALIZER, preamble } from './preamble.ts';
 import { selectJobsToPrune } from './prune.ts';
-import type { PlanChange } from './record-run.ts';
 import { createRedactor, type Redactor } from './redaction.ts';
 import { decisionAnnotations, decisionsOf, type RunDecisions } from './run-decisions.ts';
 import { inputSecretTexts, type RunInputs, resolveRunInputs } from './run-inputs.ts';
 import type { RunConfigSource } from './run-secret-manifest.ts';
 import type { Snapshot } from './snapshot.ts';
 import { type OutcomeExtras, outcomeOf, type StepOutcome, type StepReason } from './step-outcome.ts';
-import type { JobView, PodView } from './views.ts';
+import type {
+  JobRef,
+  Move,
+  PlanFacts,
+  Planned,
+  PlannedStart,
+  PlanRead,
+  PlanWrite,
+  RunGuardSpec,
+  StepPlan,
+} from './step-plan.ts';
+import type { JobView } from './views.ts';
 import { type WaitDecision, waitFor } from './wait-table.ts';
 import { watchActiveJob } from './watch.ts';
 
@@ -49,148 +59,6 @@ import { watchActiveJob } from './watch.ts';
  * when the plan needs them. Called without one it needs, it answers `{ kind: 'read', read }`; the shell
  * reads it and calls again with the fact added. A no-op step therefore costs its two reads and nothing more.
  */
-
-/** The step's configuration the plan depends on (src/config.ts reads it once). */
-export interface PlannerConfig {
-  /** `--runner-image`: the init container that copies the runner into every Job (section 9). */
-  runnerImage: string;
-  /** `--max-active-jobs` per installation (section 5, default 200). */
-  maxActiveJobs: number;
-  /** `--cluster-max-active-jobs` per Cluster API cluster (default 20). */
-  clusterMaxActiveJobs: number;
-}
-
-/** Everything the planner reads. */
-export interface PlanFacts {
-  snap: Snapshot;
-  now: Date;
-  config: PlannerConfig;
-  /** The object's pods (label `captf.io/owner-uid`), once read. */
-  pods?: readonly PodView[];
-  /** Job slots in use per installation and per the object's Cluster API cluster, once read. */
-  slots?: { installation: number; cluster: number | undefined };
-  /** Whether the watched Job's per-run Secret exists, once read. */
-  runSecretExists?: boolean;
-  /**
-   * The API server refused the contract fields of this step's bookkeeping for good (400/422): its words.
-   * The plan then records those runs as `OutputsInvalid` and writes no contract field (section 7).
-   */
-  refusedOutputs?: string;
-}
-
-/** A fact the planner needs before it can plan. */
-export type PlanRead = 'pods' | 'slots' | 'run-secret';
-
-/** One Job as the shell addresses it: name, and the incarnation read (UID and version preconditions). */
-export interface JobRef {
-  name: string;
-  uid: string;
-  resourceVersion: string;
-}
-
-/** What names a run's Redis guards (src/step/leases.ts builds them). */
-export interface RunGuardSpec {
-  op: Op;
-  job: string;
-  activeDeadlineSeconds: number;
-}
-
-/** A TerraformPlan write: create one from a blocked run, or move one to Applied or Superseded. */
-export type PlanWrite = PlanChange;
-
-/** A wait found when the run's Redis guards were taken (DESIGN.md section 5 step 6). */
-export interface HeldWait {
-  reason:
-    | 'WaitingForRunLease'
-    | 'WaitingForClusterOperation'
-    | 'WaitingForMachineOperations'
-    | 'WaitingForJobSlot'
-    | 'WaitingForForeignJob';
-  message: string;
-}
-
-/** A Job to start, with everything the shell needs to create it crash-safely. */
-export interface PlannedStart {
-  op: Op;
-  reason: StartDecision['reason'];
-  name: string;
-  attempt: number;
-  manifest: JobManifest;
-  /** The run's decisions, also kept as annotations on the Job (src/core/run-decisions.ts). */
-  decisions: RunDecisions;
-  annotations: Record<string, string>;
-  /** The run config without the plan key (the shell reads or creates that Secret). */
-  inputs: Omit<RunConfigSource, 'planHmacKey'>;
-  guard: RunGuardSpec;
-  /** The status once the Job exists. */
-  status: TargetStatus;
-  /** `JobCreated` (the shell adds the created Job as `related`). */
-  createdEvent: RunEvent;
-  /** `ForceUnlocked`, when the Job carries a stale lock id (section 12). */
-  forceUnlockEvent?: RunEvent;
-  /** The outcome once the Job exists. */
-  outcome: StepOutcome;
-  /** The status and outcome of a wait the Redis guards or a foreign Job impose at perform time. */
-  held(wait: HeldWait): { status: TargetStatus | undefined; outcome: StepOutcome };
-  /** The outcome of a create the API server refused (section 5 step 8: no Job exists; the spec must change). */
-  rejected(message: string): StepOutcome;
-}
-
-/** What the step does beyond its writes. */
-export type Move =
-  /** Nothing more; a stale run lease of a finished Job is healed (one Redis read when clean). */
-  | { kind: 'rest'; healLease: boolean }
-  /** Not ours to act on. */
-  | { kind: 'none' }
-  /** Replace the object's finalizers (add ours first; remove ours once nothing is left to destroy). */
-  | { kind: 'finalizers'; finalizers: string[]; gone: boolean }
-  /** A Job runs: renew its guards, adopt it after a crash (create its missing per-run Secret), show it. */
-  | {
-      kind: 'watch';
-      job: JobRef & { op: Op; attempt: number };
-      guard: RunGuardSpec;
-      /** The status while it runs; undefined when the read one already says so. */
-      status: TargetStatus | undefined;
-      /** C02: the per-run Secret to create for an adopted Job, from the same inputs. */
-      adopt?: Omit<RunConfigSource, 'planHmacKey'>;
-    }
-  /** Delete a Job (Background propagation): deadline enforced, stuck, or a recorded leftover. */
-  | {
-      kind: 'delete-job';
-      job: JobRef;
-      /** Release its guards after the delete (a stuck Job never bookkept). */
-      release?: RunGuardSpec;
-      /** Pods whose result finalizer goes with it. */
-      releasePods: string[];
-    }
-  | { kind: 'start'; start: PlannedStart };
-
-/** The whole plan of one step. */
-export interface StepPlan {
-  kind: 'plan';
-  /** Cuts the object's secret values out of free text the shell composes (src/core/redaction.ts). */
-  redactor: Redactor;
-  /** Finished Jobs recorded by this step, oldest first (marks, metrics, Secrets, guards). */
-  bookkept: Bookkeeping['runs'];
-  /** TerraformPlans to write before the status. */
-  plans: PlanWrite[];
-  /** Spec contract fields to merge-patch before the status. */
-  spec: Record<string, unknown> | undefined;
-  /** The next status; undefined when it equals the one read (then nothing is written). */
-  status: TargetStatus | undefined;
-  /** Events after the status write (best effort, once per transition). */
-  events: RunEvent[];
-  /** Jobs to prune after the marks. */
-  prune: JobRef[];
-  /** Pods whose result finalizer goes after the marks (src/core/pod-release.ts). */
-  releasePods: string[];
-  move: Move;
-  /** The outcome when the move goes as planned. */
-  outcome: StepOutcome;
-}
-
-/** The planner's answer: a plan, or the fact it needs first. */
-export type Planned = { kind: 'read'; read: PlanRead } | StepPlan;
 
 /** Shared by the phases of one plan. */
 interface Planning {

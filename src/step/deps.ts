@@ -2,7 +2,7 @@ import type { Clock } from '../adapters/clock.ts';
 import type { KubeReader } from '../adapters/kube/reader.ts';
 import type { KubeWriter } from '../adapters/kube/writer.ts';
 import type { RedisAdapter } from '../adapters/redis/adapter.ts';
-import type { PlannerConfig } from '../core/planner.ts';
+import type { PlannerConfig } from '../core/step-plan.ts';
 import type { Failpoints } from './failpoints.ts';
 import type { StepMetrics } from './step-metrics.ts';
 

@@ -5,8 +5,8 @@ import { TERMINATION_GRACE_SECONDS } from '../core/job-manifest.ts';
 import type { JobRecord } from '../core/job-record.ts';
 import type { ObjectRef } from '../core/object-ref.ts';
 import { isOwnJobName } from '../core/own-jobs.ts';
-import type { RunGuardSpec } from '../core/planner.ts';
 import { slotLimitsFor } from '../core/slot-shares.ts';
+import type { RunGuardSpec } from '../core/step-plan.ts';
 import type { Op } from '../schemas/result.ts';
 import type { StepConfig, StepRedis } from './deps.ts';
 

@@ -1,9 +1,10 @@
 import { isKubeError } from '../adapters/kube/errors.ts';
 import { describePlan } from '../core/describe-plan.ts';
 import type { ObjectRef } from '../core/object-ref.ts';
-import { type PlanFacts, planStep, type StepPlan } from '../core/planner.ts';
+import { planStep } from '../core/planner.ts';
 import type { Snapshot } from '../core/snapshot.ts';
 import { outcomeOf, type StepOutcome, UNAVAILABLE_RETRY_SECONDS } from '../core/step-outcome.ts';
+import type { PlanFacts, StepPlan } from '../core/step-plan.ts';
 import type { ReconcileStep, StepOptions } from './contract.ts';
 import type { StepDeps } from './deps.ts';
 import { FailpointAbort } from './failpoints.ts';
@@ -109,11 +110,7 @@ async function planWithReads(
       }
     }
   }
-  throw new Error(`plan step of ${snap(facts).ref.name}: the planner kept asking for facts`);
-}
-
-function snap(facts: PlanFacts): Snapshot {
-  return facts.snap;
+  throw new Error(`plan step of ${facts.snap.ref.name}: the planner kept asking for facts`);
 }
 
 function factsOf(deps: StepDeps, snapshot: Snapshot): PlanFacts {
