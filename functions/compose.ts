@@ -17,7 +17,7 @@ import { createMetrics, type Metrics } from '../src/metrics/registry.ts';
 import { namedLease } from '../src/schedule/single-holder-lease.ts';
 import { runSweepIfDue, type SweepListers, type SweepPods, type SweptJob } from '../src/schedule/sweep.ts';
 import { isTargetKind } from '../src/schemas/kinds/api-group.ts';
-import type { EventDedupe, RequeueSchedule } from '../src/settle/ports.ts';
+import type { DependentsPort, EventDedupe, RequeueSchedule } from '../src/settle/ports.ts';
 import { createSettle } from '../src/settle/settle.ts';
 import type { ReconcileStep } from '../src/step/contract.ts';
 import { asJobView } from '../src/step/views.ts';
@@ -58,7 +58,14 @@ export function composeAppDeps(input: ComposeInput): AppDeps {
   const holder = `${hostname()}-${process.pid}`;
   const dedupe = dedupeOf(redis);
   // The one place every step is run and settled, by every route and by the sweep (src/settle/settle.ts).
-  const settle = createSettle({ step: input.step, schedule, dedupe, metrics, clock: clock.nowMs });
+  const settle = createSettle({
+    step: input.step,
+    schedule,
+    dedupe,
+    dependents: dependentsOf(redis),
+    metrics,
+    clock: clock.nowMs,
+  });
   return {
     config,
     logger,
@@ -140,6 +147,23 @@ function scheduleOf(redis: RedisAdapter, clock: Clock): RequeueSchedule {
         nextDueAtMs === undefined ? undefined : nextDueAtMs - clock.nowMs(),
       );
       if (answer.kind === 'unknown') throw redisDown('acknowledge requeue', answer);
+    },
+  };
+}
+
+/** Dependencies in Redis (hash-tagged by the object waited for). */
+function dependentsOf(redis: RedisAdapter): DependentsPort {
+  // Longer than any wait for a dependency; a waiter registers again on each of its steps.
+  const ttlSeconds = 3600;
+  return {
+    async add(on, member) {
+      const answer = await redis.dependents.add(on, member, ttlSeconds);
+      if (answer.kind === 'unknown') throw redisDown('register dependent', answer);
+    },
+    async take(on) {
+      const answer = await redis.dependents.take(on);
+      if (answer.kind === 'unknown') throw redisDown('take dependents', answer);
+      return answer.members.flatMap((member) => refOfMember(member) ?? []);
     },
   };
 }

@@ -4,6 +4,7 @@ import type { AppDeps } from '../../src/http/deps.ts';
 import { createLogger } from '../../src/http/logger.ts';
 import { createMetrics } from '../../src/metrics/registry.ts';
 import type { EventDedupe, ObjectVersion, RequeueSchedule } from '../../src/settle/ports.ts';
+import { NO_DEPENDENTS } from '../../src/settle/ports.ts';
 import { createSettle } from '../../src/settle/settle.ts';
 import type { ReconcileStep } from '../../src/step/contract.ts';
 
@@ -85,7 +86,14 @@ export function benchAppDeps(): AppDeps {
       tickBatch: 50,
     },
     logger: createLogger('info', discard),
-    settle: createSettle({ step: upToDate, schedule, dedupe, metrics, clock: Date.now }),
+    settle: createSettle({
+      step: upToDate,
+      schedule,
+      dedupe,
+      dependents: NO_DEPENDENTS,
+      metrics,
+      clock: Date.now,
+    }),
     schedule,
     dedupe,
     owners: { resolve: async () => ({ found: false, reason: 'ObjectGone' }) },

@@ -395,6 +395,11 @@ function finish(base: Base, status: TargetStatus, move: Move, result: StepOutcom
         prune.map((p) => p.uid),
       )
     : [];
+  // A cluster whose apply this step recorded is ready: its machines and pools waiting for it go now.
+  const ready =
+    snap.ref.kind === 'TerraformCluster' &&
+    (bookkeeping?.runs.some((run) => run.classification.success && run.classification.op === 'apply') ??
+      false);
   return {
     kind: 'plan',
     redactor: planning.redactor,
@@ -407,7 +412,7 @@ function finish(base: Base, status: TargetStatus, move: Move, result: StepOutcom
     prune,
     releasePods: released,
     move,
-    outcome: result,
+    outcome: ready ? { ...result, wakesDependents: true } : result,
   };
 }
 
@@ -572,8 +577,23 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
       decision,
       gateInput({ installation: facts.slots?.installation ?? 0, cluster: facts.slots?.cluster ?? 0 }),
     );
-  if (gated.kind === 'wait')
-    return planRest(base, waitStatus(planning.statusContext, base.status, gated), waitOutcome(base, gated));
+  if (gated.kind === 'wait') {
+    // Waiting for the cluster's infrastructure: the cluster's step wakes this one when it is ready.
+    const waitsFor =
+      gated.reason === 'WaitingForDependencies' && cluster !== undefined && !cluster.ready
+        ? {
+            waitsFor: {
+              kind: 'TerraformCluster' as const,
+              namespace: snap.ref.namespace,
+              name: cluster.name,
+            },
+          }
+        : {};
+    return planRest(base, waitStatus(planning.statusContext, base.status, gated), {
+      ...waitOutcome(base, gated),
+      ...waitsFor,
+    });
+  }
 
   if (facts.pods === undefined) return { kind: 'read', read: 'pods' };
   const pods = facts.pods;

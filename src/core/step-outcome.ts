@@ -175,6 +175,10 @@ export interface StepOutcome {
    * step's own write (or what it decided on) and needs no step of its own (DESIGN.md section 2).
    */
   observed?: ObservedVersion;
+  /** The object this one waits for (its cluster's infrastructure): woken when that one is ready. */
+  waitsFor?: ObjectRef;
+  /** The step made this object ready: the objects waiting for it are looked at now (a hint). */
+  wakesDependents?: boolean;
 }
 
 /** Extras of an outcome; `requeueAfterSeconds` only for reasons whose delay the situation decides. */

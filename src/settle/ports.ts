@@ -48,3 +48,20 @@ export interface ObjectVersion {
   uid: string;
   resourceVersion: string;
 }
+
+/**
+ * Who waits for whom (DESIGN.md section 6): a hint that lets a dependency's step wake the objects waiting
+ * for it; their requeues stay the guarantee.
+ */
+export interface DependentsPort {
+  /** Registers `member` as waiting for `on`. */
+  add(on: ObjectRef, member: ObjectRef): Promise<void>;
+  /** Takes (and forgets) the objects waiting for `on`. */
+  take(on: ObjectRef): Promise<ObjectRef[]>;
+}
+
+/** No dependencies kept: tools and tests that do not need wake-ups. */
+export const NO_DEPENDENTS: DependentsPort = {
+  add: async () => undefined,
+  take: async () => [],
+};

@@ -3,7 +3,7 @@ import type { ObjectRef } from '../core/object-ref.ts';
 import type { StepOutcome, StepReason } from '../core/step-outcome.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import type { ReconcileStep, StepOptions } from '../step/contract.ts';
-import type { EventDedupe, RequeueSchedule } from './ports.ts';
+import type { DependentsPort, EventDedupe, RequeueSchedule } from './ports.ts';
 import { type ResolvedOutcome, resolveOutcome } from './resolve.ts';
 
 /**
@@ -31,6 +31,7 @@ export interface SettleDeps {
   step: ReconcileStep;
   schedule: Pick<RequeueSchedule, 'add'>;
   dedupe: Pick<EventDedupe, 'remember'>;
+  dependents: DependentsPort;
   metrics: Pick<Metrics, 'stepsTotal' | 'stepDuration' | 'leaseWaits'>;
   /** Milliseconds since the epoch. */
   clock: () => number;
@@ -85,8 +86,31 @@ export function createSettle(deps: SettleDeps): Settle {
         log.warn({ err: error, ...ref }, 'remember the observed version: failed');
       });
     }
+    await wake(deps, ref, outcome, log);
     if (!claimed && resolved.requeue !== undefined)
       await deps.schedule.add(resolved.requeue.ref, resolved.requeue.dueAtMs);
     return { outcome, resolved };
   };
+}
+
+/**
+ * Dependencies as hints (best effort, like the observed version): a waiting object registers under what it
+ * waits for; an object that became ready brings its waiters' requeues to now. A failure here costs latency,
+ * never a result: every waiter still has its own requeue.
+ */
+async function wake(
+  deps: SettleDeps,
+  ref: ObjectRef,
+  outcome: StepOutcome,
+  log: SettleOptions['log'],
+): Promise<void> {
+  try {
+    if (outcome.waitsFor !== undefined) await deps.dependents.add(outcome.waitsFor, ref);
+    if (outcome.wakesDependents === true) {
+      const nowMs = deps.clock();
+      for (const waiter of await deps.dependents.take(ref)) await deps.schedule.add(waiter, nowMs);
+    }
+  } catch (error) {
+    log.warn({ err: error, ...ref }, 'wake dependents: failed');
+  }
 }

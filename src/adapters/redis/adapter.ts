@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { createRedisClient, type RedisClientOptions, waitUntilReady } from './client.ts';
+import { Dependents } from './dependents.ts';
 import { markEventSeen, type SeenCheck } from './event-dedupe.ts';
 import { JobSlots } from './job-slots.ts';
 import { KeyLayout, type ObjectId } from './keys.ts';
@@ -39,6 +40,8 @@ export interface RedisAdapter {
   readonly jobSlots: JobSlots;
   /** The requeue schedule. */
   readonly schedule: RequeueSchedule;
+  /** Objects waiting for others (wake-ups when a dependency becomes ready). */
+  readonly dependents: Dependents;
   /** Event dedupe: `first` once per `uid@resourceVersion` within `ttlSeconds`. */
   markEventSeen(event: { uid: string; resourceVersion: string }, ttlSeconds: number): Promise<SeenCheck>;
   /** PING, for `/readyz`. */
@@ -75,6 +78,7 @@ export function createRedisAdapter(options: RedisAdapterOptions): RedisAdapter {
     runLeases: new RunLeases(client, keys),
     jobSlots: new JobSlots(client, keys),
     schedule: new RequeueSchedule(client, keys),
+    dependents: new Dependents(client, keys),
     markEventSeen: (event, ttlSeconds) => markEventSeen(client, keys, event, ttlSeconds),
     ping: async () => {
       const answer = await attempt(() => client.ping());

@@ -16,6 +16,7 @@ import { createHash } from 'node:crypto';
  * | `P:{schedule:<i>}:due`                | zset   | requeue schedule shard i: `kind/ns/name` → due ms     |
  * | `P:seen:<uid>@<rv>`                   | string | event dedupe marker (EX)                              |
  * | `P:{lease:<name>}`                    | string | a single-holder lease (sweep, relay leader)           |
+ * | `P:{obj:<kind>/<ns>/<name>}:dependents` | set  | objects waiting for this one (`kind/ns/name`)         |
  *
  * `<group>` is `capi:<ns>/<cluster>` for objects of a Cluster API cluster (so a cluster's lease and its
  * machines' leases live in one slot and are checked in one script) and `obj:<kind>/<ns>/<name>` otherwise.
@@ -97,6 +98,10 @@ export class KeyLayout {
 
   seen(uid: string, resourceVersion: string): string {
     return `${this.prefix}:seen:${uid}@${resourceVersion}`;
+  }
+
+  dependents(object: ObjectId): string {
+    return `${this.prefix}:{obj:${objectIdString(object)}}:dependents`;
   }
 
   namedLease(name: string): string {

@@ -18,6 +18,13 @@ const SPLIT_LEASE = `local function split(value)
 end`;
 
 const SCRIPTS = {
+  /** Dependents: KEYS[1] set. Returns its members and deletes it, atomically. */
+  captfDependentsTake: {
+    numberOfKeys: 1,
+    lua: `local members = redis.call('SMEMBERS', KEYS[1])
+redis.call('DEL', KEYS[1])
+return members`,
+  },
   /**
    * Single-holder token lease. KEYS[1] lease; ARGV token, ttlMs.
    * Returns {'acquired'} (new, or already ours: TTL refreshed) or {'held', holderToken}.

@@ -310,6 +310,23 @@ describe('requeue schedule', () => {
     expect(await shared.schedule.scheduledAt(member)).toEqual({ kind: 'scheduled', dueMs: early.dueMs });
   });
 
+  it('dependents: waiters register under what they wait for and are taken once, atomically', async () => {
+    const on = {
+      kind: 'TerraformCluster' as const,
+      namespace: 'team-a',
+      name: `c-${randomBytes(3).toString('hex')}`,
+    };
+    const m1 = { kind: 'TerraformMachine' as const, namespace: 'team-a', name: 'm-1' };
+    const m2 = { kind: 'TerraformMachine' as const, namespace: 'team-a', name: 'm-2' };
+    expect(await shared.dependents.add(on, m1, 60)).toEqual({ kind: 'added' });
+    expect(await shared.dependents.add(on, m2, 60)).toEqual({ kind: 'added' });
+    expect(await shared.dependents.add(on, m1, 60)).toEqual({ kind: 'added' });
+    const taken = await shared.dependents.take(on);
+    if (taken.kind !== 'taken') throw new Error('expected taken');
+    expect(taken.members.sort()).toEqual(['TerraformMachine/team-a/m-1', 'TerraformMachine/team-a/m-2']);
+    expect(await shared.dependents.take(on)).toEqual({ kind: 'taken', members: [] });
+  });
+
   it('ensure schedules only a member without a requeue (ZADD NX): the sweep never brings one forward', async () => {
     const member = `TerraformMachine/team-a/ensure-${randomBytes(3).toString('hex')}`;
     const first = await shared.schedule.ensure(member, 600_000);

@@ -4,6 +4,7 @@ import type { ObjectRef } from '../../../src/core/object-ref.ts';
 import type { StepOutcome, StepReason } from '../../../src/core/step-outcome.ts';
 import { buildApp } from '../../../src/http/app.ts';
 import { createMetrics } from '../../../src/metrics/registry.ts';
+import { NO_DEPENDENTS } from '../../../src/settle/ports.ts';
 import { createSettle } from '../../../src/settle/settle.ts';
 import type { ReconcileStep } from '../../../src/step/contract.ts';
 
@@ -65,6 +66,7 @@ function dryRunApp(step: ReconcileStep): FastifyInstance {
       step,
       schedule: { add: nothing },
       dedupe: { remember: nothing },
+      dependents: NO_DEPENDENTS,
       metrics,
       clock: Date.now,
     }),

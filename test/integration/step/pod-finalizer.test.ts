@@ -5,6 +5,7 @@ import { POD_RESULT_FINALIZER } from '../../../src/core/job-labels.ts';
 import { createMetrics } from '../../../src/metrics/registry.ts';
 import { namedLease } from '../../../src/schedule/single-holder-lease.ts';
 import { runSweepIfDue } from '../../../src/schedule/sweep.ts';
+import { NO_DEPENDENTS } from '../../../src/settle/ports.ts';
 import { createSettle } from '../../../src/settle/settle.ts';
 import {
   createObject,
@@ -82,6 +83,7 @@ async function sweepNamespace(): Promise<unknown> {
       step: env.step(),
       schedule: { add: async () => undefined },
       dedupe: { remember: async () => undefined },
+      dependents: NO_DEPENDENTS,
       metrics: createMetrics(
         { jobTotals: async () => [], jobsActive: async () => 0, lastSuccesses: async () => [] },
         () => undefined,

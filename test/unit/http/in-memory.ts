@@ -8,7 +8,13 @@ import { createLogger } from '../../../src/http/logger.ts';
 import type { FleetMetricsReader } from '../../../src/metrics/fleet.ts';
 import { createMetrics } from '../../../src/metrics/registry.ts';
 import type { SweepReport } from '../../../src/schedule/sweep.ts';
-import type { Claim, EventDedupe, ObjectVersion, RequeueSchedule } from '../../../src/settle/ports.ts';
+import type {
+  Claim,
+  DependentsPort,
+  EventDedupe,
+  ObjectVersion,
+  RequeueSchedule,
+} from '../../../src/settle/ports.ts';
 import { createSettle } from '../../../src/settle/settle.ts';
 import type { ReconcileStep, StepOptions } from '../../../src/step/contract.ts';
 
@@ -64,6 +70,21 @@ export class MemoryDedupe implements EventDedupe {
   }
 }
 
+/** Dependencies in memory: who waits for whom. */
+export class MemoryDependents implements DependentsPort {
+  readonly waiting = new Map<string, ObjectRef[]>();
+  async add(on: ObjectRef, member: ObjectRef): Promise<void> {
+    const list = this.waiting.get(keyOf(on)) ?? [];
+    if (!list.some((m) => keyOf(m) === keyOf(member))) list.push(member);
+    this.waiting.set(keyOf(on), list);
+  }
+  async take(on: ObjectRef): Promise<ObjectRef[]> {
+    const list = this.waiting.get(keyOf(on)) ?? [];
+    this.waiting.delete(keyOf(on));
+    return list;
+  }
+}
+
 /** Owner lookups answered from a table of `Kind/namespace/name`. */
 export class MemoryOwners implements OwnerResolver {
   readonly owners = new Map<string, ObjectRef>();
@@ -97,6 +118,7 @@ export function memorySettle(
     step,
     schedule,
     dedupe,
+    dependents: new MemoryDependents(),
     metrics: createMetrics(emptyFleet, () => undefined),
     clock: () => T0,
   });
@@ -131,6 +153,7 @@ export interface TestApp {
   dedupe: MemoryDedupe;
   owners: MemoryOwners;
   calls: ReturnType<typeof recordingStep>['calls'];
+  dependents: MemoryDependents;
   logs: ReturnType<typeof logSink>;
   sweeps: number[];
 }
@@ -154,10 +177,12 @@ export function testApp(
   const { config: configOverride, answer: _answer, step: stepOverride, ...rest } = overrides;
   const metrics = rest.metrics ?? createMetrics(emptyFleet, () => undefined);
   const clock = rest.clock ?? (() => T0);
+  const dependents = new MemoryDependents();
   const settle = createSettle({
     step: stepOverride ?? recording.step,
     schedule: rest.schedule ?? schedule,
     dedupe: rest.dedupe ?? dedupe,
+    dependents,
     metrics,
     clock,
   });
@@ -184,7 +209,7 @@ export function testApp(
     ...rest,
     clock,
   };
-  return { app: buildApp(deps), deps, schedule, dedupe, owners, calls, logs, sweeps };
+  return { app: buildApp(deps), deps, schedule, dedupe, owners, calls, dependents, logs, sweeps };
 }
 
 export const auth = { authorization: `Bearer ${TOKEN}` };

@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import type { ObjectRef } from '../../../src/core/object-ref.ts';
+import { auth, binaryHeaders, T0, testApp } from './in-memory.ts';
+
+// Settling a step (src/settle/settle.ts), seen through the routes that use it: the version a step leaves is
+// remembered, so the event of that version (the step's own write) is dropped before any step; a waiting
+// object registers under what it waits for, and the step that makes that ready brings its waiters forward.
+
+const cluster: ObjectRef = { kind: 'TerraformCluster', namespace: 'team-a', name: 'demo' };
+const machine: ObjectRef = { kind: 'TerraformMachine', namespace: 'team-a', name: 'm-a' };
+
+function resourceEvent(ref: ObjectRef, uid: string, resourceVersion: string) {
+  return {
+    method: 'POST' as const,
+    url: '/events',
+    headers: binaryHeaders('dev.knative.apiserver.resource.update', {
+      'ce-subject': `/apis/infrastructure.cluster.x-k8s.io/v1alpha1/namespaces/${ref.namespace}/terraformmachines/${ref.name}`,
+      'ce-kind': ref.kind,
+      'ce-name': ref.name,
+      'ce-namespace': ref.namespace,
+      'ce-apiversion': 'infrastructure.cluster.x-k8s.io/v1alpha1',
+    }),
+    payload: JSON.stringify({
+      apiVersion: 'infrastructure.cluster.x-k8s.io/v1alpha1',
+      kind: ref.kind,
+      metadata: { name: ref.name, namespace: ref.namespace, uid, resourceVersion },
+    }),
+  };
+}
+
+describe('settle', () => {
+  it('S1 the echo of a step’s own write is dropped before any step', async () => {
+    const t = testApp({
+      answer: () => ({ action: 'waiting', reason: 'Paused', observed: { uid: 'u1', resourceVersion: '12' } }),
+    });
+    const first = await t.app.inject({
+      method: 'POST',
+      url: `/reconcile/TerraformMachine/team-a/m-a`,
+      headers: auth,
+    });
+    expect(first.statusCode).toBe(200);
+    expect(t.calls).toHaveLength(1);
+    const echo = await t.app.inject(resourceEvent(machine, 'u1', '12'));
+    expect(echo.json()).toMatchObject({ handled: false, reason: 'Duplicate' });
+    expect(t.calls).toHaveLength(1);
+    const change = await t.app.inject(resourceEvent(machine, 'u1', '13'));
+    expect(change.json()).toMatchObject({ handled: true });
+    expect(t.calls).toHaveLength(2);
+  });
+
+  it('S2 a dry run remembers nothing', async () => {
+    const t = testApp({ answer: () => ({ observed: { uid: 'u1', resourceVersion: '12' } }) });
+    await t.app.inject({
+      method: 'POST',
+      url: '/reconcile/TerraformMachine/team-a/m-a?dryRun=true',
+      headers: auth,
+    });
+    expect(t.dedupe.keys.size).toBe(0);
+  });
+
+  it('S3 a machine waiting for its cluster is looked at as soon as the cluster’s step makes it ready', async () => {
+    const t = testApp({
+      answer: (ref) =>
+        ref.kind === 'TerraformMachine'
+          ? {
+              action: 'waiting',
+              reason: 'WaitingForDependencies',
+              requeueAfterSeconds: 30,
+              waitsFor: cluster,
+            }
+          : {
+              action: 'bookkept',
+              reason: 'ApplySucceeded',
+              requeueAfterSeconds: 1800,
+              wakesDependents: true,
+            },
+    });
+    await t.app.inject({ method: 'POST', url: '/reconcile/TerraformMachine/team-a/m-a', headers: auth });
+    expect(t.schedule.dueAt(machine)).toBe(T0 + 30_000);
+    await t.app.inject({ method: 'POST', url: '/reconcile/TerraformCluster/team-a/demo', headers: auth });
+    expect(t.schedule.dueAt(machine)).toBe(T0);
+    expect(t.dependents.waiting.size).toBe(0);
+  });
+});
