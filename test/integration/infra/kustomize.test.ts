@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -101,27 +101,5 @@ describe('infra/ renders', () => {
     expect(first.stdout).toContain('deployment.apps/captf-redis');
     const second = await kubectl(['apply', '--dry-run=server', '-n', 'default', '-f', '-'], yaml(namespaced));
     expect(second.stdout).toContain('role.rbac.authorization.k8s.io/captf-runner');
-  });
-});
-
-describe('serverless.yml', () => {
-  it('names only handlers that exist, and its build context holds the entry points', () => {
-    const config = parse(readFileSync(join(root, 'serverless.yml'), 'utf8'));
-    expect(config.provider.name).toBe('knative');
-    const functions = Object.entries(
-      config.functions as Record<string, { handler: string; context?: string }>,
-    );
-    expect(functions.length).toBeGreaterThan(0);
-    for (const [name, fn] of functions) {
-      const context = join(root, fn.context ?? '.');
-      expect(existsSync(join(context, fn.handler)), `${name}: ${fn.handler}`).toBe(true);
-      const dockerfile = readFileSync(join(context, fn.handler), 'utf8');
-      const entry = /^CMD \["node", "([^"]+)"\]$/m.exec(dockerfile)?.[1];
-      expect(entry, `${name}: CMD`).toBeDefined();
-      expect(existsSync(join(context, entry ?? '')), `${name}: CMD ${entry}`).toBe(true);
-      for (const [, source] of dockerfile.matchAll(/^COPY\s+(\S+)\s+\S+$/gm)) {
-        expect(existsSync(join(context, source ?? '')), `${name}: COPY ${source}`).toBe(true);
-      }
-    }
   });
 });
