@@ -42,9 +42,19 @@ export interface Handlers {
   app: FastifyInstance;
   config: Config;
   logger: Logger;
+  /**
+   * Readies the app and waits for the first Redis connection (at most REDIS_READY_TIMEOUT_MS), so the first
+   * request of a new instance is not answered 503 only because the connection was still being opened. An
+   * unreachable Redis is logged, not thrown: the instance comes up, and its requests answer 503 until Redis
+   * is back.
+   */
+  ready(): Promise<void>;
   /** Stops taking requests, waits for the steps in flight, then closes the Redis client. Idempotent. */
   close(): Promise<void>;
 }
+
+/** How long a new instance waits for Redis before it serves anyway, ms. */
+const REDIS_READY_TIMEOUT_MS = 5000;
 
 /** Builds the handlers. Throws (with every problem listed) when the configuration is invalid. */
 export function createHandlers(env: Record<string, string | undefined>, createStep: StepFactory): Handlers {
@@ -83,5 +93,11 @@ export function createHandlers(env: Record<string, string | undefined>, createSt
     })();
     return closing;
   };
-  return { app, config, logger, close };
+  const ready = async () => {
+    await app.ready();
+    await redis.waitUntilReady(REDIS_READY_TIMEOUT_MS).catch((error: unknown) => {
+      logger.warn({ err: error }, 'redis: not connected yet; answering 503 until it is');
+    });
+  };
+  return { app, config, logger, ready, close };
 }

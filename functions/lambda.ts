@@ -9,7 +9,7 @@ import { productionStep } from './production-step.ts';
 
 const handlers = createHandlers(withKubeconfigFile(process.env), productionStep);
 const functions = lambdaHandlersOf(handlers.app, handlers.config.auth);
-await handlers.app.ready();
+await handlers.ready();
 
 /** serverless.yml `api`: every HTTP route. */
 export const api = functions.api;

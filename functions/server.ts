@@ -25,7 +25,8 @@ export async function runServer(
   createStep: StepFactory,
   options: { handleSignals: boolean } = { handleSignals: true },
 ): Promise<RunningServer> {
-  const { app, config, logger, close } = createHandlers(env, createStep);
+  const { app, config, logger, ready, close } = createHandlers(env, createStep);
+  await ready();
   const url = await app.listen({ port: config.port, host: config.host });
   const stop = async () => {
     logger.info('server: stopping; finishing steps in flight');

@@ -7,6 +7,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  rmSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
@@ -30,6 +31,18 @@ import { FIXTURES, TEST_HMAC_KEY, tofuPath } from '../runner/runner-process.ts';
 
 const repoRoot = join(import.meta.dirname, '..', '..', '..');
 const NONROOT = '65532:65532';
+const roots: string[] = [];
+
+/** A temp directory removed after the file's tests. */
+function tempRoot(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  roots.push(dir);
+  return dir;
+}
+
+afterAll(() => {
+  for (const dir of roots) rmSync(dir, { recursive: true, force: true });
+});
 
 interface Dockerfile {
   /** Instructions per stage, in order: `[keyword, rest of line]`. */
@@ -90,6 +103,8 @@ function addBase(root: string, binary: string): void {
     mkdirSync(join(root, dirname(library)), { recursive: true });
     copyFileSync(library, join(root, library));
   }
+  // An image's / is 0755 (mkdtemp made it 0700, which would lock the image's own user out).
+  chmodSync(root, 0o755);
   for (const dir of ['tmp', 'proc', 'dev', 'etc']) mkdirSync(join(root, dir), { recursive: true });
   chmodSync(join(root, 'tmp'), 0o1777);
   execFileSync('mknod', ['-m', '666', join(root, 'dev/null'), 'c', '1', '3']);
@@ -108,7 +123,7 @@ function inRoot(root: string, user: string, command: string[]): string[] {
     'private',
     '/bin/sh',
     '-c',
-    'mount -t proc proc "$0/proc" && exec chroot --userspec="$1" "$0" "$@"',
+    'mount -t proc proc "$0/proc" && user="$1" && shift && exec chroot --userspec="$user" "$0" "$@"',
     root,
     user,
     ...command,
@@ -167,7 +182,7 @@ describe('the controller image (images/controller.dockerfile)', () => {
 
   beforeAll(() => {
     final = expectTreeDockerfile('controller').final;
-    root = mkdtempSync(join(tmpdir(), 'captf-image-controller-'));
+    root = tempRoot('captf-image-controller-');
     layOutImage('controller', root);
     addBase(root, join(root, 'usr/local/bin/node'));
     mkdirSync(join(root, 'etc/captf'), { recursive: true });
@@ -258,7 +273,7 @@ describe('the runner image (images/runner.dockerfile)', () => {
   it('its entrypoint copies the runner out, and the copy runs an apply in an empty root', async () => {
     const { final } = expectTreeDockerfile('runner');
     expect(execForm(final, 'ENTRYPOINT')).toEqual(['/runner']);
-    const image = mkdtempSync(join(tmpdir(), 'captf-image-runner-'));
+    const image = tempRoot('captf-image-runner-');
     layOutImage('runner', image);
     addBase(image, join(image, 'runner'));
     // The Job's init container: `runner copy /captf/bin` into the shared emptyDir (here, inside the image).
@@ -269,7 +284,7 @@ describe('the runner image (images/runner.dockerfile)', () => {
     expect(copied.status, copied.stderr).toBe(0);
 
     // The module container: nothing but the copied /captf/bin, the module, its runtime and the run config.
-    const empty = mkdtempSync(join(tmpdir(), 'captf-image-module-'));
+    const empty = tempRoot('captf-image-module-');
     for (const dir of ['captf/module', 'captf/config', 'out', 'dev'])
       mkdirSync(join(empty, dir), { recursive: true });
     execFileSync('mknod', ['-m', '666', join(empty, 'dev/null'), 'c', '1', '3']);

@@ -63,6 +63,8 @@ beforeAll(async () => {
   const shell = spawnSync('bash', ['-euo', 'pipefail', '-c', script], {
     cwd: workDir,
     encoding: 'utf8',
+    // No socket on stdin: Debian's bash takes one for rshd and reads /etc/bash.bashrc.
+    stdio: ['ignore', 'pipe', 'pipe'],
     env: {
       PATH: `${dirname(stack.kubectlPath)}:${process.env.PATH}`,
       HOME: workDir,
@@ -74,8 +76,8 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  // Leave the shared stack as found: the samples (finalizers first: no controller runs here), the two
-  // namespaces. The CRDs stay; every test applies the same ones.
+  // The samples and their namespace go (finalizers first: no controller runs here), so no other test's
+  // controller picks them up. captf-system stays: other files apply into it, and nothing there runs.
   for (const resource of ['terraformclusters', 'terraformmachines']) {
     const names = await kubectl(['get', resource, '-n', 'team-a', '-o', 'name']).catch(() => '');
     for (const name of names.split('\n').filter(Boolean)) {
@@ -113,7 +115,7 @@ describe('docs/install.md against the local control plane', () => {
         'needs the Prometheus operator',
       ].sort(),
     );
-    expect(blocks.length - skipped.length).toBeGreaterThanOrEqual(8);
+    expect(blocks.length - skipped.length).toBe(7);
   });
 
   it('the Knative path is installed with the image references of infra/kustomization.yaml', async () => {
