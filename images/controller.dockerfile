@@ -17,5 +17,6 @@ COPY --from=build /out/ /
 ENV NODE_ENV=production NODE_COMPILE_CACHE=/app/compile-cache PORT=8080
 USER 65532:65532
 EXPOSE 8080
-ENTRYPOINT ["/usr/local/bin/node"]
+# --lite-mode: images/tree.ts NODE_FLAGS (the compile cache was warmed with the same flags).
+ENTRYPOINT ["/usr/local/bin/node", "--lite-mode"]
 CMD ["/app/controller/server.mjs"]

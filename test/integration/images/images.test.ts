@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { COMPILE_CACHE_DIR, CONTROLLER_FILES, layOutImage } from '../../../images/tree.ts';
+import { COMPILE_CACHE_DIR, CONTROLLER_FILES, layOutImage, NODE_FLAGS } from '../../../images/tree.ts';
 import { freePort } from '../../../src/local/ports.ts';
 import { parseRunnerResult } from '../../../src/schemas/result.ts';
 import { testStack } from '../../env/index.ts';
@@ -207,7 +207,8 @@ describe('the controller image (images/controller.dockerfile)', () => {
 
   it('serves /readyz and /events as the non-root user from the read-only tree', async () => {
     const [node, ...entry] = [...execForm(final, 'ENTRYPOINT'), ...execForm(final, 'CMD')];
-    expect([node, ...entry]).toEqual(['/usr/local/bin/node', '/app/controller/server.mjs']);
+    // The flags the compile cache was warmed with, or V8 would not use it.
+    expect([node, ...entry]).toEqual(['/usr/local/bin/node', ...NODE_FLAGS, '/app/controller/server.mjs']);
     const port = await freePort();
     const token = randomBytes(24).toString('hex');
     const [command, ...args] = inRoot(root, NONROOT, [node ?? '', ...entry]);
@@ -249,20 +250,21 @@ describe('the controller image (images/controller.dockerfile)', () => {
     // Running as 65532, Node could not have rewritten the root-owned cache: it used what the build wrote.
     expect(log()).not.toMatch(/compile.cache|EACCES/i);
 
-    const relay = spawn(
-      command ?? '',
-      inRoot(root, NONROOT, ['/usr/local/bin/node', '/app/relay/relay.mjs']).slice(1),
-      {
-        env: {
-          CAPTF_HANDLER_URL: base,
-          CAPTF_AUTH_TOKEN: token,
-          REDIS_URL: testStack().redisUrl,
-          KUBECONFIG: '/etc/captf/kubeconfig',
-          CAPTF_KEY_PREFIX: `image-relay-${randomBytes(3).toString('hex')}`,
-          CAPTF_TICK_INTERVAL_MS: '0',
-        },
+    // infra/lambda/relay.yaml: the image's entrypoint with the relay's bundle as its argument.
+    const [relayCommand, ...relayArgs] = inRoot(root, NONROOT, [
+      ...execForm(final, 'ENTRYPOINT'),
+      '/app/relay/relay.mjs',
+    ]);
+    const relay = spawn(relayCommand ?? '', relayArgs, {
+      env: {
+        CAPTF_HANDLER_URL: base,
+        CAPTF_AUTH_TOKEN: token,
+        REDIS_URL: testStack().redisUrl,
+        KUBECONFIG: '/etc/captf/kubeconfig',
+        CAPTF_KEY_PREFIX: `image-relay-${randomBytes(3).toString('hex')}`,
+        CAPTF_TICK_INTERVAL_MS: '0',
       },
-    );
+    });
     children.push(relay);
     const relayLog = output(relay);
     await waitUntil('the relay bundle watches', () => relayLog().includes('relay: lease taken'), relayLog);
