@@ -275,7 +275,8 @@ try {
     }),
     [0, 0, 0, 0, 0, 0, 0],
   );
-  process.stdout.write('\n');
+  // The machine is shared: the load at the end tells whether the wall times above are comparable.
+  printMachine();
   const ms = (name: string) => median(firstEvent.get(name) ?? []);
   const rss = (name: string) => after.get(name)?.rss ?? Number.NaN;
   printRatio(
