@@ -45,14 +45,26 @@ function bashBlocks(markdown: string): Block[] {
 const blocks = bashBlocks(readFileSync(DOC, 'utf8'));
 let workDir = '';
 let session: { status: number | null; output: string };
+/** What the shared stack had before the doc ran: the test puts it back that way. */
+let before: { namespace: boolean; policy: boolean };
 
 async function kubectl(args: string[]): Promise<string> {
   const stack = testStack();
   return (await run(stack.kubectlPath, ['--kubeconfig', stack.kubeconfigPath, ...args])).stdout;
 }
 
+async function exists(args: string[]): Promise<boolean> {
+  return kubectl(['get', ...args, '-o', 'name'])
+    .then(() => true)
+    .catch(() => false);
+}
+
 beforeAll(async () => {
   const stack = testStack();
+  before = {
+    namespace: await exists(['namespace', 'captf-system']),
+    policy: await exists(['-f', join(root, 'infra/admission/approval-policy.yaml')]),
+  };
   await applyKnativeCrds(stack);
   workDir = mkdtempSync(join(tmpdir(), 'captf-install-doc-'));
   symlinkSync(join(root, 'infra'), join(workDir, 'infra'));
@@ -76,8 +88,10 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  // The samples and their namespace go (finalizers first: no controller runs here), so no other test's
-  // controller picks them up. captf-system stays: other files apply into it, and nothing there runs.
+  // Put the shared stack back as it was, so no other file sees the doc's objects: the samples (finalizers
+  // first: no controller runs here) and team-a; captf-system, or what the doc added to it when another file
+  // had made it; the cluster-wide approval policy, which would refuse other files' approvals. The CRDs stay:
+  // every file applies the same ones.
   for (const resource of ['terraformclusters', 'terraformmachines']) {
     const names = await kubectl(['get', resource, '-n', 'team-a', '-o', 'name']).catch(() => '');
     for (const name of names.split('\n').filter(Boolean)) {
@@ -92,15 +106,28 @@ afterAll(async () => {
       ]).catch(() => undefined);
     }
   }
-  await kubectl([
-    'delete',
-    'namespace',
-    'team-a',
-    'captf-system',
-    '--wait=false',
-    '--ignore-not-found',
-  ]).catch(() => undefined);
-});
+  const gone = ['--ignore-not-found', '--wait=true', '--timeout=120s'];
+  await kubectl(['delete', 'namespace', 'team-a', ...gone]);
+  if (before.namespace) {
+    await kubectl(['delete', '-n', 'captf-system', ...gone, '-k', join(root, 'infra/lambda')]);
+    await kubectl([
+      'delete',
+      '-n',
+      'captf-system',
+      ...gone,
+      'services.serving.knative.dev/captf',
+      'apiserversource/captf-objects',
+      'pingsource/captf-tick',
+      'deployment/captf-redis',
+      'service/captf-redis',
+      'configmap/captf-images',
+    ]);
+  } else {
+    await kubectl(['delete', 'namespace', 'captf-system', ...gone]);
+  }
+  if (!before.policy)
+    await kubectl(['delete', '-f', join(root, 'infra/admission/approval-policy.yaml'), ...gone]);
+}, 300_000);
 
 describe('docs/install.md against the local control plane', () => {
   it('runs every bash block as written, and marks only what needs controllers, the operator or AWS', () => {
