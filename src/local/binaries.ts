@@ -17,7 +17,7 @@ export interface BinaryPaths {
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** Reads scripts/versions.env (KEY=VALUE lines), the single source of the pinned versions. */
-function readVersions(): Record<string, string> {
+export function readVersions(): Record<string, string> {
   const text = readFileSync(join(repoRoot, 'scripts', 'versions.env'), 'utf8');
   const versions: Record<string, string> = {};
   for (const line of text.split('\n')) {

@@ -2,7 +2,8 @@
 // the environment exactly as the Knative Service is (src/config.ts), with the real reconcile step. Started
 // as a child process by src/local/local-controller.ts so its pino log goes to a file, not the terminal.
 
-import { runServer, type StepFactory } from '../../functions/server.ts';
+import type { StepFactory } from '../../functions/handlers.ts';
+import { runServer } from '../../functions/server.ts';
 import { parseFailpoints } from '../step/failpoints.ts';
 import { createReconcileStep } from '../step/step.ts';
 

@@ -79,6 +79,55 @@ async function nodeReady(kubectl: Kubectl, nodeName: string): Promise<boolean> {
   return status.trim() === 'True';
 }
 
+/** Where and as what the local node runs. */
+export interface LocalNodeOptions {
+  kubectl: Kubectl;
+  kubeconfigPath: string;
+  nodeName: string;
+  /** The node keeps its pod directories under `<workDir>/node`. */
+  workDir: string;
+  logDir: string;
+}
+
+/**
+ * Starts the local node (src/local/node/) with the local images and waits until its Node is Ready.
+ * Throws with the node's log tail when it does not get there; the caller stops the returned process.
+ */
+export async function startLocalNode(options: LocalNodeOptions): Promise<ManagedProcess> {
+  const node = startProcess(
+    'local-node',
+    process.execPath,
+    [
+      ...CHILD_NODE_FLAGS,
+      join(repoRoot, 'src', 'local', 'node', 'main.ts'),
+      '--kubeconfig',
+      options.kubeconfigPath,
+      '--images',
+      join(repoRoot, 'infra', 'local', 'images'),
+      '--node-name',
+      options.nodeName,
+      '--state-dir',
+      join(options.workDir, 'node'),
+      '--unregister-on-stop',
+    ],
+    options.logDir,
+    childEnv({}),
+  );
+  try {
+    await waitUntilHealthy(
+      node,
+      'Ready',
+      () => nodeReady(options.kubectl, options.nodeName),
+      READY_TIMEOUT_MS,
+      500,
+    );
+  } catch (error) {
+    await node.stop(STOP_GRACE_MS);
+    throw error;
+  }
+  return node;
+}
+
 /**
  * Starts the local run's controller on `options.stack`. Throws (after stopping what it started) when a
  * component fails to start; the error carries that component's log tail.
@@ -102,27 +151,15 @@ export async function startLocalController(options: LocalControllerOptions): Pro
   };
   try {
     log(`starting the local node ${nodeName}`);
-    const node = startProcess(
-      'local-node',
-      process.execPath,
-      [
-        ...CHILD_NODE_FLAGS,
-        join(repoRoot, 'src', 'local', 'node', 'main.ts'),
-        '--kubeconfig',
-        stack.kubeconfigPath,
-        '--images',
-        join(repoRoot, 'infra', 'local', 'images'),
-        '--node-name',
+    started.push(
+      await startLocalNode({
+        kubectl,
+        kubeconfigPath: stack.kubeconfigPath,
         nodeName,
-        '--state-dir',
-        join(options.workDir, 'node'),
-        '--unregister-on-stop',
-      ],
-      logDir,
-      childEnv({}),
+        workDir: options.workDir,
+        logDir,
+      }),
     );
-    started.push(node);
-    await waitUntilHealthy(node, 'Ready', () => nodeReady(kubectl, nodeName), READY_TIMEOUT_MS, 500);
 
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;

@@ -18,13 +18,17 @@ export interface ManagedProcess {
   tail(lines?: number): string;
 }
 
-/** Starts `command args` with stdout and stderr appended to a log file. Throws if it cannot be spawned. */
+/**
+ * Starts `command args` (in `cwd`, default this process's) with stdout and stderr appended to a log file.
+ * Throws if it cannot be spawned.
+ */
 export function startProcess(
   name: string,
   command: string,
   args: string[],
   logDir: string,
   env?: NodeJS.ProcessEnv,
+  cwd?: string,
 ): ManagedProcess {
   const logPath = join(logDir, `${name}.log`);
   const log = createWriteStream(logPath, { flags: 'a' });
@@ -36,6 +40,7 @@ export function startProcess(
   const child: ChildProcess = spawn(file, argv, {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: env ?? process.env,
+    ...(cwd === undefined ? {} : { cwd }),
   });
   child.stdout?.pipe(log);
   child.stderr?.pipe(log);

@@ -107,6 +107,9 @@ export interface E2eRun {
   close(): Promise<void>;
 }
 
+/** What the helpers below need of a run: its namespace, its node and kubectl on the test stack. */
+export type E2eScope = Pick<E2eRun, 'namespace' | 'nodeName' | 'kubectl'>;
+
 /** Starts the local run's controller on the test stack with its own node, Redis keys and namespace. */
 export async function startE2eRun(
   label: string,
@@ -169,7 +172,7 @@ export async function startE2eRun(
  * files register nodes of their own), with `overrides` merged into each object's spec by name.
  */
 export function sampleDocuments(
-  run: E2eRun,
+  run: E2eScope,
   overrides: Record<string, Record<string, unknown>> = {},
 ): Record<string, unknown>[] {
   return parseAllDocuments(readFileSync(SAMPLE_FILE, 'utf8')).map((doc) => {
@@ -189,7 +192,7 @@ export function sampleDocuments(
 
 /** A TerraformMachine of the sample machine image, pinned to the test's node. */
 export function machine(
-  run: E2eRun,
+  run: E2eScope,
   name: string,
   spec: { image?: string; variables?: Record<string, unknown>; jobs?: Record<string, unknown> } & Record<
     string,
@@ -212,7 +215,7 @@ export function machine(
 }
 
 /** `kubectl apply` of objects (a List). */
-export async function applyObjects(run: E2eRun, objects: Record<string, unknown>[]): Promise<void> {
+export async function applyObjects(run: E2eScope, objects: Record<string, unknown>[]): Promise<void> {
   await run.kubectl.run(
     ['apply', '-f', '-'],
     JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }),
@@ -221,7 +224,7 @@ export async function applyObjects(run: E2eRun, objects: Record<string, unknown>
 
 /** Reads one object; undefined when it does not exist. */
 export async function readObject<T = ObservedObject>(
-  run: E2eRun,
+  run: E2eScope,
   resource: Resource,
   name: string,
 ): Promise<T | undefined> {
@@ -235,7 +238,7 @@ export async function readObject<T = ObservedObject>(
 
 /** Merge-patches an object, optionally as another user (`--as`). */
 export async function patchObject(
-  run: E2eRun,
+  run: E2eScope,
   resource: Resource,
   name: string,
   patch: Record<string, unknown>,
@@ -255,7 +258,7 @@ export async function patchObject(
 }
 
 /** The Events of one object, oldest first. */
-export async function eventsOf(run: E2eRun, name: string): Promise<ObservedEvent[]> {
+export async function eventsOf(run: E2eScope, name: string): Promise<ObservedEvent[]> {
   const list = JSON.parse(
     await run.kubectl.run([
       'get',
@@ -273,12 +276,12 @@ export async function eventsOf(run: E2eRun, name: string): Promise<ObservedEvent
 }
 
 /** Reasons of an object's Events, oldest first. */
-export async function eventReasons(run: E2eRun, name: string): Promise<string[]> {
+export async function eventReasons(run: E2eScope, name: string): Promise<string[]> {
   return (await eventsOf(run, name)).map((event) => event.reason);
 }
 
 /** The names of the Jobs of one object (label `captf.io/owner-name`), oldest first. */
-export async function jobsOf(run: E2eRun, name: string): Promise<string[]> {
+export async function jobsOf(run: E2eScope, name: string): Promise<string[]> {
   const out = await run.kubectl.run([
     'get',
     'jobs',
@@ -294,7 +297,7 @@ export async function jobsOf(run: E2eRun, name: string): Promise<string[]> {
 }
 
 /** Names of the pods of a Job. */
-export async function podsOfJob(run: E2eRun, job: string): Promise<string[]> {
+export async function podsOfJob(run: E2eScope, job: string): Promise<string[]> {
   const out = await run.kubectl.run([
     'get',
     'pods',
@@ -358,7 +361,7 @@ export async function waitFor<T>(
 
 /** Polls one of our objects until `done` holds for it (an absent object never satisfies `done`). */
 export async function waitObject(
-  run: E2eRun,
+  run: E2eScope,
   resource: Resource,
   name: string,
   what: string,
@@ -377,7 +380,7 @@ export async function waitObject(
 
 /** Waits until an object's Ready condition is True for its current generation's inputs. */
 export async function waitReady(
-  run: E2eRun,
+  run: E2eScope,
   resource: Resource,
   name: string,
   timeoutMs: number,
@@ -408,7 +411,7 @@ interface TerraformState {
  * `edit` rewrites the decoded state (the backend stores it gzip'd in `data.tfstate`).
  */
 export async function editState(
-  run: E2eRun,
+  run: E2eScope,
   uid: string,
   edit: (state: TerraformState) => void,
 ): Promise<void> {

@@ -51,12 +51,23 @@ export function makeKubeApis(
 ): KubeApis {
   const cluster = config.getCurrentCluster();
   if (!cluster) throw new Error('make Kubernetes clients: no current cluster');
+  // client-node 2.0.1's KubeConfig builds a new undici Agent for every request when the cluster has TLS
+  // settings (applySecurityAuthentication → createDispatcher): each request then opens its own TLS
+  // connection, kept alive and never reused, so memory grows with the request rate and every call pays a
+  // handshake. The first Agent it builds serves every later request of this configuration (same CA and
+  // client certificate; tokens travel in headers, which the auth step still sets per request).
+  let sharedDispatcher: ReturnType<RequestContext['getDispatcher']>;
   const configuration = createConfiguration({
     baseServer: new ServerConfiguration(cluster.server, {}),
     authMethods: { default: config },
     promiseMiddleware: [
       {
         pre: async (context: RequestContext): Promise<RequestContext> => {
+          const ownDispatcher = context.getDispatcher();
+          if (ownDispatcher !== undefined) {
+            sharedDispatcher ??= ownDispatcher;
+            context.setDispatcher(sharedDispatcher);
+          }
           options.counter.record(requestKeyOf(context.getHttpMethod(), context.getUrl()));
           context.setSignal(AbortSignal.timeout(options.requestTimeoutMs));
           return context;

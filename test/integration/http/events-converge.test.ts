@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { BatchV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { productionStep } from '../../../functions/main.ts';
+import { productionStep } from '../../../functions/production-step.ts';
 import { type RunningServer, runServer } from '../../../functions/server.ts';
 import { API_SERVER_EVENT_TYPES } from '../../../src/schemas/cloudevents.ts';
 import { testStack } from '../../env/index.ts';

@@ -1,0 +1,111 @@
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { build, type Metafile } from 'esbuild';
+
+/**
+ * `npm run build:bundles [-- <name>…]`: esbuild bundles of the shipped entry points, each one ES module
+ * file with every dependency inside, so an instance loads one file instead of resolving thousands
+ * (DESIGN.md section 1: every cold start is paid by an event waiting in the queue):
+ *   server  functions/main.ts    → dist/controller/server.mjs  the Knative / container server
+ *   relay   functions/relay.ts   → dist/relay/relay.mjs        the watch relay and local timer
+ *   lambda  functions/lambda.ts  → dist/lambda/handler.mjs     the AWS Lambda functions (serverless.yml)
+ * A bundle is rebuilt only when stale: esbuild's metafile of the last build (dist/meta/<name>.json) lists
+ * every input, and one newer than the bundle (or a change of this file) makes it stale.
+ */
+
+const ROOT = resolve(import.meta.dirname, '..');
+
+/** The bundles, by name: entry point and output file, relative to the repository root. */
+export const BUNDLES = {
+  server: { entry: 'functions/main.ts', outfile: 'dist/controller/server.mjs' },
+  relay: { entry: 'functions/relay.ts', outfile: 'dist/relay/relay.mjs' },
+  lambda: { entry: 'functions/lambda.ts', outfile: 'dist/lambda/handler.mjs' },
+} as const satisfies Record<string, { entry: string; outfile: string }>;
+export type BundleName = keyof typeof BUNDLES;
+export const BUNDLE_NAMES = Object.keys(BUNDLES) as BundleName[];
+
+/**
+ * CommonJS dependencies (ioredis, pino, fastify's) call `require` for Node's built-ins; an ES module has
+ * none, so each bundle starts by making one.
+ */
+const REQUIRE_SHIM =
+  "import { createRequire as __captfCreateRequire } from 'node:module';\nconst require = __captfCreateRequire(import.meta.url);";
+
+function metaPath(root: string, name: BundleName): string {
+  return join(root, 'dist', 'meta', `${name}.json`);
+}
+
+function mtimeMs(path: string): number | undefined {
+  try {
+    return statSync(path).mtimeMs;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Why bundle `name` needs a build, or undefined when it is current. */
+export function bundleBuildReason(name: BundleName, root = ROOT): string | undefined {
+  const { outfile } = BUNDLES[name];
+  const builtMs = mtimeMs(join(root, outfile));
+  if (builtMs === undefined) return `${outfile} is missing`;
+  let inputs: string[];
+  try {
+    inputs = Object.keys((JSON.parse(readFileSync(metaPath(root, name), 'utf8')) as Metafile).inputs);
+  } catch {
+    return `${outfile} has no build record`;
+  }
+  for (const input of [...inputs, 'functions/bundle.ts']) {
+    const inputMs = mtimeMs(join(root, input));
+    if (inputMs === undefined) return `${input} is gone`;
+    if (inputMs > builtMs) return `${input} is newer than ${outfile}`;
+  }
+  return undefined;
+}
+
+/** Builds one bundle and its build record; returns the bundle's size in bytes. Throws on a build error. */
+export async function buildBundle(name: BundleName, root = ROOT): Promise<number> {
+  const { entry, outfile } = BUNDLES[name];
+  const result = await build({
+    absWorkingDir: root,
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    target: 'node24',
+    format: 'esm',
+    banner: { js: REQUIRE_SHIM },
+    // Whitespace and syntax only: identifiers stay readable in stack traces and logs.
+    minifyWhitespace: true,
+    minifySyntax: true,
+    legalComments: 'external',
+    metafile: true,
+    logLevel: 'warning',
+  });
+  mkdirSync(dirname(metaPath(root, name)), { recursive: true });
+  writeFileSync(metaPath(root, name), JSON.stringify(result.metafile));
+  return statSync(join(root, outfile)).size;
+}
+
+/** Builds the stale bundles among `names`; `log` gets one line per build. Throws on a build error. */
+export async function ensureBundlesBuilt(
+  names: readonly BundleName[],
+  log: (line: string) => void,
+  root = ROOT,
+): Promise<void> {
+  for (const name of names) {
+    const reason = bundleBuildReason(name, root);
+    if (reason === undefined) continue;
+    log(`building the ${name} bundle (${reason})`);
+    const bytes = await buildBundle(name, root);
+    log(`${BUNDLES[name].outfile}: ${(bytes / 1024 / 1024).toFixed(1)} MiB`);
+  }
+}
+
+if (import.meta.main) {
+  const asked = process.argv.slice(2);
+  const unknown = asked.filter((name) => !(BUNDLE_NAMES as string[]).includes(name));
+  if (unknown.length > 0) throw new Error(`build bundles: unknown bundle ${unknown.join(', ')}`);
+  await ensureBundlesBuilt(asked.length > 0 ? (asked as BundleName[]) : BUNDLE_NAMES, (line) =>
+    process.stdout.write(`[bundle] ${line}\n`),
+  );
+}

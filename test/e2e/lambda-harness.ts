@@ -1,0 +1,223 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parse } from 'yaml';
+import { applyClusterResources } from '../../src/local/cluster-resources.ts';
+import { type Kubectl, kubectlFor } from '../../src/local/kubectl.ts';
+import { LOCAL_RUNNER_IMAGE, startLocalNode } from '../../src/local/local-controller.ts';
+import { freePort } from '../../src/local/ports.ts';
+import { type ManagedProcess, startProcess, waitUntilHealthy } from '../../src/local/process.ts';
+import { prepareWorkloadNamespace } from '../../src/local/workload-namespace.ts';
+import { testStack } from '../env/index.ts';
+
+/**
+ * The AWS Lambda path on the test stack (serverless.yml): serverless-offline runs the packaged handler
+ * (dist/lambda/handler.mjs, the `api` and `tick` functions) with the environment serverless.yml gives
+ * it, behind its HTTP API emulation; the relay bundle (dist/relay/relay.mjs) sends the API server's
+ * changes to `<HTTP API>/events` with the bearer token, as infra/lambda/relay.yaml does in a cluster; and a
+ * ticker invokes the `tick` function through serverless-offline's Lambda Invoke API with an EventBridge
+ * Scheduled Event, as the schedule does (every 2 s instead of every minute). No other handler runs, so
+ * every step is a Lambda invocation. Job pods run on a local node of their own.
+ */
+
+const repoRoot = join(import.meta.dirname, '..', '..');
+const OSLS = join(repoRoot, 'node_modules', 'serverless', 'bin', 'serverless.js');
+const STAGE = 'e2e';
+/** serverless-offline's Lambda name of the scheduled function: `<service>-<stage>-<function>`. */
+const TICK_FUNCTION = `captf-${STAGE}-tick`;
+const READY_TIMEOUT_MS = 90_000;
+const STOP_GRACE_MS = 15_000;
+const TICK_INTERVAL_MS = 2000;
+
+/** One invocation of the `tick` function, as the ticker saw it. */
+export interface TickInvocation {
+  status: number;
+  /** The function's answer: the tick report, or Lambda's error document. */
+  body: Record<string, unknown>;
+}
+
+/** A running Lambda environment. */
+export interface LambdaRun {
+  namespace: string;
+  nodeName: string;
+  kubectl: Kubectl;
+  /** serverless-offline's HTTP API, e.g. `http://127.0.0.1:<port>`. */
+  httpApiUrl: string;
+  /** Bearer token of the HTTP routes (serverless.yml `authToken`). */
+  token: string;
+  /** Invocations of `tick` so far. */
+  ticks: TickInvocation[];
+  /** serverless-offline's log so far: one line per invocation, with the function's name. */
+  offlineLog(): string;
+  close(): Promise<void>;
+}
+
+/** The stack's kubeconfig as one line of JSON: osls takes a `--param` value up to its first newline. */
+function kubeconfigOneLine(path: string): string {
+  return JSON.stringify(parse(readFileSync(path, 'utf8')));
+}
+
+async function invokeTick(lambdaUrl: string, index: number): Promise<TickInvocation> {
+  const scheduledEvent = {
+    version: '0',
+    id: `e2e-tick-${index}`,
+    'detail-type': 'Scheduled Event',
+    source: 'aws.events',
+    time: new Date().toISOString(),
+    region: 'eu-west-1',
+    resources: [`arn:aws:events:eu-west-1:000000000000:rule/${TICK_FUNCTION}`],
+    detail: {},
+  };
+  const response = await fetch(`${lambdaUrl}/2015-03-31/functions/${TICK_FUNCTION}/invocations`, {
+    method: 'POST',
+    body: JSON.stringify(scheduledEvent),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+/** Starts serverless-offline, the relay, the ticker and a local node; prepares a fresh namespace. */
+export async function startLambdaRun(label: string): Promise<LambdaRun> {
+  const stack = testStack();
+  const suffix = randomBytes(3).toString('hex');
+  const workDir = mkdtempSync(join(tmpdir(), `captf-lambda-${label}-`));
+  const logDir = join(workDir, 'logs');
+  mkdirSync(logDir, { recursive: true });
+  const kubectl = kubectlFor(stack.kubectlPath, stack.kubeconfigPath);
+  const nodeName = `captf-lambda-${label}-${suffix}`;
+  const keyPrefix = `lambda-${label}-${suffix}`;
+  const token = randomBytes(24).toString('hex');
+  // The approval policy is cluster-wide; leave the shared stack as it was found (test/e2e/harness.ts).
+  const policyFile = join(repoRoot, 'infra', 'admission', 'approval-policy.yaml');
+  const policyBefore = await kubectl
+    .run(['get', '-f', policyFile, '-o', 'name'])
+    .then(() => true)
+    .catch(() => false);
+  await applyClusterResources(kubectl, repoRoot);
+
+  const started: ManagedProcess[] = [];
+  let ticking = true;
+  let ticker: Promise<void> = Promise.resolve();
+  const stopAll = async (): Promise<void> => {
+    ticking = false;
+    await ticker;
+    for (const proc of [...started].reverse()) await proc.stop(STOP_GRACE_MS);
+  };
+  try {
+    started.push(
+      await startLocalNode({ kubectl, kubeconfigPath: stack.kubeconfigPath, nodeName, workDir, logDir }),
+    );
+
+    const [httpPort, lambdaPort] = [await freePort(), await freePort()];
+    const httpApiUrl = `http://127.0.0.1:${httpPort}`;
+    const lambdaUrl = `http://127.0.0.1:${lambdaPort}`;
+    const params = {
+      redisUrl: stack.redisUrl,
+      authToken: token,
+      kubeconfig: kubeconfigOneLine(stack.kubeconfigPath),
+      runnerImage: LOCAL_RUNNER_IMAGE,
+      keyPrefix,
+      syncPeriodSeconds: '60',
+      // The VPC settings only matter on AWS; serverless-offline ignores them, osls still wants values.
+      securityGroupId: 'sg-offline',
+      subnetIdA: 'subnet-offline-a',
+      subnetIdB: 'subnet-offline-b',
+    };
+    const offline = startProcess(
+      'serverless-offline',
+      process.execPath,
+      [
+        OSLS,
+        'offline',
+        'start',
+        '--stage',
+        STAGE,
+        '--host',
+        '127.0.0.1',
+        '--httpPort',
+        String(httpPort),
+        '--lambdaPort',
+        String(lambdaPort),
+        ...Object.entries(params).map(([name, value]) => `--param=${name}=${value}`),
+      ],
+      logDir,
+      { PATH: process.env.PATH, HOME: process.env.HOME, CI: 'true' },
+      repoRoot,
+    );
+    started.push(offline);
+    // The first /readyz is the `api` function's cold start: it builds the handlers and reaches Redis and
+    // the API server.
+    await waitUntilHealthy(
+      offline,
+      'ready (/readyz through the api function)',
+      async () => (await fetch(`${httpApiUrl}/readyz`)).ok,
+      READY_TIMEOUT_MS,
+      1000,
+    );
+
+    const relay = startProcess(
+      'relay',
+      process.execPath,
+      [join(repoRoot, 'dist', 'relay', 'relay.mjs')],
+      logDir,
+      {
+        PATH: process.env.PATH,
+        CAPTF_HANDLER_URL: httpApiUrl,
+        CAPTF_AUTH_TOKEN: token,
+        REDIS_URL: stack.redisUrl,
+        KUBECONFIG: stack.kubeconfigPath,
+        CAPTF_KEY_PREFIX: keyPrefix,
+        // The schedule calls `tick`; the relay only relays.
+        CAPTF_TICK_INTERVAL_MS: '0',
+        HOSTNAME: `relay-${suffix}`,
+        LOG_LEVEL: 'info',
+      },
+    );
+    started.push(relay);
+    await waitUntilHealthy(
+      relay,
+      'watching',
+      async () => readFileSync(relay.logPath, 'utf8').includes('relay: lease taken'),
+      READY_TIMEOUT_MS,
+    );
+
+    const ticks: TickInvocation[] = [];
+    ticker = (async () => {
+      while (ticking) {
+        ticks.push(await invokeTick(lambdaUrl, ticks.length));
+        await sleep(TICK_INTERVAL_MS);
+      }
+    })();
+
+    const namespace = `lambda-${label}-${suffix}`;
+    await prepareWorkloadNamespace(kubectl, repoRoot, namespace, stack);
+    return {
+      namespace,
+      nodeName,
+      kubectl,
+      httpApiUrl,
+      token,
+      ticks,
+      offlineLog: () => readFileSync(offline.logPath, 'utf8'),
+      close: async () => {
+        // Finalizers first: with the handlers gone nobody would remove them and the namespace would hang.
+        for (const resource of ['terraformclusters', 'terraformmachines']) {
+          const names = await kubectl.run(['get', resource, '-n', namespace, '-o', 'name']).catch(() => '');
+          for (const name of names.split('\n').filter(Boolean)) {
+            await kubectl
+              .run(['patch', name, '-n', namespace, '--type=merge', '-p', '{"metadata":{"finalizers":null}}'])
+              .catch(() => undefined);
+          }
+        }
+        await stopAll();
+        if (!policyBefore)
+          await kubectl.run(['delete', '-f', policyFile, '--ignore-not-found']).catch(() => undefined);
+        await kubectl.run(['delete', 'namespace', namespace, '--wait=false']).catch(() => undefined);
+      },
+    };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}
