@@ -69,6 +69,7 @@ export interface ObservedObject {
     nextAttemptAt?: string;
     pendingPlanRef?: { name: string };
     addresses?: { type: string; address: string }[];
+    source?: { pinnedImage?: string };
   };
 }
 

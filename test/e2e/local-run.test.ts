@@ -210,6 +210,21 @@ describe('the sample from nothing to Ready and through its life (DESIGN.md secti
         drift: { detected: true },
       });
       expect(await eventReasons(run, 'm-a')).toContain('DriftDetected');
+      // Issue 10, class 6: the apply pinned the digest its source container ran (the local node reports it
+      // as a kubelet does), and the drift check ran that digest, not the tag.
+      const pinned = ready.status?.source?.pinnedImage ?? '';
+      expect(pinned).toMatch(/^captf\.local\/sample-machine@sha256:[0-9a-f]{64}$/);
+      const driftJob = (await jobsOf(run, 'm-a')).find((job) => job.includes('-drift-')) ?? '';
+      const driftImage = await run.kubectl.run([
+        'get',
+        'job',
+        driftJob,
+        '-n',
+        run.namespace,
+        '-o',
+        'jsonpath={.spec.template.spec.containers[?(@.name=="source")].image}',
+      ]);
+      expect(driftImage.trim()).toBe(pinned);
       // Report, not Remediate: the drift starts no apply.
       expect((await jobsOf(run, 'm-a')).filter((job) => job.includes('-apply-'))).toHaveLength(1);
     },
