@@ -40,6 +40,12 @@ export interface StepOutcome {
   message?: string;
   /** Job name created, adopted or watched, when any. */
   job?: string;
+  /**
+   * The object's `uid` and `resourceVersion` as the step left them (after its own writes): the step has
+   * seen this version, so an event about it needs no second step (the `/events` dedupe remembers it).
+   * Absent when the step read no object or could not finish (`unavailable`).
+   */
+  observed?: { uid: string; resourceVersion: string };
 }
 
 /** Options of one step call. */

@@ -147,7 +147,20 @@ async function reconcile(deps: StepDeps, ref: ObjectRef, lock: KeptStepLock): Pr
   const snap = await readSnapshot(deps.kube.reader, ref);
   if (!snap) return { ref, action: 'gone', reason: 'ObjectGone' };
   const context = contextOf(deps, snap);
+  const outcome = await reconcileObject(deps, ref, lock, snap, context);
+  // The version the step's own writes left (context.resourceVersion moves with each of them).
+  return outcome.action === 'unavailable'
+    ? outcome
+    : { ...outcome, observed: { uid: snap.uid, resourceVersion: context.resourceVersion } };
+}
 
+async function reconcileObject(
+  deps: StepDeps,
+  ref: ObjectRef,
+  lock: KeptStepLock,
+  snap: Snapshot,
+  context: StepContext,
+): Promise<StepOutcome> {
   const pre = preamble(snap.object.metadata);
   if (pre.kind === 'leave-alone')
     return outcomeOf(context, 'none', pre.reason, 3600, { message: pre.message });
