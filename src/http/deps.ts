@@ -48,6 +48,14 @@ export interface ObjectVersion {
   resourceVersion: string;
 }
 
+/**
+ * Reads the current version of one of our objects (one GET): what a reference-mode event, which carries
+ * neither uid nor resourceVersion, is deduplicated by. Undefined when the object is gone.
+ */
+export interface ObjectVersions {
+  versionOf(ref: ObjectRef): Promise<ObjectVersion | undefined>;
+}
+
 /** One dependency's readiness. */
 export type DependencyCheck = { ok: true } | { ok: false; message: string };
 
@@ -66,6 +74,7 @@ export interface AppDeps {
   step: ReconcileStep;
   schedule: RequeueSchedule;
   dedupe: EventDedupe;
+  versions: ObjectVersions;
   owners: OwnerResolver;
   readiness: ReadinessProbe;
   metrics: Metrics;

@@ -6,6 +6,7 @@ import type {
   AppDeps,
   EventDedupe,
   ObjectVersion,
+  ObjectVersions,
   OwnedObject,
   OwnerLookup,
   OwnerResolver,
@@ -65,6 +66,21 @@ export class MemoryDedupe implements EventDedupe {
   }
 }
 
+/**
+ * Versions of our objects: `uid-<name>@1` unless set in `versions`; `'gone'` answers no object. Counts the
+ * reads (each is one GET in production).
+ */
+export class MemoryVersions implements ObjectVersions {
+  readonly versions = new Map<string, ObjectVersion | 'gone'>();
+  readonly reads: ObjectRef[] = [];
+  async versionOf(ref: ObjectRef): Promise<ObjectVersion | undefined> {
+    this.reads.push(ref);
+    const set = this.versions.get(keyOf(ref));
+    if (set === 'gone') return undefined;
+    return set ?? { uid: `uid-${ref.name}`, resourceVersion: '1' };
+  }
+}
+
 /** Owner lookups answered from a table of `Kind/namespace/name`. */
 export class MemoryOwners implements OwnerResolver {
   readonly owners = new Map<string, ObjectRef>();
@@ -115,6 +131,7 @@ export interface TestApp {
   deps: AppDeps;
   schedule: MemorySchedule;
   dedupe: MemoryDedupe;
+  versions: MemoryVersions;
   owners: MemoryOwners;
   calls: ReturnType<typeof recordingStep>['calls'];
   logs: ReturnType<typeof logSink>;
@@ -130,6 +147,7 @@ export function testApp(
 ): TestApp {
   const schedule = new MemorySchedule();
   const dedupe = new MemoryDedupe();
+  const versions = new MemoryVersions();
   const owners = new MemoryOwners();
   const { step, calls } = recordingStep(overrides.answer);
   const logs = logSink();
@@ -148,6 +166,7 @@ export function testApp(
     step,
     schedule,
     dedupe,
+    versions,
     owners,
     readiness: async () => ({ redis: { ok: true }, apiServer: { ok: true } }),
     metrics: createMetrics(emptyFleet, () => undefined),
@@ -158,7 +177,7 @@ export function testApp(
     clock: () => T0,
     ...rest,
   };
-  return { app: buildApp(deps), deps, schedule, dedupe, owners, calls, logs, sweeps };
+  return { app: buildApp(deps), deps, schedule, dedupe, versions, owners, calls, logs, sweeps };
 }
 
 export const auth = { authorization: `Bearer ${TOKEN}` };
