@@ -1,5 +1,5 @@
 import { KubeConfig } from '@kubernetes/client-node';
-import { Redis } from 'ioredis';
+import { createRedisClient } from '../src/adapters/redis/client.ts';
 import { createLogger } from '../src/http/logger.ts';
 import { readRelayConfig } from '../src/relay/config.ts';
 import { kubeWatchSource } from '../src/relay/kube-source.ts';
@@ -29,8 +29,10 @@ export async function runRelayProcess(
   if (config.kube.mode === 'in-cluster') kc.loadFromCluster();
   else kc.loadFromFile(config.kube.path);
   const apiServerUrl = kc.getCurrentCluster()?.server ?? '';
-  const redis = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
-  redis.on('error', (error: unknown) => logger.debug({ err: error }, 'relay redis: connection error'));
+  const redis = createRedisClient({
+    topology: config.redis,
+    onError: (error) => logger.debug({ err: error }, 'relay redis: connection error'),
+  });
   const stopTimer =
     config.tickIntervalMs > 0
       ? startTickTimer({

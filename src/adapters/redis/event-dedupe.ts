@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './client.ts';
 import type { KeyLayout } from './keys.ts';
 import { attempt, type Unknown } from './unknown.ts';
 
@@ -10,7 +10,7 @@ export type SeenCheck = { kind: 'first' } | { kind: 'seen' } | Unknown;
 
 /** Marks `uid@resourceVersion` seen for `ttlSeconds`; `first` only for the first caller. */
 export async function markEventSeen(
-  client: Redis,
+  client: RedisClient,
   keys: KeyLayout,
   event: { uid: string; resourceVersion: string },
   ttlSeconds: number,
