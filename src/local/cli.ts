@@ -48,7 +48,7 @@ async function up(options: UpOptions): Promise<void> {
     if (stopping) return;
     stopping = true;
     view.abort();
-    log('stopping: relay, handlers, node, then the control plane and Redis');
+    log('stopping: the event path, handlers, node, then the control plane and Redis');
     await controller?.stop();
     await stack?.stop();
     // The work dir holds etcd data, every pod's files and the local credentials: gone unless asked for.
