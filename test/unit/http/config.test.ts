@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { type RedisTopology, redisEnvOf } from '../../../src/adapters/redis/topology.ts';
 import { readConfig } from '../../../src/config.ts';
 
 const base = {
@@ -141,5 +142,22 @@ describe('Redis topology: one node, a Redis Cluster or Sentinel (issue 12)', () 
     const result = readConfig({ ...noRedis, ...env });
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.message).toContain(says);
+  });
+
+  it.each<RedisTopology>([
+    { kind: 'single', url: 'redis://127.0.0.1:6379' },
+    {
+      kind: 'cluster',
+      nodes: [
+        { host: '127.0.0.1', port: 7000 },
+        { host: '::1', port: 7001 },
+      ],
+    },
+    { kind: 'sentinel', sentinels: [{ host: 's1', port: 26379 }], masterName: 'captf' },
+  ])('the environment a child process gets names the same $kind topology back', (topology) => {
+    expect(readConfig({ ...noRedis, ...redisEnvOf(topology) })).toMatchObject({
+      ok: true,
+      config: { redis: topology },
+    });
   });
 });
