@@ -152,8 +152,13 @@ export function describeSampleLifecycle(
         // Replaced: a new server, so a new provider ID.
         expect(applied.spec.providerID).not.toBe(before.spec.providerID);
         expect(applied.status?.pendingPlanRef).toBeUndefined();
-        const reasons = await eventReasons(run, 'm-b');
-        expect(reasons).toContain('PlanApplied');
+        // Bookkeeping writes the status first and its Events after it (DESIGN.md section 5).
+        await waitFor(
+          'the PlanApplied Event of m-b',
+          () => eventReasons(run, 'm-b'),
+          (reasons) => reasons.includes('PlanApplied'),
+          MINUTE,
+        );
         // Approving is not a change: the next attempt applies the approved plan; no new plan is made.
         expect(applied.status?.lastRun?.attempt).toBe((blocked.status?.lastRun?.attempt ?? 0) + 1);
         // ... and no second apply follows it (C19: an approval starts at most one apply). Watched for 20 s:
