@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -175,6 +175,8 @@ export async function startE2eRun(label: string, options: E2eRunOptions = {}): P
           .catch(() => undefined);
       }
       await controller.kubectl.run(['delete', 'namespace', namespace, '--wait=false']).catch(() => undefined);
+      // The node's pod directories and the logs, like the stack's: kept only when asked for.
+      if (!process.env.CAPTF_KEEP_STACK) rmSync(workDir, { recursive: true, force: true });
     },
   };
 }
