@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { composeAppDeps } from '../../../functions/compose.ts';
+import { runRelayProcess } from '../../../functions/relay.ts';
 import { createKubeAdapter } from '../../../src/adapters/kube/adapter.ts';
 import type { RequestCounts } from '../../../src/adapters/kube/request-count.ts';
 import { readConfig } from '../../../src/config.ts';
@@ -30,22 +31,23 @@ import {
   statusOf,
 } from '../step/harness.ts';
 
-// Issue 12: what events about unchanged objects cost on Knative's own ApiServerSource receive adapter, and
-// what its restart replays. Every status or metadata write of a step comes back as an update event about a
-// version the step has already seen; in reference mode the event carries no version, so each must cost one
-// cheap check: one GET of the object and a Redis EXISTS, answered Duplicate. A restarted adapter replays
-// nothing: its informers hand the initial list to the store's Replace, which Knative's delegate ignores
-// (pkg/adapter/apiserver/delegate.go), so a change made while it was down reaches the step only through
-// the sweep (test/e2e/knative.test.ts checks that). The handlers run in this process over the real step,
-// Redis and API server, so the Kubernetes adapter's request counter (src/adapters/kube/request-count.ts)
-// sees every request they send; /events requests are taken one at a time here so each request's share is
-// exact. The adapter watches this file's namespace only (the shipped manifest's resources, selectors and
-// mode; the e2e suite runs it on all namespaces as shipped).
+// Issue 12: what an event about an object the controller has already seen costs, on the real event
+// sources. Every status or metadata write of a step comes back as an update event about a version the step
+// has already seen, and a restarted bundled relay relists and sends an event for every object; in reference
+// mode an event carries no version, so each must cost one cheap check: one GET of the object and a Redis
+// EXISTS, answered Duplicate. Knative's own receive adapter, restarted, replays nothing: its informers hand
+// the initial list to the store's Replace, which Knative's delegate ignores (pkg/adapter/apiserver/
+// delegate.go), so a change made while it was down reaches the step only through the sweep
+// (test/e2e/knative.test.ts checks that). The handlers run in this process over the real step, Redis and API
+// server, so the Kubernetes adapter's request counter (src/adapters/kube/request-count.ts) sees every
+// request they send; /events requests are taken one at a time here so each request's share is exact. Both
+// sources watch more than this file's namespace (the receive adapter is limited to it; the relay cannot
+// be): events about other namespaces are answered here without reaching the handlers.
 
 const repoRoot = join(import.meta.dirname, '..', '..', '..');
 const MACHINES = ['m-1', 'm-2', 'm-3'];
 
-/** One /events request as the handlers answered it, with the API requests it cost. */
+/** One /events request about this file's namespace as the handlers answered it, with its API requests. */
 interface Delivery {
   type: string;
   kind: string;
@@ -63,6 +65,8 @@ let adapter: ManagedProcess | undefined;
 let workDir: string;
 const deliveries: Delivery[] = [];
 let startAdapter: () => Promise<ManagedProcess>;
+/** The handlers' base URL. */
+let url: string;
 
 beforeAll(async () => {
   const stack = testStack();
@@ -98,8 +102,10 @@ beforeAll(async () => {
   // One /events request at a time, so the counter's difference over a request is that request's cost.
   let queue: Promise<void> = Promise.resolve();
   const release = new WeakMap<object, () => void>();
-  app.addHook('preHandler', async (request) => {
+  app.addHook('preHandler', async (request, reply) => {
     if (request.url !== '/events') return;
+    const about = JSON.parse(String(request.body)) as { namespace?: string };
+    if (about.namespace !== env.namespace) return reply.code(200).send({ handled: false });
     const turn = queue;
     let done = (): void => undefined;
     queue = new Promise((resolve) => {
@@ -125,7 +131,7 @@ beforeAll(async () => {
     release.get(request)?.();
     return payload;
   });
-  const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  url = await app.listen({ port: 0, host: '127.0.0.1' });
 
   const kubectl = kubectlFor(stack.kubectlPath, stack.kubeconfigPath);
   const shipped = readApiServerSource(join(repoRoot, 'infra', 'knative', 'apiserversource.yaml'));
@@ -173,14 +179,29 @@ async function quiet(quietMs: number, timeoutMs = 60_000): Promise<void> {
   }
 }
 
+/** Each machine's resourceVersion and number of Jobs. */
+async function versionsOf(names: string[]) {
+  return Promise.all(
+    names.map(async (name) => {
+      const ref = { kind: 'TerraformMachine' as const, namespace: env.namespace, name };
+      const object = await view.kube.reader.getCustomObject(ref.kind, ref.namespace, ref.name);
+      return {
+        name,
+        resourceVersion: object?.metadata.resourceVersion,
+        jobs: (await jobsOf(view, ref)).length,
+      };
+    }),
+  );
+}
+
 function print(label: string, rows: Delivery[]): void {
   for (const row of rows)
     console.log(
-      `[knative-replay] ${label} ${row.type.replace('dev.knative.apiserver.', '')} ${row.kind}/${row.name}: ${row.status} ${row.reason ?? 'stepped'}, ${row.requests.total} API requests ${JSON.stringify(row.requests.byRequest)}`,
+      `[event-costs] ${label} ${row.type.replace('dev.knative.apiserver.', '')} ${row.kind}/${row.name}: ${row.status} ${row.reason ?? 'stepped'}, ${row.requests.total} API requests ${JSON.stringify(row.requests.byRequest)}`,
     );
 }
 
-describe("Knative's receive adapter as the only event path", () => {
+describe('events about objects the controller has seen, on the real sources', () => {
   it('its events alone take three machines through a finished apply; each echo of a step write costs one GET', async () => {
     for (const name of MACHINES) await createObject(view, 'TerraformMachine', name);
     for (const name of MACHINES) {
@@ -216,7 +237,7 @@ describe("Knative's receive adapter as the only event path", () => {
       expect(echo.requests).toEqual({ total: 1, byRequest: { 'get terraformmachines': 1 } });
     const stepped = deliveries.filter((d) => d.kind === 'TerraformMachine' && d.reason === undefined);
     console.log(
-      `[knative-replay] TerraformMachine events: ${stepped.length} stepped, ${echoes.length} echoes of the step's own writes at 1 GET each`,
+      `[event-costs] TerraformMachine events: ${stepped.length} stepped, ${echoes.length} echoes of the step's own writes at 1 GET each`,
     );
   });
 
@@ -239,5 +260,53 @@ describe("Knative's receive adapter as the only event path", () => {
       .filter((d) => MACHINES.some((name) => d.name === name || d.name.includes(`-${name}-`)));
     print('after restart', deliveries.slice(first));
     expect(replayed).toEqual([]);
+  });
+
+  it('a restarted bundled relay sends an event for every object: one GET per event about our kinds, nothing changes', async () => {
+    await adapter?.kill();
+    adapter = undefined;
+    const objects = [...MACHINES, 'm-after'];
+    const before = await versionsOf(objects);
+    const first = deliveries.length;
+    const stop = new AbortController();
+    const relay = runRelayProcess(
+      {
+        CAPTF_HANDLER_URL: url,
+        CAPTF_AUTH_DISABLED: 'true',
+        REDIS_URL: testStack().redisUrl,
+        KUBECONFIG: testStack().kubeconfigPath,
+        CAPTF_KEY_PREFIX: env.keyPrefix,
+        CAPTF_TICK_INTERVAL_MS: '0',
+        LOG_LEVEL: 'silent',
+      },
+      stop.signal,
+    );
+    try {
+      await eventually(
+        async () => deliveries.slice(first).filter((d) => d.kind === 'TerraformMachine').length,
+        (count) => count >= objects.length,
+        60_000,
+        "the relay's events about the machines",
+      );
+      await quiet(3000);
+    } finally {
+      stop.abort();
+      await relay;
+    }
+    const replay = deliveries.slice(first);
+    print('relay', replay);
+    const machines = replay.filter((d) => d.kind === 'TerraformMachine');
+    expect(machines.map((d) => d.name).sort()).toEqual([...objects].sort());
+    for (const delivery of machines) {
+      expect(delivery).toMatchObject({ status: 200, reason: 'Duplicate' });
+      expect(delivery.requests).toEqual({ total: 1, byRequest: { 'get terraformmachines': 1 } });
+    }
+    // Jobs and pods always reach the step (their change is not in the owner's version): the owner read and
+    // a no-op step (object, Jobs; pods and the run Secret while a Job is active).
+    for (const delivery of replay.filter((d) => d.kind === 'Job' || d.kind === 'Pod')) {
+      expect(delivery.status).toBe(200);
+      expect(delivery.requests.total).toBeLessThanOrEqual(5);
+    }
+    expect(await versionsOf(objects)).toEqual(before);
   });
 });
