@@ -10,7 +10,13 @@ import type { Config } from '../src/config.ts';
 import { finishedCondition } from '../src/core/job-conditions.ts';
 import { ANNOTATIONS, LABELS, POD_RESULT_FINALIZER } from '../src/core/job-labels.ts';
 import { OBJECT_KINDS, type ObjectRef, refKey } from '../src/core/object-ref.ts';
-import type { AppDeps, OwnerLookup, OwnerResolver, ReadinessProbe } from '../src/http/deps.ts';
+import type {
+  AppDeps,
+  ObjectVersions,
+  OwnerLookup,
+  OwnerResolver,
+  ReadinessProbe,
+} from '../src/http/deps.ts';
 import { UnavailableError } from '../src/http/errors.ts';
 import { createRedisFleetStore } from '../src/metrics/redis-fleet-store.ts';
 import { createMetrics, type Metrics } from '../src/metrics/registry.ts';
@@ -72,6 +78,7 @@ export function composeAppDeps(input: ComposeInput): AppDeps {
     settle,
     schedule,
     dedupe,
+    versions: objectVersionsOf(kube),
     owners: ownerResolverOf(kube),
     readiness: readinessOf(redis, kube),
     metrics,
@@ -180,6 +187,18 @@ function dedupeOf(redis: RedisAdapter): EventDedupe {
     async remember(event) {
       const answer = await redis.markEventSeen(event, DEDUPE_TTL_SECONDS);
       if (answer.kind === 'unknown') throw redisDown('remember event', answer);
+    },
+  };
+}
+
+/** One GET of one of our objects for its `uid@resourceVersion` (reference-mode event dedupe). */
+function objectVersionsOf(kube: KubeAdapter): ObjectVersions {
+  return {
+    async versionOf(ref) {
+      const object = await kubeRead(() => kube.reader.getCustomObject(ref.kind, ref.namespace, ref.name));
+      return object === undefined
+        ? undefined
+        : { uid: object.metadata.uid, resourceVersion: object.metadata.resourceVersion };
     },
   };
 }

@@ -62,7 +62,11 @@ export function createHandlers(env: Record<string, string | undefined>, createSt
   if (!read.ok) throw new Error(read.message);
   const { config } = read;
   const logger = createLogger(config.logLevel);
-  const redis = createRedisAdapter({ url: config.redisUrl, keyPrefix: config.keyPrefix });
+  const redis = createRedisAdapter({
+    topology: config.redis,
+    keyPrefix: config.keyPrefix,
+    onError: (error) => logger.debug({ err: error }, 'redis: connection error'),
+  });
   const kubeSource: KubeConfigSource =
     config.kube.mode === 'in-cluster' ? { kind: 'in-cluster' } : { kind: 'file', path: config.kube.path };
   const kube = createKubeAdapter({

@@ -29,7 +29,11 @@ export async function runRelayProcess(
   if (config.kube.mode === 'in-cluster') kc.loadFromCluster();
   else kc.loadFromFile(config.kube.path);
   const apiServerUrl = kc.getCurrentCluster()?.server ?? '';
-  const redis = createRedisAdapter({ url: config.redisUrl, keyPrefix: config.keyPrefix });
+  const redis = createRedisAdapter({
+    topology: config.redis,
+    keyPrefix: config.keyPrefix,
+    onError: (error) => logger.debug({ err: error }, 'relay redis: connection error'),
+  });
   const stopTimer =
     config.tickIntervalMs > 0
       ? startTickTimer({

@@ -32,8 +32,8 @@ ensure_debian_packages() {
 }
 
 ensure_go_binaries() {
-  command -v go >/dev/null || die "Go is needed to build etcd, Kubernetes and OpenTofu from the Go module proxy; install Go >= 1.26"
-  say "checking the local control-plane and OpenTofu binaries in $CAPTF_CACHE/bin (a first build takes a while)"
+  command -v go >/dev/null || die "Go is needed to build etcd, Kubernetes, OpenTofu and Knative's adapters from the Go module proxy; install Go >= 1.26"
+  say "checking the local control-plane, OpenTofu and Knative adapter binaries in $CAPTF_CACHE/bin (a first build takes a while)"
   bash "$ROOT/scripts/build-binaries.sh" all || die "building the Go binaries failed (see above)"
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { REDIS_ENV_SHAPE, type RedisTopology, redisTopologyOf } from './adapters/redis/topology.ts';
 import { DEFAULT_CLUSTER_MAX_ACTIVE_JOBS, DEFAULT_MAX_ACTIVE_JOBS } from './core/slot-shares.ts';
 
 /**
@@ -24,7 +25,8 @@ const EnvSchema = z
     CAPTF_AUTH_TOKEN: z.string().min(32, 'CAPTF_AUTH_TOKEN: at least 32 characters').optional(),
     /** Explicit opt-out of bearer auth for cluster-local use only (DESIGN.md section 13). */
     CAPTF_AUTH_DISABLED: envFlag,
-    REDIS_URL: z.string().regex(/^rediss?:\/\//, 'REDIS_URL: must start with redis:// or rediss://'),
+    /** One node, a Redis Cluster or Sentinel (src/adapters/redis/topology.ts): exactly one of them. */
+    ...REDIS_ENV_SHAPE,
     /** Path of a kubeconfig; absent means in-cluster configuration (service account). */
     KUBECONFIG: z.string().min(1).optional(),
     /** DESIGN.md section 5: `--max-active-jobs` per installation. */
@@ -63,7 +65,8 @@ export interface Config {
   port: number;
   host: string;
   auth: AuthConfig;
-  redisUrl: string;
+  /** Where Redis is: one node, a Redis Cluster or Sentinel. */
+  redis: RedisTopology;
   /** Kubeconfig path, or `in-cluster`. */
   kube: { mode: 'kubeconfig'; path: string } | { mode: 'in-cluster' };
   maxActiveJobs: number;
@@ -97,6 +100,8 @@ export function readConfig(env: Record<string, string | undefined>): ConfigResul
     return { ok: false, message: `read config: ${message}` };
   }
   const e = parsed.data;
+  const redis = redisTopologyOf(e);
+  if (!redis.ok) return { ok: false, message: `read config: ${redis.problems.join('\n')}` };
   return {
     ok: true,
     config: {
@@ -106,7 +111,7 @@ export function readConfig(env: Record<string, string | undefined>): ConfigResul
         e.CAPTF_AUTH_DISABLED || e.CAPTF_AUTH_TOKEN === undefined
           ? { mode: 'disabled' }
           : { mode: 'bearer', token: e.CAPTF_AUTH_TOKEN },
-      redisUrl: e.REDIS_URL,
+      redis: redis.topology,
       kube: e.KUBECONFIG === undefined ? { mode: 'in-cluster' } : { mode: 'kubeconfig', path: e.KUBECONFIG },
       maxActiveJobs: e.CAPTF_MAX_ACTIVE_JOBS,
       clusterMaxActiveJobs: e.CAPTF_CLUSTER_MAX_ACTIVE_JOBS,

@@ -39,6 +39,20 @@ class BoundedDedupe implements EventDedupe {
   }
 }
 
+/**
+ * The version read of a reference-mode event: a new resourceVersion on every read, so each bench event is
+ * a change that reaches the step (as a live object being edited), never a dedupe hit.
+ */
+function changingVersions(): AppDeps['versions'] {
+  let resourceVersion = 0;
+  return {
+    versionOf: async (ref) => {
+      resourceVersion += 1;
+      return { uid: `uid-${ref.name}`, resourceVersion: String(resourceVersion) };
+    },
+  };
+}
+
 /** The earliest due time per object, as the Redis schedule keeps it. */
 class MemorySchedule implements RequeueSchedule {
   readonly #due = new Map<string, number>();
@@ -96,6 +110,7 @@ export function benchAppDeps(): AppDeps {
     }),
     schedule,
     dedupe,
+    versions: changingVersions(),
     owners: { resolve: async () => ({ found: false, reason: 'ObjectGone' }) },
     readiness: async () => ({ redis: { ok: true }, apiServer: { ok: true } }),
     metrics,

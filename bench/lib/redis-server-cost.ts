@@ -1,11 +1,12 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../src/adapters/redis/client.ts';
 
 /**
  * What a measurement cost the Redis server itself, from its own accounting: command execution time
  * (`INFO commandstats`) and the CPU time of its main thread (`INFO cpu`, which adds reading, parsing and
  * answering the requests). Neither includes the client or the network wait, so on a loaded machine they
  * still compare a Lua script with a plain SET; command time is wall time inside Redis and can still be
- * stretched when the server is preempted, main-thread CPU cannot.
+ * stretched when the server is preempted, main-thread CPU cannot. One node: the benches run a single
+ * redis-server.
  */
 
 /** Server cost of one measured phase, in microseconds. */
@@ -23,7 +24,7 @@ const OWN_COMMANDS = new Set(['config', 'info']);
  */
 const SCRIPT_COMMANDS = new Set(['eval', 'evalsha']);
 
-async function commandMicros(client: Redis): Promise<number> {
+async function commandMicros(client: RedisClient): Promise<number> {
   const text = await client.info('commandstats');
   const micros = new Map<string, number>();
   for (const line of text.split('\n')) {
@@ -37,7 +38,7 @@ async function commandMicros(client: Redis): Promise<number> {
   return counted.reduce((total, [, usec]) => total + usec, 0);
 }
 
-async function mainThreadCpuMicros(client: Redis): Promise<number> {
+async function mainThreadCpuMicros(client: RedisClient): Promise<number> {
   const text = await client.info('cpu');
   const field = (name: string): number => {
     const match = new RegExp(`^${name}:([0-9.]+)`, 'm').exec(text);
@@ -51,7 +52,7 @@ async function mainThreadCpuMicros(client: Redis): Promise<number> {
  * Starts measuring (resets the command statistics); the returned function answers what the server spent
  * since. One measurement at a time per server.
  */
-export async function startServerCost(client: Redis): Promise<() => Promise<ServerCost>> {
+export async function startServerCost(client: RedisClient): Promise<() => Promise<ServerCost>> {
   await client.config('RESETSTAT');
   const cpuBefore = await mainThreadCpuMicros(client);
   return async () => {

@@ -3,7 +3,7 @@ import type { Config } from '../config.ts';
 import type { ObjectRef } from '../core/object-ref.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import type { SweepReport } from '../schedule/sweep.ts';
-import type { EventDedupe, RequeueSchedule } from '../settle/ports.ts';
+import type { EventDedupe, ObjectVersion, RequeueSchedule } from '../settle/ports.ts';
 import type { Settle } from '../settle/settle.ts';
 
 /**
@@ -34,6 +34,14 @@ export interface OwnerResolver {
   resolve(owned: OwnedObject): Promise<OwnerLookup>;
 }
 
+/**
+ * Reads the current version of one of our objects (one GET): what a reference-mode event, which carries
+ * neither uid nor resourceVersion, is deduplicated by. Undefined when the object is gone.
+ */
+export interface ObjectVersions {
+  versionOf(ref: ObjectRef): Promise<ObjectVersion | undefined>;
+}
+
 /** One dependency's readiness. */
 export type DependencyCheck = { ok: true } | { ok: false; message: string };
 
@@ -53,6 +61,7 @@ export interface AppDeps {
   settle: Settle;
   schedule: RequeueSchedule;
   dedupe: EventDedupe;
+  versions: ObjectVersions;
   owners: OwnerResolver;
   readiness: ReadinessProbe;
   metrics: Metrics;

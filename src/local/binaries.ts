@@ -11,7 +11,13 @@ export interface BinaryPaths {
   kubeScheduler: string;
   kubectl: string;
   tofu: string;
-  versions: { kubernetes: string; etcd: string; tofu: string };
+  /** Knative Eventing's ApiServerSource receive adapter (`cmd/apiserver_receive_adapter`). */
+  apiServerReceiveAdapter: string;
+  /** Knative Eventing's PingSource adapter (`cmd/mtping`). */
+  mtping: string;
+  /** The PingSource CRD of the same Knative Eventing release (mtping reads PingSource objects). */
+  pingSourceCrd: string;
+  versions: { kubernetes: string; etcd: string; tofu: string; knativeEventing: string };
 }
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -36,8 +42,11 @@ export function locateBinaries(env: NodeJS.ProcessEnv = process.env): BinaryPath
   const k8s = versions.K8S_VERSION;
   const etcd = versions.ETCD_VERSION;
   const tofu = versions.TOFU_VERSION;
-  if (!k8s || !etcd || !tofu)
-    throw new Error('read scripts/versions.env: K8S_VERSION, ETCD_VERSION or TOFU_VERSION missing');
+  const knative = versions.KNATIVE_EVENTING_VERSION;
+  if (!k8s || !etcd || !tofu || !knative)
+    throw new Error(
+      'read scripts/versions.env: K8S_VERSION, ETCD_VERSION, TOFU_VERSION or KNATIVE_EVENTING_VERSION missing',
+    );
   const bin = join(env.CAPTF_CACHE ?? join(homedir(), '.cache', 'captf'), 'bin');
   const paths: BinaryPaths = {
     etcd: join(bin, `etcd-v${etcd}`, 'etcd'),
@@ -46,17 +55,23 @@ export function locateBinaries(env: NodeJS.ProcessEnv = process.env): BinaryPath
     kubeScheduler: join(bin, `k8s-v${k8s}`, 'kube-scheduler'),
     kubectl: join(bin, `k8s-v${k8s}`, 'kubectl'),
     tofu: join(bin, `tofu-v${tofu}`, 'tofu'),
-    versions: { kubernetes: k8s, etcd, tofu },
+    apiServerReceiveAdapter: join(bin, `knative-v${knative}`, 'apiserver_receive_adapter'),
+    mtping: join(bin, `knative-v${knative}`, 'mtping'),
+    pingSourceCrd: join(bin, `knative-v${knative}`, 'pingsource-crd.yaml'),
+    versions: { kubernetes: k8s, etcd, tofu, knativeEventing: knative },
   };
-  for (const path of [
+  const executable = [
     paths.etcd,
     paths.kubeApiserver,
     paths.kubeControllerManager,
     paths.kubeScheduler,
     paths.tofu,
-  ]) {
+    paths.apiServerReceiveAdapter,
+    paths.mtping,
+  ].map((path) => [path, constants.X_OK] as const);
+  for (const [path, mode] of [...executable, [paths.pingSourceCrd, constants.R_OK] as const]) {
     try {
-      accessSync(path, constants.X_OK);
+      accessSync(path, mode);
     } catch {
       throw new Error(
         `locate binaries: ${path} is missing; build it with: bash scripts/build-binaries.sh all`,

@@ -2,13 +2,25 @@
 // process tree. Starts the control plane and Redis, then the controller of the local run (CRDs, runner,
 // local node, handlers, relay and timer: src/local/local-controller.ts), applies the sample (a
 // TerraformCluster and two TerraformMachines, infra/samples/local/demo.yaml), shows the run live and,
-// on Ctrl-C, stops everything it started. `up --no-sample` starts everything but the sample.
+// on Ctrl-C, stops everything it started. `up --no-sample` starts everything but the sample;
+// `--events=knative` replaces the relay and timer with Knative's own ApiServerSource and PingSource
+// adapters; `--redis=cluster` (or `sentinel`) runs the controller on a Redis Cluster (or under Sentinel).
 import { rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runLiveView } from './live-view.ts';
-import { type LocalController, startLocalController } from './local-controller.ts';
-import { type LocalStack, startLocalStack } from './stack.ts';
+import {
+  LOCAL_EVENT_PATHS,
+  type LocalController,
+  type LocalEventPath,
+  startLocalController,
+} from './local-controller.ts';
+import {
+  LOCAL_REDIS_TOPOLOGIES,
+  type LocalRedisTopology,
+  type LocalStack,
+  startLocalStack,
+} from './stack.ts';
 import { nextCommands } from './try-next.ts';
 import { grantPlanApprovers, prepareWorkloadNamespace } from './workload-namespace.ts';
 
@@ -18,7 +30,15 @@ const SAMPLE_NAMESPACE = 'team-a';
 
 const log = (line: string): void => console.log(`[captf] ${line}`);
 
-async function up(withSample: boolean): Promise<void> {
+/** What `up` was asked for. */
+interface UpOptions {
+  withSample: boolean;
+  events: LocalEventPath;
+  redis: LocalRedisTopology;
+}
+
+async function up(options: UpOptions): Promise<void> {
+  const { withSample } = options;
   const started = Date.now();
   let stack: LocalStack | undefined;
   let controller: LocalController | undefined;
@@ -28,7 +48,7 @@ async function up(withSample: boolean): Promise<void> {
     if (stopping) return;
     stopping = true;
     view.abort();
-    log('stopping: relay, handlers, node, then the control plane and Redis');
+    log('stopping: the event path, handlers, node, then the control plane and Redis');
     await controller?.stop();
     await stack?.stop();
     // The work dir holds etcd data, every pod's files and the local credentials: gone unless asked for.
@@ -44,14 +64,25 @@ async function up(withSample: boolean): Promise<void> {
   process.on('SIGTERM', () => void shutdown(0));
 
   try {
-    stack = await startLocalStack({ log });
+    stack = await startLocalStack({ log, redis: options.redis });
     const { info } = stack;
     log(`control plane and Redis ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    controller = await startLocalController({ stack: info, workDir: info.workDir, log });
+    controller = await startLocalController({
+      stack: info,
+      workDir: info.workDir,
+      events: options.events,
+      log,
+    });
     log(`controller ready in ${((Date.now() - started) / 1000).toFixed(1)} s: handlers ${controller.url}`);
     log(`  Kubernetes v${info.versions.kubernetes}  API server ${info.apiServerUrl}`);
-    log(`  redis ${info.redisUrl}   tofu v${info.versions.tofu}`);
-    log(`  logs ${controller.logDir}/{controller,relay,local-node}.log and the control plane's`);
+    log(`  redis ${describeRedis(info.redis)}   tofu v${info.versions.tofu}`);
+    log(
+      options.events === 'knative'
+        ? `  events: Knative Eventing v${info.versions.knativeEventing} ApiServerSource and PingSource adapters`
+        : '  events: the bundled relay and its timer',
+    );
+    const eventLogs = options.events === 'knative' ? 'apiserver-source,mtping' : 'relay';
+    log(`  logs ${controller.logDir}/{controller,${eventLogs},local-node}.log and the control plane's`);
     if (!withSample) {
       log('no sample applied (--no-sample); press Ctrl-C to stop');
       await new Promise(() => undefined);
@@ -88,9 +119,39 @@ async function up(withSample: boolean): Promise<void> {
   }
 }
 
+/** One line naming where Redis is. */
+function describeRedis(topology: LocalStack['info']['redis']): string {
+  switch (topology.kind) {
+    case 'single':
+      return topology.url;
+    case 'cluster':
+      return `Cluster ${topology.nodes.map((node) => `${node.host}:${node.port}`).join(',')}`;
+    case 'sentinel':
+      return `Sentinel ${topology.masterName} via ${topology.sentinels.map((s) => `${s.host}:${s.port}`).join(',')}`;
+  }
+}
+
+/** Reads `up`'s flags; undefined (after printing the usage) when one is unknown. */
+function parseUp(args: string[]): UpOptions | undefined {
+  const options: UpOptions = { withSample: true, events: 'relay', redis: 'single' };
+  for (const arg of args) {
+    const [flag, value] = arg.split('=', 2);
+    if (arg === '--no-sample') options.withSample = false;
+    else if (flag === '--events' && LOCAL_EVENT_PATHS.some((path) => path === value))
+      options.events = value as LocalEventPath;
+    else if (flag === '--redis' && LOCAL_REDIS_TOPOLOGIES.some((topology) => topology === value))
+      options.redis = value as LocalRedisTopology;
+    else return undefined;
+  }
+  return options;
+}
+
 const [command = 'up', ...flags] = process.argv.slice(2);
-if (command !== 'up' || flags.some((flag) => flag !== '--no-sample')) {
-  console.error(`usage: node src/local/cli.ts up [--no-sample] (got: ${process.argv.slice(2).join(' ')})`);
+const upOptions = command === 'up' ? parseUp(flags) : undefined;
+if (upOptions === undefined) {
+  console.error(
+    `usage: node src/local/cli.ts up [--no-sample] [--events=${LOCAL_EVENT_PATHS.join('|')}] [--redis=${LOCAL_REDIS_TOPOLOGIES.join('|')}] (got: ${process.argv.slice(2).join(' ')})`,
+  );
   process.exit(2);
 }
-void up(!flags.includes('--no-sample'));
+void up(upOptions);

@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { redisEnvOf } from '../adapters/redis/topology.ts';
 import { applyClusterResources } from './cluster-resources.ts';
+import { type KnativeSources, startKnativeSources } from './knative-sources.ts';
 import { type Kubectl, kubectlFor } from './kubectl.ts';
 import { freePort } from './ports.ts';
 import { type ManagedProcess, startProcess, waitUntilHealthy } from './process.ts';
@@ -13,9 +15,14 @@ import type { StackInfo } from './stack.ts';
  * Everything of the local run on top of a running stack (DESIGN.md section 15), in one function used by
  * the main job (`node src/local/cli.ts up`) and the end-to-end tests, so both run the same thing:
  * the CRDs and the approval policy, the runner executable, the local node, the handlers with the real
- * reconcile step, and the bundled relay (watch → CloudEvents → `/events`) with its local timer (`/tick`).
- * Node, handlers and relay are child processes with their logs in `<logDir>/<name>.log`.
+ * reconcile step, and the event path: the bundled relay (watch → CloudEvents → `/events`) with its local
+ * timer (`/tick`), or Knative's own ApiServerSource and PingSource adapters (src/local/knative-sources.ts).
+ * Node, handlers and event path are child processes with their logs in `<logDir>/<name>.log`.
  */
+
+/** The event paths of the local run: the bundled relay, or Knative's own source adapters. */
+export const LOCAL_EVENT_PATHS = ['relay', 'knative'] as const;
+export type LocalEventPath = (typeof LOCAL_EVENT_PATHS)[number];
 
 /** The controller's `--runner-image` in the local run: the node maps it to infra/local/images/runner/. */
 export const LOCAL_RUNNER_IMAGE = 'captf.local/runner:dev';
@@ -29,8 +36,13 @@ export interface LocalControllerOptions {
   nodeName?: string;
   /** Prefix of the controller's Redis keys; default `captf`. Tests use their own. */
   keyPrefix?: string;
-  /** Local timer interval, ms; default 2000 (a PingSource fires once a minute; locally we want speed). */
+  /**
+   * Local timer interval, ms; default 2000 (a PingSource fires once a minute; locally we want speed). With
+   * Knative's adapters it becomes the PingSource's schedule (`@every <n>s`, whole seconds).
+   */
   tickIntervalMs?: number;
+  /** The event path; default the bundled relay. */
+  events?: LocalEventPath;
   /** The sweep period, seconds; default 60. */
   syncPeriodSeconds?: number;
   /** The handlers' pino level; default `info` (`debug` logs every step, as tests that count steps need). */
@@ -42,12 +54,17 @@ export interface LocalControllerOptions {
 export interface LocalController {
   /** Base URL of the handlers, `http://127.0.0.1:<port>`. */
   url: string;
-  /** Bearer token of the mutating routes (generated for this run; never logged). */
-  token: string;
+  /**
+   * Bearer token of the mutating routes (generated for this run; never logged). Undefined with Knative's
+   * adapters, which cannot send one: auth is then disabled, as in the shipped Knative Service.
+   */
+  token: string | undefined;
   nodeName: string;
+  /** Knative's adapters, when they are the event path. */
+  knative: KnativeSources | undefined;
   logDir: string;
   kubectl: Kubectl;
-  /** Stops relay, handlers and node (in that order) and waits for each process to exit. */
+  /** Stops the event path (relay or Knative's adapters), handlers and node, in that order, and waits. */
   stop(): Promise<void>;
 }
 
@@ -61,9 +78,18 @@ const STOP_GRACE_MS = 15_000;
 /** Node flags of every child: exit when the local run's process goes away (exit-with-parent.ts). */
 const CHILD_NODE_FLAGS = ['--import', join(repoRoot, 'src', 'local', 'exit-with-parent.ts')];
 
-/** Environment of a child: the parent's, minus anything that would point it at another cluster. */
+/** Environment of a child: the parent's, minus anything that would point it at another cluster or Redis. */
 function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const { KUBECONFIG: _kubeconfig, REDIS_URL: _redis, ...rest } = process.env;
+  const {
+    KUBECONFIG: _kubeconfig,
+    REDIS_URL: _url,
+    REDIS_CLUSTER_NODES: _cluster,
+    REDIS_SENTINELS: _sentinels,
+    REDIS_SENTINEL_MASTER: _master,
+    CAPTF_AUTH_TOKEN: _token,
+    CAPTF_AUTH_DISABLED: _disabled,
+    ...rest
+  } = process.env;
   return { ...rest, ...extra };
 }
 
@@ -145,8 +171,12 @@ export async function startLocalController(options: LocalControllerOptions): Pro
   await applyClusterResources(kubectl, repoRoot);
   await ensureRunnerBuilt(repoRoot, log);
 
+  const events = options.events ?? 'relay';
+  const tickIntervalMs = options.tickIntervalMs ?? 2000;
   const started: ManagedProcess[] = [];
+  let knative: KnativeSources | undefined;
   const stop = async (): Promise<void> => {
+    await knative?.stop();
     for (const proc of [...started].reverse()) await proc.stop(STOP_GRACE_MS);
   };
   try {
@@ -163,8 +193,12 @@ export async function startLocalController(options: LocalControllerOptions): Pro
 
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const token = randomBytes(32).toString('base64url');
-    log('starting the handlers (functions/server.ts with the real reconcile step)');
+    const token = events === 'knative' ? undefined : randomBytes(32).toString('base64url');
+    const auth: Record<string, string> =
+      token === undefined ? { CAPTF_AUTH_DISABLED: 'true' } : { CAPTF_AUTH_TOKEN: token };
+    log(
+      `starting the handlers (functions/server.ts with the real reconcile step; Redis: ${stack.redis.kind})`,
+    );
     const controller = startProcess(
       'controller',
       process.execPath,
@@ -173,8 +207,8 @@ export async function startLocalController(options: LocalControllerOptions): Pro
       childEnv({
         PORT: String(port),
         HOST: '127.0.0.1',
-        CAPTF_AUTH_TOKEN: token,
-        REDIS_URL: stack.redisUrl,
+        ...auth,
+        ...redisEnvOf(stack.redis),
         KUBECONFIG: stack.kubeconfigPath,
         CAPTF_RUNNER_IMAGE: LOCAL_RUNNER_IMAGE,
         CAPTF_KEY_PREFIX: keyPrefix,
@@ -190,6 +224,18 @@ export async function startLocalController(options: LocalControllerOptions): Pro
       READY_TIMEOUT_MS,
     );
 
+    if (events === 'knative') {
+      knative = await startKnativeSources({
+        stack,
+        kubectl,
+        repoRoot,
+        handlerUrl: url,
+        logDir,
+        tickSchedule: `@every ${Math.max(1, Math.round(tickIntervalMs / 1000))}s`,
+        log,
+      });
+      return { url, token, nodeName, logDir, kubectl, knative, stop };
+    }
     log('starting the relay (watch → /events) and the local timer (/tick)');
     const relay = startProcess(
       'relay',
@@ -198,11 +244,11 @@ export async function startLocalController(options: LocalControllerOptions): Pro
       logDir,
       childEnv({
         CAPTF_HANDLER_URL: url,
-        CAPTF_AUTH_TOKEN: token,
-        REDIS_URL: stack.redisUrl,
+        ...auth,
+        ...redisEnvOf(stack.redis),
         KUBECONFIG: stack.kubeconfigPath,
         CAPTF_KEY_PREFIX: keyPrefix,
-        CAPTF_TICK_INTERVAL_MS: String(options.tickIntervalMs ?? 2000),
+        CAPTF_TICK_INTERVAL_MS: String(tickIntervalMs),
         HOSTNAME: `relay-${process.pid}`,
         LOG_LEVEL: 'info',
       }),
@@ -214,7 +260,7 @@ export async function startLocalController(options: LocalControllerOptions): Pro
       async () => readFileSync(relay.logPath, 'utf8').includes('relay: lease taken'),
       READY_TIMEOUT_MS,
     );
-    return { url, token, nodeName, logDir, kubectl, stop };
+    return { url, token, nodeName, logDir, kubectl, knative, stop };
   } catch (error) {
     await stop();
     throw error;

@@ -14,6 +14,8 @@ export interface ManagedProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** SIGTERM, then SIGKILL after `graceMs` milliseconds. Resolves once the process is gone. */
   stop(graceMs?: number): Promise<void>;
+  /** SIGKILL at once: a crash, or a process whose SIGTERM waits too long. Resolves once it is gone. */
+  kill(): Promise<void>;
   /** The last `lines` lines of the log, for error messages. */
   tail(lines?: number): string;
 }
@@ -73,7 +75,13 @@ export function startProcess(
     }
     log.end();
   };
-  return { name, pid: child.pid, logPath, exited, stop, tail };
+  const kill = async (): Promise<void> => {
+    if (!running) return;
+    child.kill('SIGKILL');
+    await exited;
+    log.end();
+  };
+  return { name, pid: child.pid, logPath, exited, stop, kill, tail };
 }
 
 /**

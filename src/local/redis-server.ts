@@ -13,7 +13,7 @@ export interface LocalRedis {
 }
 
 /** Sends PING over a raw socket; true on `+PONG`. */
-function ping(port: number): Promise<boolean> {
+export function ping(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
     socket.setTimeout(1000);
@@ -32,12 +32,17 @@ function ping(port: number): Promise<boolean> {
 
 /**
  * Starts Debian's `redis-server` on a free (or the given) loopback port with no persistence and
- * `maxmemory-policy noeviction` (DESIGN.md section 8). Throws with the log tail if it does not answer PING.
+ * `maxmemory-policy noeviction` (DESIGN.md section 8); `args` adds settings (a Cluster node's, a replica's,
+ * a sentinel's).
+ * Throws with the log tail if it does not answer PING.
  */
 export async function startRedis(options: {
   workDir: string;
   port?: number;
   name?: string;
+  args?: string[];
+  /** A configuration file read first (a sentinel's, which the sentinel rewrites). */
+  config?: string;
 }): Promise<LocalRedis> {
   const logs = join(options.workDir, 'logs');
   mkdirSync(logs, { recursive: true });
@@ -46,6 +51,7 @@ export async function startRedis(options: {
     options.name ?? 'redis-server',
     'redis-server',
     [
+      ...(options.config === undefined ? [] : [options.config]),
       '--port',
       String(port),
       '--bind',
@@ -58,6 +64,7 @@ export async function startRedis(options: {
       'noeviction',
       '--protected-mode',
       'yes',
+      ...(options.args ?? []),
     ],
     logs,
   );

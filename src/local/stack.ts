@@ -1,8 +1,11 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { RedisTopology } from '../adapters/redis/topology.ts';
 import { type BinaryPaths, locateBinaries } from './binaries.ts';
 import { type ControlPlane, httpsGet, startControlPlane } from './control-plane.ts';
+import { startRedisCluster } from './redis-cluster.ts';
+import { startRedisSentinel } from './redis-sentinel.ts';
 import { type LocalRedis, startRedis } from './redis-server.ts';
 
 /** What a running local stack tells its users; also written as JSON to `<workDir>/stack.json`. */
@@ -11,11 +14,16 @@ export interface StackInfo {
   apiServerUrl: string;
   adminToken: string;
   caPath: string;
+  /** The single redis-server, `redis://127.0.0.1:<port>`; always started. */
   redisUrl: string;
+  /** The Redis the controller uses: the single node, or the Cluster or Sentinel setup asked for. */
+  redis: RedisTopology;
   tofuPath: string;
   /** kubectl of the same Kubernetes release (for kustomize, explain and manual checks). */
   kubectlPath: string;
   binDir: string;
+  /** Knative Eventing's source adapters and the PingSource CRD (`--events=knative`). */
+  knative: Pick<BinaryPaths, 'apiServerReceiveAdapter' | 'mtping' | 'pingSourceCrd'>;
   workDir: string;
   versions: BinaryPaths['versions'];
 }
@@ -28,12 +36,16 @@ export interface LocalStack {
   stop(): Promise<void>;
 }
 
+/** The Redis topologies the local stack can run for the controller (`npm start -- --redis=<topology>`). */
+export const LOCAL_REDIS_TOPOLOGIES = ['single', 'cluster', 'sentinel'] as const;
+export type LocalRedisTopology = (typeof LOCAL_REDIS_TOPOLOGIES)[number];
+
 /**
  * Starts the local default of DESIGN.md section 15 (control plane and Redis) in a fresh temp directory
  * (or `workDir`). Throws when a binary is missing or a component does not become healthy.
  */
 export async function startLocalStack(
-  options: { workDir?: string; log?: (line: string) => void } = {},
+  options: { workDir?: string; log?: (line: string) => void; redis?: LocalRedisTopology } = {},
 ): Promise<LocalStack> {
   const binaries = locateBinaries();
   const workDir = options.workDir ?? mkdtempSync(join(tmpdir(), 'captf-stack-'));
@@ -43,10 +55,19 @@ export async function startLocalStack(
     ...(options.log ? { log: options.log } : {}),
   });
   let redis: LocalRedis;
+  let topology: { topology: RedisTopology; stop(): Promise<void> } | undefined;
   try {
     options.log?.('starting redis-server');
     redis = await startRedis({ workDir });
   } catch (cause) {
+    await controlPlane.stop();
+    throw cause;
+  }
+  try {
+    if (options.redis === 'cluster') topology = await startRedisCluster({ workDir, ...logOf(options) });
+    if (options.redis === 'sentinel') topology = await startRedisSentinel({ workDir, ...logOf(options) });
+  } catch (cause) {
+    await redis.stop();
     await controlPlane.stop();
     throw cause;
   }
@@ -56,9 +77,15 @@ export async function startLocalStack(
     adminToken: controlPlane.adminToken,
     caPath: controlPlane.caPath,
     redisUrl: redis.url,
+    redis: topology?.topology ?? { kind: 'single', url: redis.url },
     tofuPath: binaries.tofu,
     kubectlPath: binaries.kubectl,
     binDir: join(binaries.kubeApiserver, '..'),
+    knative: {
+      apiServerReceiveAdapter: binaries.apiServerReceiveAdapter,
+      mtping: binaries.mtping,
+      pingSourceCrd: binaries.pingSourceCrd,
+    },
     workDir,
     versions: binaries.versions,
   };
@@ -68,10 +95,15 @@ export async function startLocalStack(
     controlPlane,
     redis,
     stop: async () => {
+      await topology?.stop();
       await redis.stop();
       await controlPlane.stop();
     },
   };
+}
+
+function logOf(options: { log?: (line: string) => void }): { log?: (line: string) => void } {
+  return options.log ? { log: options.log } : {};
 }
 
 /**

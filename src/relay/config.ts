@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { REDIS_ENV_SHAPE, type RedisTopology, redisTopologyOf } from '../adapters/redis/topology.ts';
 
 /**
  * The relay process's configuration (functions/relay.ts), read once from the environment and validated
@@ -10,7 +11,8 @@ const RelayEnvSchema = z
     CAPTF_HANDLER_URL: z.url({ protocol: /^https?$/, error: 'CAPTF_HANDLER_URL: must be an http(s) URL' }),
     CAPTF_AUTH_TOKEN: z.string().min(32, 'CAPTF_AUTH_TOKEN: at least 32 characters').optional(),
     CAPTF_AUTH_DISABLED: z.enum(['true', 'false']).default('false'),
-    REDIS_URL: z.string().regex(/^rediss?:\/\//, 'REDIS_URL: must start with redis:// or rediss://'),
+    /** Redis of the relay lease: one node, a Redis Cluster or Sentinel, as the handlers'. */
+    ...REDIS_ENV_SHAPE,
     KUBECONFIG: z.string().min(1).optional(),
     CAPTF_KEY_PREFIX: z
       .string()
@@ -36,7 +38,7 @@ export interface RelayConfig {
   eventsUrl: string;
   tickUrl: string;
   token: string | undefined;
-  redisUrl: string;
+  redis: RedisTopology;
   kube: { mode: 'kubeconfig'; path: string } | { mode: 'in-cluster' };
   keyPrefix: string;
   mode: 'ref' | 'resource';
@@ -55,10 +57,17 @@ export function readRelayConfig(
   if (!parsed.success) {
     return {
       ok: false,
-      message: `read relay config: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('\n')}`,
+      message: `read relay config: ${parsed.error.issues
+        .map((issue) => {
+          const name = issue.path.join('.');
+          return issue.message.startsWith(`${name}:`) ? issue.message : `${name}: ${issue.message}`;
+        })
+        .join('\n')}`,
     };
   }
   const e = parsed.data;
+  const redis = redisTopologyOf(e);
+  if (!redis.ok) return { ok: false, message: `read relay config: ${redis.problems.join('\n')}` };
   const base = e.CAPTF_HANDLER_URL.replace(/\/+$/, '');
   return {
     ok: true,
@@ -66,7 +75,7 @@ export function readRelayConfig(
       eventsUrl: `${base}/events`,
       tickUrl: `${base}/tick`,
       token: e.CAPTF_AUTH_DISABLED === 'true' ? undefined : e.CAPTF_AUTH_TOKEN,
-      redisUrl: e.REDIS_URL,
+      redis: redis.topology,
       kube: e.KUBECONFIG === undefined ? { mode: 'in-cluster' } : { mode: 'kubeconfig', path: e.KUBECONFIG },
       keyPrefix: e.CAPTF_KEY_PREFIX,
       mode: e.CAPTF_RELAY_MODE,

@@ -1,14 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { parseAllDocuments } from 'yaml';
+import type { RedisTopology } from '../../src/adapters/redis/topology.ts';
 import { type Kubectl, kubectlFor } from '../../src/local/kubectl.ts';
 import {
   type LocalController,
-  type LocalControllerOptions,
+  type LocalEventPath,
   startLocalController,
 } from '../../src/local/local-controller.ts';
 import { prepareWorkloadNamespace } from '../../src/local/workload-namespace.ts';
@@ -44,7 +45,13 @@ export interface Condition {
 
 /** The parts of one of our objects the tests read. */
 export interface ObservedObject {
-  metadata: { name: string; uid: string; finalizers?: string[]; deletionTimestamp?: string };
+  metadata: {
+    name: string;
+    uid: string;
+    resourceVersion: string;
+    finalizers?: string[];
+    deletionTimestamp?: string;
+  };
   spec: {
     variables?: Record<string, unknown>;
     providerID?: string;
@@ -99,27 +106,37 @@ export interface ObservedEvent {
 export interface E2eRun {
   namespace: string;
   nodeName: string;
+  /** Prefix of the controller's Redis keys. */
+  keyPrefix: string;
   controller: LocalController;
   kubectl: Kubectl;
   /** Directory of the node's pod work directories (container logs). */
   podsDir: string;
-  /** The controller's Redis key prefix. */
-  keyPrefix: string;
   close(): Promise<void>;
 }
 
 /** What the helpers below need of a run: its namespace, its node and kubectl on the test stack. */
 export type E2eScope = Pick<E2eRun, 'namespace' | 'nodeName' | 'kubectl'>;
 
+/** How a run differs from the main job's default. */
+export interface E2eRunOptions {
+  /** The event path; default the bundled relay. */
+  events?: LocalEventPath;
+  /** The Redis the controller uses; default the test stack's single redis-server. */
+  redis?: RedisTopology;
+  /** The sweep period, seconds; default the local run's 60. */
+  syncPeriodSeconds?: number;
+  /** The handlers' log level; default `info` (`debug` logs every step, as tests that count steps need). */
+  logLevel?: 'info' | 'debug';
+}
+
 /** Starts the local run's controller on the test stack with its own node, Redis keys and namespace. */
-export async function startE2eRun(
-  label: string,
-  options: Pick<LocalControllerOptions, 'syncPeriodSeconds' | 'logLevel'> = {},
-): Promise<E2eRun> {
+export async function startE2eRun(label: string, options: E2eRunOptions = {}): Promise<E2eRun> {
   const stack = testStack();
   const suffix = randomBytes(3).toString('hex');
   const workDir = mkdtempSync(join(tmpdir(), `captf-e2e-${label}-`));
   const nodeName = `captf-e2e-${label}-${suffix}`;
+  const keyPrefix = `e2e-${label}-${suffix}`;
   // The approval policy is cluster-wide; other test files approve plans as the admin in another name, so
   // the run leaves the shared stack as it found it.
   const policyFile = join(repoRoot, 'infra', 'admission', 'approval-policy.yaml');
@@ -127,24 +144,25 @@ export async function startE2eRun(
     .run(['get', '-f', policyFile, '-o', 'name'])
     .then(() => true)
     .catch(() => false);
-  const keyPrefix = `e2e-${label}-${suffix}`;
   const controller = await startLocalController({
-    stack,
+    stack: options.redis === undefined ? stack : { ...stack, redis: options.redis },
     workDir,
+    ...(options.events === undefined ? {} : { events: options.events }),
+    ...(options.syncPeriodSeconds === undefined ? {} : { syncPeriodSeconds: options.syncPeriodSeconds }),
+    ...(options.logLevel === undefined ? {} : { logLevel: options.logLevel }),
     nodeName,
     keyPrefix,
     tickIntervalMs: 1000,
-    ...options,
   });
   const namespace = `e2e-${label}-${suffix}`;
   await prepareWorkloadNamespace(controller.kubectl, repoRoot, namespace, stack);
   return {
     namespace,
     nodeName,
+    keyPrefix,
     controller,
     kubectl: controller.kubectl,
     podsDir: join(workDir, 'node', 'pods'),
-    keyPrefix,
     close: async () => {
       // Finalizers first: with the controller gone nobody would remove them and the namespace would hang.
       for (const resource of ['terraformclusters', 'terraformmachines']) {
@@ -164,6 +182,8 @@ export async function startE2eRun(
           .catch(() => undefined);
       }
       await controller.kubectl.run(['delete', 'namespace', namespace, '--wait=false']).catch(() => undefined);
+      // The node's pod directories and the logs, like the stack's: kept only when asked for.
+      if (!process.env.CAPTF_KEEP_STACK) rmSync(workDir, { recursive: true, force: true });
     },
   };
 }
@@ -437,4 +457,40 @@ export async function editState(
     '-p',
     JSON.stringify({ data: { tfstate: data } }),
   ]);
+}
+
+/** One HTTP answer of the handlers, read back from their log (fastify's request lines). */
+export interface HandlerAnswer {
+  method: string;
+  url: string;
+  status: number;
+  /** When the answer was logged, ms since the epoch. */
+  atMs: number;
+}
+
+/**
+ * Every answer the handlers gave so far, from `controller.log`: fastify logs `incoming request` (method,
+ * url) and `request completed` (status) under one request id. Requests still in flight are left out.
+ */
+export function handlerAnswers(run: E2eRun): HandlerAnswer[] {
+  const requests = new Map<string, { method: string; url: string }>();
+  const answers: HandlerAnswer[] = [];
+  const text = readFileSync(join(run.controller.logDir, 'controller.log'), 'utf8');
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    const entry = JSON.parse(line) as {
+      msg?: string;
+      requestId?: string;
+      time?: string;
+      req?: { method: string; url: string };
+      res?: { statusCode: number };
+    };
+    if (entry.requestId === undefined) continue;
+    if (entry.msg === 'incoming request' && entry.req)
+      requests.set(entry.requestId, { method: entry.req.method, url: entry.req.url });
+    const request = requests.get(entry.requestId);
+    if (entry.msg === 'request completed' && entry.res && request)
+      answers.push({ ...request, status: entry.res.statusCode, atMs: Date.parse(entry.time ?? '') });
+  }
+  return answers;
 }

@@ -1,29 +1,19 @@
 import { inject } from 'vitest';
+import type { HostPort } from '../../src/adapters/redis/topology.ts';
+import type { StackInfo } from '../../src/local/stack.ts';
 
 /**
  * The one entry point tests use to reach the real local stack started by test/env/global-setup.ts
  * (STYLE.md habit 9). Throws when the stack is not there: a missing component fails loudly, never skips.
+ * Beside the stack of the main job (control plane, Redis, tofu, kubectl, Knative's adapters; see
+ * src/local/stack.ts), the test env runs a Redis Cluster and Sentinel for the tests that run on every Redis
+ * topology (issue 12).
  */
-export interface TestStack {
-  /** Path of a kubeconfig with cluster-admin rights on the local kube-apiserver. */
-  kubeconfigPath: string;
-  /** `redis://127.0.0.1:<port>` of the test redis-server (no persistence). */
-  redisUrl: string;
-  /** Absolute path of the tofu binary built from the Go module proxy. */
-  tofuPath: string;
-  /** kubectl built from the same Kubernetes release (kustomize, explain); never the machine's own. */
-  kubectlPath: string;
-  /** Directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler. */
-  binDir: string;
-  /** The API server's URL, e.g. `https://127.0.0.1:<port>`. */
-  apiServerUrl: string;
-  /** Bearer token of the admin user (system:masters). */
-  adminToken: string;
-  /** PEM file of the API server's serving certificate. */
-  caPath: string;
-  /** The stack's temp directory (logs under `logs/`). */
-  workDir: string;
-  versions: { kubernetes: string; etcd: string; tofu: string };
+export interface TestStack extends StackInfo {
+  /** A Redis Cluster on loopback (3 masters, 3 replicas). */
+  redisCluster: { kind: 'cluster'; nodes: HostPort[] };
+  /** A master and a replica under 3 sentinels on loopback. */
+  redisSentinel: { kind: 'sentinel'; sentinels: HostPort[]; masterName: string };
 }
 
 declare module 'vitest' {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './client.ts';
 import { createRedisClient, type RedisClientOptions, waitUntilReady } from './client.ts';
 import { Dependents } from './dependents.ts';
 import { markEventSeen, type SeenCheck } from './event-dedupe.ts';
@@ -53,13 +53,13 @@ export interface RedisAdapter {
   /** The key layout (tests and the sweep read keys through it). */
   readonly keys: KeyLayout;
   /** The underlying client (tests inspect keys with it; production code uses the methods above). */
-  readonly client: Redis;
+  readonly client: RedisClient;
 }
 
-export interface RedisAdapterOptions extends RedisClientOptions {
+export type RedisAdapterOptions = RedisClientOptions & {
   /** Prefix of every key, e.g. `captf` (tests use a random one so runs never see each other's keys). */
   keyPrefix: string;
-}
+};
 
 /** Creates the adapter; the client connects in the background. */
 export function createRedisAdapter(options: RedisAdapterOptions): RedisAdapter {

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './client.ts';
 import type { KeyLayout, ObjectId } from './keys.ts';
 import { objectIdString } from './keys.ts';
 import { replyArray } from './reply.ts';
@@ -17,10 +17,10 @@ export type DependentTake = { kind: 'taken'; members: string[] } | Unknown;
 
 /** The dependents of objects over one client and key layout. */
 export class Dependents {
-  readonly #client: Redis;
+  readonly #client: RedisClient;
   readonly #keys: KeyLayout;
 
-  constructor(client: Redis, keys: KeyLayout) {
+  constructor(client: RedisClient, keys: KeyLayout) {
     this.#client = client;
     this.#keys = keys;
   }

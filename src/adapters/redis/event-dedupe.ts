@@ -1,16 +1,17 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './client.ts';
 import type { KeyLayout } from './keys.ts';
 import { attempt, type Unknown } from './unknown.ts';
 
 /**
- * Event dedupe (DESIGN.md section 8): a replay storm costs one SET NX EX per event. Only events that carry
- * a uid and resourceVersion can be deduplicated; reference-mode events carry neither (section 13).
+ * Event dedupe (DESIGN.md section 8): a replay storm costs one SET NX EX per event. The key is the object's
+ * `uid@resourceVersion`: a resource-mode event carries it; for a reference-mode event, which carries
+ * neither (section 13), `/events` reads the object's version first (one GET; src/http/routes/events.ts).
  */
 export type SeenCheck = { kind: 'first' } | { kind: 'seen' } | Unknown;
 
 /** Marks `uid@resourceVersion` seen for `ttlSeconds`; `first` only for the first caller. */
 export async function markEventSeen(
-  client: Redis,
+  client: RedisClient,
   keys: KeyLayout,
   event: { uid: string; resourceVersion: string },
   ttlSeconds: number,

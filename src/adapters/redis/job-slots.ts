@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './client.ts';
 import type { KeyLayout } from './keys.ts';
 import { replyArray, replyNumber, replyString } from './reply.ts';
 import { callScript } from './scripts.ts';
@@ -37,10 +37,10 @@ export type JobSlotUsage = { kind: 'counted'; installation: number; cluster: num
 
 /** Job-slot operations over one client and key layout. */
 export class JobSlots {
-  readonly #client: Redis;
+  readonly #client: RedisClient;
   readonly #keys: KeyLayout;
 
-  constructor(client: Redis, keys: KeyLayout) {
+  constructor(client: RedisClient, keys: KeyLayout) {
     this.#client = client;
     this.#keys = keys;
   }

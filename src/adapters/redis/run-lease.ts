@@ -1,6 +1,6 @@
-import type { Redis } from 'ioredis';
 import type { TargetKind as ObjectKind } from '../../schemas/kinds/api-group.ts';
 import type { Op } from '../../schemas/result.ts';
+import type { RedisClient } from './client.ts';
 import type { KeyLayout, ObjectId } from './keys.ts';
 import { objectIdString } from './keys.ts';
 import { replyArray, replyNumber, replyString } from './reply.ts';
@@ -80,10 +80,10 @@ function tokenOf(value: string, key: string): RunLeaseToken {
 
 /** Run-lease operations over one client and key layout. */
 export class RunLeases {
-  readonly #client: Redis;
+  readonly #client: RedisClient;
   readonly #keys: KeyLayout;
 
-  constructor(client: Redis, keys: KeyLayout) {
+  constructor(client: RedisClient, keys: KeyLayout) {
     this.#client = client;
     this.#keys = keys;
   }

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './client.ts';
 import { type KeyLayout, SCHEDULE_SHARDS } from './keys.ts';
 import { replyArray, replyNumber, replyString } from './reply.ts';
 import { callScript } from './scripts.ts';
@@ -32,10 +32,10 @@ export type ScheduleRemove = { kind: 'removed' } | Unknown;
 
 /** Schedule operations over one client and key layout. */
 export class RequeueSchedule {
-  readonly #client: Redis;
+  readonly #client: RedisClient;
   readonly #keys: KeyLayout;
 
-  constructor(client: Redis, keys: KeyLayout) {
+  constructor(client: RedisClient, keys: KeyLayout) {
     this.#client = client;
     this.#keys = keys;
   }

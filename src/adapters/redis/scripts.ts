@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './client.ts';
 
 /**
  * The Lua scripts, registered with ioredis `defineCommand` (EVALSHA with a transparent EVAL fallback).
@@ -239,7 +239,7 @@ return 0`,
 export type ScriptName = keyof typeof SCRIPTS;
 
 /** Registers every script on a client (once per client). */
-export function defineScripts(client: Redis): void {
+export function defineScripts(client: RedisClient): void {
   for (const [name, definition] of Object.entries(SCRIPTS)) client.defineCommand(name, definition);
 }
 
@@ -248,7 +248,11 @@ export function defineScripts(client: Redis): void {
  * method is looked up by name here, once, instead of widening the client type; the reply is `unknown`
  * and each caller parses it. Scripts without a fixed key count take the number of keys first.
  */
-export function callScript(client: Redis, name: ScriptName, args: (string | number)[]): Promise<unknown> {
+export function callScript(
+  client: RedisClient,
+  name: ScriptName,
+  args: (string | number)[],
+): Promise<unknown> {
   const method: unknown = Reflect.get(client, name);
   if (typeof method !== 'function') throw new Error(`call script ${name}: not defined on this client`);
   return method.apply(client, args);

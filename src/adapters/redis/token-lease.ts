@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './client.ts';
 import { replyArray, replyString } from './reply.ts';
 import { callScript } from './scripts.ts';
 import { attempt, type Unknown } from './unknown.ts';
@@ -18,7 +18,7 @@ export type TokenRelease = { kind: 'released' } | { kind: 'not-held' } | Unknown
 
 /** Takes the lease `key` for `token` for `ttlMs`. */
 export async function takeTokenLease(
-  client: Redis,
+  client: RedisClient,
   key: string,
   token: string,
   ttlMs: number,
@@ -33,7 +33,7 @@ export async function takeTokenLease(
 
 /** Pushes the lease's expiry to `ttlMs` from now, only if `token` still holds it. */
 export async function renewTokenLease(
-  client: Redis,
+  client: RedisClient,
   key: string,
   token: string,
   ttlMs: number,
@@ -44,7 +44,11 @@ export async function renewTokenLease(
 }
 
 /** Deletes the lease only if `token` holds it. */
-export async function releaseTokenLease(client: Redis, key: string, token: string): Promise<TokenRelease> {
+export async function releaseTokenLease(
+  client: RedisClient,
+  key: string,
+  token: string,
+): Promise<TokenRelease> {
   const answer = await attempt(() => callScript(client, 'captfTokenRelease', [key, token]));
   if (answer.kind === 'unknown') return answer;
   return Number(answer.reply) === 1 ? { kind: 'released' } : { kind: 'not-held' };

@@ -9,8 +9,12 @@ import { acceptRawText } from '../raw-body.ts';
 
 /**
  * `POST /events` (DESIGN.md section 13): one ApiServerSource CloudEvent → at most one step for the object it
- * is about. The payload is only a hint; a duplicate (`uid@resourceVersion` seen, which includes the echo of
- * a step's own write, src/settle/settle.ts) costs one cheap check and no step.
+ * is about. The payload is only a hint; a version the controller has already seen costs one cheap check:
+ * a resource-mode event carries its `uid@resourceVersion`; a reference-mode event about one of our kinds
+ * carries neither, so its object's version is read (one GET). After a step, the version the step left is
+ * remembered too, so the events its own writes cause (and the `add` replay of a restarted source) end at
+ * that check. Events about Jobs, Pods, Secrets and plans in reference mode always reach the step: their
+ * change is not visible in the owner's version.
  */
 export function eventsRoutes(deps: AppDeps, inFlight: InFlight): FastifyPluginAsync {
   return async (app) => {
@@ -38,11 +42,19 @@ export function eventsRoutes(deps: AppDeps, inFlight: InFlight): FastifyPluginAs
         return reply.code(200).send({ handled: false, reason: lookup.reason });
       }
       const { ref } = lookup;
-      const dedupeKey = dedupeKeyOf(subject);
+      let dedupeKey = dedupeKeyOf(subject);
+      if (dedupeKey === undefined && target.kind === 'object') {
+        dedupeKey = await deps.versions.versionOf(ref);
+        if (dedupeKey === undefined) {
+          eventLog.debug({ reason: 'ObjectGone' }, 'event ignored');
+          return reply.code(200).send({ handled: false, reason: 'ObjectGone' });
+        }
+      }
       if (dedupeKey !== undefined && (await deps.dedupe.seen(dedupeKey))) {
         eventLog.debug({ dedupeKey }, 'event ignored: duplicate');
         return reply.code(200).send({ handled: false, reason: 'Duplicate' });
       }
+      // Settling remembers the version the step left (src/settle/settle.ts); the event's own is kept here.
       const { outcome, resolved } = await inFlight.track(() => deps.settle(ref, { log: eventLog }));
       if (dedupeKey !== undefined && resolved.status !== 503) await deps.dedupe.remember(dedupeKey);
       if (resolved.retryAfterSeconds !== undefined)

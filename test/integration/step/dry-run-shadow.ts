@@ -72,6 +72,7 @@ function dryRunApp(step: ReconcileStep): FastifyInstance {
     }),
     schedule: { add: nothing, ensure: nothing, claimDue: async () => [], complete: nothing },
     dedupe: { seen: async () => false, remember: nothing },
+    versions: { versionOf: async () => undefined },
     owners: { resolve: async () => ({ found: false, reason: 'ObjectGone' }) },
     readiness: async () => ({ redis: { ok: true }, apiServer: { ok: true } }),
     metrics,

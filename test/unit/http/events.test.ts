@@ -233,3 +233,88 @@ describe('POST /events: duplicated, reordered and replayed deliveries', () => {
     expect(t.schedule.dueAt(ref)).toBe(T0 + 2000);
   });
 });
+
+describe('POST /events: reference mode, deduplicated by the version read live (issue 12)', () => {
+  const ref: ObjectRef = { kind: 'TerraformMachine', namespace: 'team-a', name: 'm1' };
+  const refEvent = (kind = 'TerraformMachine', name = 'm1') =>
+    dataFor('dev.knative.apiserver.ref.add', kind, name);
+
+  it('a replayed `add` of an unchanged object costs one version read and runs no second step', async () => {
+    const t = testApp();
+    const first = await send(t, 'binary', 'dev.knative.apiserver.ref.add', refEvent());
+    expect(first.json()).toMatchObject({ handled: true });
+    for (let i = 0; i < 3; i++) {
+      const replay = await send(t, 'binary', 'dev.knative.apiserver.ref.add', refEvent());
+      expect(replay.statusCode).toBe(200);
+      expect(replay.json()).toEqual({ handled: false, reason: 'Duplicate' });
+    }
+    expect(t.calls).toHaveLength(1);
+    expect(t.versions.reads).toEqual([ref, ref, ref, ref]);
+  });
+
+  it('the version the step left is remembered: the event its own write causes ends at the check', async () => {
+    const t = testApp({ answer: () => ({ observed: { uid: 'uid-m1', resourceVersion: '2' } }) });
+    await send(t, 'binary', 'dev.knative.apiserver.ref.add', refEvent());
+    // The step's status write moved the object to resourceVersion 2; the update event follows.
+    t.versions.versions.set('TerraformMachine/team-a/m1', { uid: 'uid-m1', resourceVersion: '2' });
+    const update = await send(t, 'structured', 'dev.knative.apiserver.ref.update', refEvent());
+    expect(update.json()).toEqual({ handled: false, reason: 'Duplicate' });
+    // In resource mode the payload carries the version: no read at all.
+    const resource = await send(t, 'binary', 'dev.knative.apiserver.resource.update', {
+      apiVersion: GROUP_VERSION,
+      kind: 'TerraformMachine',
+      metadata: { name: 'm1', namespace: 'team-a', uid: 'uid-m1', resourceVersion: '2' },
+    });
+    expect(resource.json()).toEqual({ handled: false, reason: 'Duplicate' });
+    expect(t.calls).toHaveLength(1);
+    expect(t.versions.reads).toHaveLength(2);
+  });
+
+  it('a change after the step (a new resourceVersion) runs the step again', async () => {
+    const t = testApp();
+    await send(t, 'binary', 'dev.knative.apiserver.ref.add', refEvent());
+    t.versions.versions.set('TerraformMachine/team-a/m1', { uid: 'uid-m1', resourceVersion: '5' });
+    const update = await send(t, 'binary', 'dev.knative.apiserver.ref.update', refEvent());
+    expect(update.json()).toMatchObject({ handled: true });
+    expect(t.calls.map((c) => c.ref)).toEqual([ref, ref]);
+  });
+
+  it('an object that is gone is answered 200 ObjectGone without a step', async () => {
+    const t = testApp();
+    t.versions.versions.set('TerraformMachine/team-a/m1', 'gone');
+    const response = await send(t, 'binary', 'dev.knative.apiserver.ref.delete', refEvent());
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual({ handled: false, reason: 'ObjectGone' });
+    expect(t.calls).toEqual([]);
+  });
+
+  it('Job and Pod events always reach the step, even when the owner version was seen', async () => {
+    const t = testApp();
+    await send(t, 'binary', 'dev.knative.apiserver.ref.add', refEvent());
+    for (const kind of ['Job', 'Pod']) {
+      t.owners.owners.set(`${kind}/team-a/x-1`, ref);
+      const apiVersion = kind === 'Job' ? 'batch/v1' : 'v1';
+      const response = await send(t, 'binary', 'dev.knative.apiserver.ref.update', {
+        apiVersion,
+        kind,
+        name: 'x-1',
+        namespace: 'team-a',
+      });
+      expect(response.json()).toMatchObject({ handled: true });
+    }
+    expect(t.calls).toHaveLength(3);
+    expect(t.versions.reads).toHaveLength(1);
+  });
+
+  it('a step answered 503 remembers nothing: the redelivery runs the step', async () => {
+    let unavailable = true;
+    const t = testApp({
+      answer: () => (unavailable ? { action: 'unavailable', reason: 'Unavailable' } : {}),
+    });
+    expect((await send(t, 'binary', 'dev.knative.apiserver.ref.add', refEvent())).statusCode).toBe(503);
+    unavailable = false;
+    expect((await send(t, 'binary', 'dev.knative.apiserver.ref.add', refEvent())).statusCode).toBe(200);
+    expect(t.calls).toHaveLength(2);
+    expect(t.dedupe.keys).toEqual(new Set(['uid-m1@1']));
+  });
+});

@@ -3,7 +3,14 @@ import type { FastifyInstance } from 'fastify';
 import type { ObjectRef } from '../../../src/core/object-ref.ts';
 import type { StepOutcome } from '../../../src/core/step-outcome.ts';
 import { buildApp } from '../../../src/http/app.ts';
-import type { AppConfig, AppDeps, OwnedObject, OwnerLookup, OwnerResolver } from '../../../src/http/deps.ts';
+import type {
+  AppConfig,
+  AppDeps,
+  ObjectVersions,
+  OwnedObject,
+  OwnerLookup,
+  OwnerResolver,
+} from '../../../src/http/deps.ts';
 import { createLogger } from '../../../src/http/logger.ts';
 import type { FleetMetricsReader } from '../../../src/metrics/fleet.ts';
 import { createMetrics } from '../../../src/metrics/registry.ts';
@@ -85,6 +92,21 @@ export class MemoryDependents implements DependentsPort {
   }
 }
 
+/**
+ * Versions of our objects: `uid-<name>@1` unless set in `versions`; `'gone'` answers no object. Counts the
+ * reads (each is one GET in production).
+ */
+export class MemoryVersions implements ObjectVersions {
+  readonly versions = new Map<string, ObjectVersion | 'gone'>();
+  readonly reads: ObjectRef[] = [];
+  async versionOf(ref: ObjectRef): Promise<ObjectVersion | undefined> {
+    this.reads.push(ref);
+    const set = this.versions.get(keyOf(ref));
+    if (set === 'gone') return undefined;
+    return set ?? { uid: `uid-${ref.name}`, resourceVersion: '1' };
+  }
+}
+
 /** Owner lookups answered from a table of `Kind/namespace/name`. */
 export class MemoryOwners implements OwnerResolver {
   readonly owners = new Map<string, ObjectRef>();
@@ -151,6 +173,7 @@ export interface TestApp {
   deps: AppDeps;
   schedule: MemorySchedule;
   dedupe: MemoryDedupe;
+  versions: MemoryVersions;
   owners: MemoryOwners;
   calls: ReturnType<typeof recordingStep>['calls'];
   dependents: MemoryDependents;
@@ -169,6 +192,7 @@ export function testApp(
 ): TestApp {
   const schedule = (overrides.schedule as MemorySchedule | undefined) ?? new MemorySchedule();
   const dedupe = (overrides.dedupe as MemoryDedupe | undefined) ?? new MemoryDedupe();
+  const versions = new MemoryVersions();
   const owners = new MemoryOwners();
   const recording = recordingStep(overrides.answer);
   const { calls } = recording;
@@ -199,6 +223,7 @@ export function testApp(
     settle,
     schedule,
     dedupe,
+    versions,
     owners,
     readiness: async () => ({ redis: { ok: true }, apiServer: { ok: true } }),
     metrics,
@@ -209,7 +234,7 @@ export function testApp(
     ...rest,
     clock,
   };
-  return { app: buildApp(deps), deps, schedule, dedupe, owners, calls, dependents, logs, sweeps };
+  return { app: buildApp(deps), deps, schedule, dedupe, versions, owners, calls, dependents, logs, sweeps };
 }
 
 export const auth = { authorization: `Bearer ${TOKEN}` };

@@ -1,0 +1,127 @@
+import { z } from 'zod';
+
+/**
+ * Where Redis is: one node, a Redis Cluster (reached through seed nodes), or a master watched by Sentinel.
+ * Every key a Lua script touches shares one hash slot (keys.ts, DESIGN.md section 8), so the same scripts
+ * run on all three. Read from the environment by src/config.ts and src/relay/config.ts through
+ * {@link REDIS_ENV_SHAPE} and {@link redisTopologyOf}.
+ */
+export type RedisTopology =
+  | { kind: 'single'; url: string }
+  | { kind: 'cluster'; nodes: HostPort[] }
+  | { kind: 'sentinel'; sentinels: HostPort[]; masterName: string };
+
+/** One `host:port` address. */
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
+/** `host:port` (a name, an IPv4 address or a bracketed IPv6 address). */
+const HOST_PORT = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):([0-9]{1,5})$/;
+
+function hostPortList(name: string) {
+  return z
+    .string()
+    .transform((text) =>
+      text
+        .split(',')
+        .map((part) => part.trim())
+        .filter(Boolean),
+    )
+    .pipe(
+      z
+        .array(
+          z
+            .string()
+            .regex(HOST_PORT, `${name}: each entry must be host:port`)
+            .refine((entry) => Number(entry.slice(entry.lastIndexOf(':') + 1)) <= 65535, {
+              message: `${name}: port above 65535`,
+            }),
+        )
+        .min(1, `${name}: at least one host:port`)
+        .max(32, `${name}: at most 32 addresses`),
+    )
+    .transform((entries) => entries.map(parseHostPort));
+}
+
+function parseHostPort(entry: string): HostPort {
+  const colon = entry.lastIndexOf(':');
+  const host = entry.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
+  return { host, port: Number(entry.slice(colon + 1)) };
+}
+
+/**
+ * The Redis variables, to spread into a configuration schema; exactly one topology must be named (checked
+ * by {@link redisTopologyOf}):
+ * - `REDIS_URL`: one node, `redis://host:port[/db]` or `rediss://`;
+ * - `REDIS_CLUSTER_NODES`: Redis Cluster, comma-separated `host:port` seed nodes (any reachable one will
+ *   do; the client learns the rest from the cluster);
+ * - `REDIS_SENTINELS` and `REDIS_SENTINEL_MASTER`: comma-separated `host:port` of the sentinels, and the
+ *   name they monitor the master under.
+ */
+export const REDIS_ENV_SHAPE = {
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'REDIS_URL: must start with redis:// or rediss://')
+    .optional(),
+  REDIS_CLUSTER_NODES: hostPortList('REDIS_CLUSTER_NODES').optional(),
+  REDIS_SENTINELS: hostPortList('REDIS_SENTINELS').optional(),
+  REDIS_SENTINEL_MASTER: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'REDIS_SENTINEL_MASTER: 1-64 of A-Z, a-z, 0-9, ".", "_", "-"')
+    .optional(),
+};
+
+/** The parsed Redis variables. */
+export interface RedisEnv {
+  REDIS_URL?: string | undefined;
+  REDIS_CLUSTER_NODES?: HostPort[] | undefined;
+  REDIS_SENTINELS?: HostPort[] | undefined;
+  REDIS_SENTINEL_MASTER?: string | undefined;
+}
+
+const ONE_OF =
+  'set exactly one of REDIS_URL (one node), REDIS_CLUSTER_NODES (Redis Cluster seed nodes) or REDIS_SENTINELS with REDIS_SENTINEL_MASTER (Sentinel)';
+
+/** The topology the variables name, or every problem as `NAME: problem` lines. */
+export function redisTopologyOf(
+  env: RedisEnv,
+): { ok: true; topology: RedisTopology } | { ok: false; problems: string[] } {
+  const named = [
+    env.REDIS_URL !== undefined && 'REDIS_URL',
+    env.REDIS_CLUSTER_NODES !== undefined && 'REDIS_CLUSTER_NODES',
+    env.REDIS_SENTINELS !== undefined && 'REDIS_SENTINELS',
+  ].filter((name): name is string => name !== false);
+  const problems: string[] = [];
+  if (named.length === 0) problems.push(`REDIS_URL: ${ONE_OF}`);
+  if (named.length > 1) problems.push(`${named.join(', ')}: ${ONE_OF}; got ${named.length}`);
+  if (env.REDIS_SENTINELS !== undefined && env.REDIS_SENTINEL_MASTER === undefined)
+    problems.push('REDIS_SENTINEL_MASTER: required with REDIS_SENTINELS (the monitored master name)');
+  if (env.REDIS_SENTINELS === undefined && env.REDIS_SENTINEL_MASTER !== undefined)
+    problems.push('REDIS_SENTINEL_MASTER: only with REDIS_SENTINELS');
+  if (problems.length > 0) return { ok: false, problems };
+  if (env.REDIS_CLUSTER_NODES !== undefined)
+    return { ok: true, topology: { kind: 'cluster', nodes: env.REDIS_CLUSTER_NODES } };
+  if (env.REDIS_SENTINELS !== undefined && env.REDIS_SENTINEL_MASTER !== undefined)
+    return {
+      ok: true,
+      topology: { kind: 'sentinel', sentinels: env.REDIS_SENTINELS, masterName: env.REDIS_SENTINEL_MASTER },
+    };
+  if (env.REDIS_URL !== undefined) return { ok: true, topology: { kind: 'single', url: env.REDIS_URL } };
+  return { ok: false, problems: [`REDIS_URL: ${ONE_OF}`] };
+}
+
+/** The environment that names `topology` (the inverse of {@link redisTopologyOf}, for child processes). */
+export function redisEnvOf(topology: RedisTopology): Record<string, string> {
+  const list = (addresses: HostPort[]) =>
+    addresses.map((a) => (a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`)).join(',');
+  switch (topology.kind) {
+    case 'single':
+      return { REDIS_URL: topology.url };
+    case 'cluster':
+      return { REDIS_CLUSTER_NODES: list(topology.nodes) };
+    case 'sentinel':
+      return { REDIS_SENTINELS: list(topology.sentinels), REDIS_SENTINEL_MASTER: topology.masterName };
+  }
+}
