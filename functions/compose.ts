@@ -90,6 +90,7 @@ export function composeAppDeps(input: ComposeInput): AppDeps {
         pods,
         settle,
         schedule,
+        dedupe,
         clock: clock.nowMs,
         logger,
         periodMs: config.syncPeriodSeconds * 1000,
@@ -273,9 +274,10 @@ export function sweepListersOf(kube: KubeAdapter): SweepListers {
       return lists.flatMap((objects, index) =>
         objects.flatMap((object) => {
           const kind = OBJECT_KINDS[index];
-          return kind !== undefined && object.metadata.namespace
-            ? [{ kind, namespace: object.metadata.namespace, name: object.metadata.name }]
-            : [];
+          const { namespace, name, uid, resourceVersion } = object.metadata;
+          if (kind === undefined || !namespace) return [];
+          const ref = { kind, namespace, name };
+          return [uid && resourceVersion ? { ref, version: { uid, resourceVersion } } : { ref }];
         }),
       );
     },

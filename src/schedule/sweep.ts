@@ -1,7 +1,7 @@
 import type { BaseLogger } from 'pino';
 import { type ObjectRef, refKey } from '../core/object-ref.ts';
 import { podsToRelease, type ReleasePodView } from '../core/pod-release.ts';
-import type { RequeueSchedule } from '../settle/ports.ts';
+import type { EventDedupe, ObjectVersion, RequeueSchedule } from '../settle/ports.ts';
 import type { Settle } from '../settle/settle.ts';
 import { runBounded } from './pool.ts';
 import type { SingleHolderLease } from './single-holder-lease.ts';
@@ -11,6 +11,13 @@ import type { SingleHolderLease } from './single-holder-lease.ts';
  * reconcile every object with a finished un-bookkept Job, delete per-run Secrets whose Job is gone, and give
  * every object a requeue. This is how the system heals after lost events or a flushed Redis.
  */
+
+/** One of our objects as listed: its reference and the version it is at. */
+export interface SweptObject {
+  ref: ObjectRef;
+  /** Undefined when the list did not carry it (the object is then treated as unchanged). */
+  version?: ObjectVersion;
+}
 
 /** One of our Jobs as the sweep sees it (label `captf.io/managed=true`). */
 export interface SweptJob {
@@ -57,7 +64,7 @@ export interface RunSecret {
 
 /** Live reads and the one delete the sweep makes; each throws UnavailableError on an outage. */
 export interface SweepListers {
-  listObjects(): Promise<ObjectRef[]>;
+  listObjects(): Promise<SweptObject[]>;
   listJobs(): Promise<SweptJob[]>;
   listRunSecrets(): Promise<RunSecret[]>;
   /** Deletes one per-run Secret; a Secret already gone is not an error. */
@@ -81,6 +88,11 @@ export interface SweepDeps {
   /** Runs and settles one step (its requeue included). */
   settle: Settle;
   schedule: RequeueSchedule;
+  /**
+   * The versions steps have left (src/settle/settle.ts remembers each): an object listed at a version no step
+   * has seen changed while its event was lost, and is looked at now rather than at its requeue.
+   */
+  dedupe: Pick<EventDedupe, 'seen'>;
   clock: () => number;
   logger: Pick<BaseLogger, 'debug' | 'info' | 'warn' | 'error'>;
   periodMs: number;
@@ -101,6 +113,8 @@ export type SweepReport =
       /** Pods released from our finalizer (only when `pods` is given). */
       podsReleased?: number;
       requeued: number;
+      /** Objects at a version no step has seen (a lost event, or a marker past its TTL): looked at now. */
+      changed: number;
       stepFailures: number;
     };
 
@@ -174,11 +188,18 @@ async function sweep(deps: SweepDeps): Promise<SweepReport> {
   ]);
   const [objects, jobs] = await Promise.all([deps.listers.listObjects(), deps.listers.listJobs()]);
   // Requeues first: whatever fails later in this sweep, every object has its next look (DESIGN.md section 8:
-  // this is how a flushed Redis heals). Only objects without one get one, so a resting fleet is not stepped
-  // every period; the steps below may still bring an object's requeue forward.
-  const dueAtMs = deps.clock() + deps.periodMs;
-  for (const ref of objects) await deps.schedule.ensure(ref, dueAtMs);
-  const toReconcile = objectsNeedingBookkeeping(objects, jobs);
+  // this is how a flushed Redis heals). An object changed since its last step (its event was lost) is due now;
+  // any other gets a requeue only when it has none, so a resting fleet is not stepped every period.
+  const nowMs = deps.clock();
+  let changed = 0;
+  for (const object of objects) {
+    if (object.version !== undefined && !(await deps.dedupe.seen(object.version))) {
+      changed += 1;
+      await deps.schedule.add(object.ref, nowMs);
+    } else await deps.schedule.ensure(object.ref, nowMs + deps.periodMs);
+  }
+  const refs = objects.map((object) => object.ref);
+  const toReconcile = objectsNeedingBookkeeping(refs, jobs);
   const results = await runBounded(
     toReconcile,
     deps.concurrency,
@@ -214,6 +235,7 @@ async function sweep(deps: SweepDeps): Promise<SweepReport> {
     secretsDeleted,
     ...(deps.pods ? { podsReleased } : {}),
     requeued: objects.length,
+    changed,
     stepFailures,
   };
 }

@@ -135,10 +135,17 @@ async function reconcile(deps: StepDeps, ref: ObjectRef, lock: KeptStepLock): Pr
 
 /**
  * The outcome with the object's version as the step left it, so the event of this very version (the
- * step's own write) needs no step of its own (src/settle). Not for outcomes that leave it in doubt.
+ * step's own write) needs no step of its own (src/settle). Not for outcomes that leave it in doubt, nor for
+ * the finalizer write: the step stops there (DESIGN.md section 5 step 2) and the echo of that write is what
+ * starts the next one at once (its 1 s requeue waits for the next tick, a minute under a PingSource).
  */
 function observed(outcome: StepOutcome, snapshot: Snapshot, writes: ObjectWrites): StepOutcome {
-  if (outcome.action === 'unavailable' || outcome.reason === 'Conflict' || outcome.action === 'finalized')
+  if (
+    outcome.action === 'unavailable' ||
+    outcome.action === 'finalized' ||
+    outcome.reason === 'Conflict' ||
+    outcome.reason === 'FinalizerAdded'
+  )
     return outcome;
   return { ...outcome, observed: { uid: snapshot.uid, resourceVersion: writes.resourceVersion } };
 }

@@ -96,6 +96,7 @@ async function sweepNamespace(): Promise<unknown> {
       claimDue: async () => [],
       complete: async () => undefined,
     },
+    dedupe: { seen: async () => true },
     clock: () => Date.now(),
     logger: { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
     periodMs: 1000,

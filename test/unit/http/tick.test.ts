@@ -7,10 +7,18 @@ import {
   runSweepIfDue,
   type SweepListers,
   type SweptJob,
+  type SweptObject,
 } from '../../../src/schedule/sweep.ts';
 import { auth, MemorySchedule, memorySettle, recordingStep, T0, testApp } from './in-memory.ts';
 
 const c = (name: string): ObjectRef => ({ kind: 'TerraformCluster', namespace: 'team-a', name });
+/** `name` listed at resourceVersion `rv`. */
+const listed = (name: string, rv = '1'): SweptObject => ({
+  ref: c(name),
+  version: { uid: `uid-${name}`, resourceVersion: rv },
+});
+/** Every version has been stepped. */
+const allSeen = { seen: async () => true };
 
 describe('POST /tick', () => {
   it('claims due requeues, runs their steps, and schedules each next requeue from its outcome', async () => {
@@ -166,7 +174,7 @@ describe('sweep', () => {
     const deleted: string[] = [];
     return {
       deleted,
-      listObjects: async () => [c('a'), c('b')],
+      listObjects: async () => [listed('a'), listed('b')],
       listJobs: async () => [job('j1', 'a', true, false)],
       listRunSecrets: async () => [{ namespace: 'team-a', name: 'captf-run-old', jobName: 'old' }],
       deleteRunSecret: async (s) => {
@@ -197,6 +205,7 @@ describe('sweep', () => {
       listers: l,
       settle: memorySettle(step, schedule),
       schedule,
+      dedupe: allSeen,
       clock: () => T0,
       logger: silent,
       periodMs: 600_000,
@@ -210,12 +219,38 @@ describe('sweep', () => {
       reconciled: 1,
       secretsDeleted: 1,
       requeued: 2,
+      changed: 0,
       stepFailures: 0,
     });
     expect(calls.map((call) => call.ref)).toEqual([c('a')]);
     expect(l.deleted).toEqual(['captf-run-old']);
     expect(schedule.dueAt(c('a'))).toBe(T0 + 30_000);
     expect(schedule.dueAt(c('b'))).toBe(T0 + 600_000);
+  });
+
+  it('an object at a version no step has seen (its event was lost) is due now; a resting one keeps its requeue', async () => {
+    const schedule = new MemorySchedule();
+    await schedule.add(c('resting'), T0 + 3_600_000);
+    await schedule.add(c('changed'), T0 + 3_600_000);
+    const report = await runSweepIfDue({
+      lease: lease(false),
+      holder: 'i1',
+      listers: listers({
+        listObjects: async () => [listed('resting', '7'), listed('changed', '9'), { ref: c('unversioned') }],
+        listJobs: async () => [],
+      }),
+      settle: memorySettle(recordingStep().step, schedule),
+      schedule,
+      dedupe: { seen: async (version) => version.resourceVersion !== '9' },
+      clock: () => T0,
+      logger: silent,
+      periodMs: 600_000,
+      concurrency: 2,
+    });
+    expect(report).toMatchObject({ state: 'ran', objects: 3, changed: 1, requeued: 3 });
+    expect(schedule.dueAt(c('changed'))).toBe(T0);
+    expect(schedule.dueAt(c('resting'))).toBe(T0 + 3_600_000);
+    expect(schedule.dueAt(c('unversioned'))).toBe(T0 + 600_000);
   });
 
   it('a refused cleanup delete is logged and skipped: the other deletes and every requeue still happen', async () => {
@@ -240,6 +275,7 @@ describe('sweep', () => {
       },
       settle: memorySettle(recordingStep().step, schedule),
       schedule,
+      dedupe: allSeen,
       clock: () => T0,
       logger: { ...silent, warn: (_fields: unknown, msg?: string) => void warnings.push(msg ?? '') },
       periodMs: 600_000,
@@ -260,6 +296,7 @@ describe('sweep', () => {
       listers: listers(),
       settle: memorySettle(step, schedule),
       schedule,
+      dedupe: allSeen,
       clock: () => T0,
       logger: silent,
       periodMs: 600_000,
@@ -282,6 +319,7 @@ describe('sweep', () => {
       }),
       settle: memorySettle(recordingStep().step, new MemorySchedule()),
       schedule: new MemorySchedule(),
+      dedupe: allSeen,
       clock: () => T0,
       logger: silent,
       periodMs: 600_000,
