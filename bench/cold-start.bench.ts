@@ -130,7 +130,10 @@ async function stop(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-/** `STEPS` events, one worker per object (a second event for the same object would wait on its lock). */
+/**
+ * `STEPS` steps through `POST /reconcile`, one worker per object (a second call for the same object would wait
+ * on its lock). Not events: an event about a version a step has seen is answered Duplicate without a step.
+ */
 async function drive(url: string): Promise<{ answered: number; failed: number; ms: number }> {
   let next = 1;
   let failed = 0;
@@ -138,10 +141,13 @@ async function drive(url: string): Promise<{ answered: number; failed: number; m
   await Promise.all(
     OBJECTS.map(async (object) => {
       while (next <= STEPS) {
-        const index = next++;
-        const answer = await fetch(`${url}/events`, refEvent(index, object));
-        const body = (await answer.json()) as { handled?: boolean };
-        if (answer.status !== 200 || body.handled !== true) failed += 1;
+        next += 1;
+        const answer = await fetch(`${url}/reconcile/${object.kind}/${NAMESPACE}/${object.name}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}` },
+        });
+        const body = (await answer.json()) as { outcome?: { action?: string } };
+        if (answer.status !== 200 || body.outcome?.action === undefined) failed += 1;
       }
     }),
   );
@@ -240,7 +246,7 @@ try {
     }
   }
 
-  log(`memory: ${formatNumber(STEPS)} events per target (each one step for the handlers)`);
+  log(`memory: ${formatNumber(STEPS)} steps per target (POST /reconcile)`);
   const after = new Map<string, { rss: number; peak: number; stepsPerSecond: number; failed: number }>();
   for (const target of targets) {
     const started = await start(target, handlerEnv);
@@ -251,15 +257,15 @@ try {
   }
 
   printTable(
-    `one handler process, fresh per sample (median of ${SAMPLES}; ${formatNumber(STEPS)} events for the memory)`,
+    `one handler process, fresh per sample (median of ${SAMPLES}; ${formatNumber(STEPS)} steps for the memory)`,
     [
       'process',
       'first /events ms',
       'RSS at first MB',
       `RSS after ${STEPS / 1000}k MB`,
       'peak RSS MB',
-      'events/s',
-      'not handled',
+      'steps/s',
+      'not stepped',
     ],
     targets.map((target) => {
       const memory = after.get(target.name);
