@@ -198,6 +198,19 @@ export async function createObject(
   return refOf(env, kind, name);
 }
 
+/** Creates a Secret in the env's namespace; `labels` e.g. the variables opt-in (issue 16). */
+export async function createSecret(
+  env: StepEnv,
+  name: string,
+  data: Record<string, string>,
+  labels: Readonly<Record<string, string>> = {},
+): Promise<void> {
+  await env.core.createNamespacedSecret({
+    namespace: env.namespace,
+    body: { metadata: { name, labels: { ...labels } }, stringData: data },
+  });
+}
+
 /** Reads one of our objects. */
 export async function readObject(env: StepEnv, ref: ObjectRef): Promise<CustomObject> {
   const object = await env.kube.reader.getCustomObject(ref.kind, ref.namespace, ref.name);
