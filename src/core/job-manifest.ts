@@ -1,4 +1,5 @@
 import {
+  JOB_RUN_AS_USER,
   LIB_DIR,
   LOADER_FILE,
   MODULE_DIR,
@@ -62,7 +63,7 @@ export interface JobManifest {
       spec: {
         restartPolicy: 'Never';
         terminationGracePeriodSeconds: number;
-        securityContext: { fsGroup: number };
+        securityContext: PodSecurityContext;
         serviceAccountName?: string;
         imagePullSecrets: { name: string }[];
         nodeSelector: Record<string, string>;
@@ -86,7 +87,43 @@ export interface ContainerManifest {
   env?: EnvVar[];
   resources?: { requests: Record<string, Quantity>; limits: Record<string, Quantity> };
   terminationMessagePolicy: 'File';
+  securityContext: ContainerSecurityContext;
   volumeMounts: { name: string; mountPath: string; readOnly?: boolean }[];
+}
+
+/** The pod-level security context of a Job pod (the Pod Security `restricted` standard's pod fields). */
+export interface PodSecurityContext {
+  runAsNonRoot: true;
+  runAsUser: number;
+  runAsGroup: number;
+  fsGroup: number;
+  seccompProfile: { type: 'RuntimeDefault' };
+}
+
+/** The container-level security context: the `restricted` fields that exist only per container. */
+export interface ContainerSecurityContext {
+  allowPrivilegeEscalation: false;
+  capabilities: { drop: ['ALL'] };
+}
+
+/**
+ * The pod's security context: the `restricted` Pod Security Standard (non-root, runtime default seccomp)
+ * with the run config's fsGroup. Both containers run as JOB_RUN_AS_USER whatever the image's `USER`.
+ */
+export function jobPodSecurityContext(): PodSecurityContext {
+  return {
+    runAsNonRoot: true,
+    runAsUser: JOB_RUN_AS_USER,
+    runAsGroup: JOB_RUN_AS_USER,
+    // The run config is group-readable by this group, and the kubelet adds it to every container's groups.
+    fsGroup: RUN_CONFIG_FS_GROUP,
+    seccompProfile: { type: 'RuntimeDefault' },
+  };
+}
+
+/** Every container's security context: `restricted` sets these per container, not per pod. */
+export function jobContainerSecurityContext(): ContainerSecurityContext {
+  return { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } };
 }
 
 /** The object a Job runs for. */
@@ -143,8 +180,8 @@ export function ownerReference(
 /**
  * The Job of one run (DESIGN.md section 9): `backoffLimit: 0` (a retry is our decision, not the Job
  * controller's), `restartPolicy: Never`, no TTL (bookkeeping reads the Job and pruning deletes it), the
- * deadline from the policy, 600 s grace; init container `runner` copies the runner into `/captf/bin`,
- * container `source` (the module image) runs it with the per-run Secret at `/captf/config` (mode 0440,
+ * deadline from the policy, 600 s grace, the `restricted` Pod Security Standard (issue 16); init container
+ * `runner` copies the runner into `/captf/bin`, container `source` (the module image) runs it with the per-run Secret at `/captf/config` (mode 0440,
  * group `fsGroup`) and a stop timeout derived from the grace (src/schemas/job-contract.ts).
  */
 export function buildJobManifest(input: JobManifestInput): JobManifest {
@@ -174,8 +211,8 @@ export function buildJobManifest(input: JobManifestInput): JobManifest {
         spec: {
           restartPolicy: 'Never',
           terminationGracePeriodSeconds: TERMINATION_GRACE_SECONDS,
-          // The run config is group-readable by this group, whatever non-root USER the module image has.
-          securityContext: { fsGroup: RUN_CONFIG_FS_GROUP },
+          // Pod Security `restricted` (issue 16): admitted in namespaces that enforce it.
+          securityContext: jobPodSecurityContext(),
           ...(policy.serviceAccountName ? { serviceAccountName: policy.serviceAccountName } : {}),
           imagePullSecrets: policy.imagePullSecrets,
           nodeSelector: policy.nodeSelector,
@@ -186,6 +223,7 @@ export function buildJobManifest(input: JobManifestInput): JobManifest {
               image: input.runnerImage,
               args: ['copy', RUNNER_BIN_DIR],
               terminationMessagePolicy: 'File',
+              securityContext: jobContainerSecurityContext(),
               volumeMounts: [binMount],
             },
           ],
@@ -211,6 +249,7 @@ export function buildJobManifest(input: JobManifestInput): JobManifest {
               env: policy.env,
               resources: policy.resources,
               terminationMessagePolicy: 'File',
+              securityContext: jobContainerSecurityContext(),
               volumeMounts: [
                 { ...binMount, readOnly: true },
                 { name: 'captf-config', mountPath: RUN_CONFIG_DIR, readOnly: true },

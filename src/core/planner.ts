@@ -10,7 +10,7 @@ import type { PlanSituation } from './approval.ts';
 import { nextAttemptOf, retryStatesOf, withStarted } from './attempts.ts';
 import type { RetryState } from './backoff.ts';
 import { type Bookkeeping, jobsToBookkeep, planBookkeeping, recordLostActiveJob } from './bookkeeping.ts';
-import { findCondition } from './conditions.ts';
+import { findCondition, OP_CONDITION } from './conditions.ts';
 import { decideOp, type StartDecision } from './decide.ts';
 import type { RunEvent } from './event-spec.ts';
 import { applyGates, type GateInput } from './gates.ts';
@@ -43,6 +43,7 @@ import type {
   RunGuardSpec,
   StepPlan,
 } from './step-plan.ts';
+import { type NotOptedIn, notOptedInEvent } from './variables-opt-in.ts';
 import type { JobView } from './views.ts';
 import { type WaitDecision, waitFor } from './wait-table.ts';
 import { watchActiveJob } from './watch.ts';
@@ -486,8 +487,9 @@ function planWatch(base: Base, watched: Extract<Watched, { kind: 'verdict' }>): 
     pods.every((pod) => isPodAlive(pod))
   ) {
     const inputs = resolveRunInputs(snap, planning.policy, decisionsOf(job));
-    if (inputs.kind === 'missing') {
-      const wait = waitFor('WaitingForDependencies', {
+    if (inputs.kind !== 'resolved') {
+      const reason = inputs.kind === 'missing' ? 'WaitingForDependencies' : 'VariablesSecretNotOptedIn';
+      const wait = waitFor(reason, {
         now: facts.now,
         uid: snap.uid,
         op: record.op,
@@ -536,6 +538,32 @@ function planWatch(base: Base, watched: Extract<Watched, { kind: 'verdict' }>): 
     }),
     false,
   );
+}
+
+/**
+ * A run held back by a Secret that did not opt in (issue 16 item 1): no Job, the wait, and a Warning Event
+ * when the object was not already waiting for this (a wait is written once; so is its Event).
+ */
+function holdBackNotOptedIn(base: Base, op: Op, notOptedIn: NotOptedIn): Planned {
+  const { planning } = base;
+  const { snap, facts } = planning;
+  const wait = waitFor('VariablesSecretNotOptedIn', {
+    now: facts.now,
+    uid: snap.uid,
+    op,
+    message: notOptedIn.message,
+  });
+  const status = waitStatus(planning.statusContext, base.status, wait);
+  const condition = OP_CONDITION[op];
+  const repeated =
+    snap.status.waitReason === wait.reason &&
+    findCondition(snap.status.conditions, condition)?.message ===
+      findCondition(status.conditions, condition)?.message;
+  const event = notOptedInEvent(notOptedIn, snap.inputsHash);
+  const events = repeated
+    ? base.events
+    : [...base.events, { ...event, note: planning.redactor.redact(event.note) }];
+  return planRest({ ...base, events }, status, waitOutcome(base, wait));
 }
 
 /** The gates, then the start (DESIGN.md section 5 steps 5 to 8). */
@@ -618,6 +646,7 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
   // A missing Secret must hold the start back before anything is taken (section 5 step 6).
   const inputs: RunInputs = resolveRunInputs(snap, policy, decisions);
   if (inputs.kind === 'missing') return holdBack('WaitingForDependencies', inputs.message);
+  if (inputs.kind === 'not-opted-in') return holdBackNotOptedIn(base, op, inputs);
 
   const attempt = nextAttemptOf(base.records, op, base.status.attempts);
   // Drift and refresh repeat with equal inputs; the newest success separates one run from the next.

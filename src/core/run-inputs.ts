@@ -4,19 +4,23 @@ import { secretTextsOfSecretValue } from './redaction.ts';
 import type { RunDecisions } from './run-decisions.ts';
 import type { RunConfigSource } from './run-secret-manifest.ts';
 import type { ReferencedSecrets, Snapshot } from './snapshot.ts';
+import { envSecretRefs, firstNotOptedIn, variablesFromRefs } from './variables-opt-in.ts';
 
 /**
  * The inputs of one run (DESIGN.md section 9), resolved from the snapshot without I/O: `spec.variables`,
  * the `variablesFrom` Secret keys, the backend and its Secret, the lock timeout and the decisions of the
  * step. Only the plan HMAC key is left to the shell (it lives in a Secret of its own, created once). Also
- * the secret values a redactor must know: exactly the Secret keys the inputs reference.
+ * the secret values a redactor must know: exactly the Secret keys the inputs reference. A Secret that
+ * variables are read from must have opted in (src/core/variables-opt-in.ts).
  */
 
 /** A run's config source without the plan key; or why it cannot be built yet. */
 export type RunInputs =
   | { kind: 'resolved'; source: Omit<RunConfigSource, 'planHmacKey'> }
   /** A referenced Secret or key is missing; the message names it, never a value. */
-  | { kind: 'missing'; message: string };
+  | { kind: 'missing'; message: string }
+  /** A Secret variables are read from lacks the opt-in label; the message names it and the label. */
+  | { kind: 'not-opted-in'; secret: string; message: string };
 
 /** A `variablesFrom` value: JSON when it parses (non-string variables), the raw text otherwise. */
 function variableValue(text: string): unknown {
@@ -29,12 +33,18 @@ function variableValue(text: string): unknown {
 
 /** Resolves the inputs of the next run of the snapshot's object. */
 export function resolveRunInputs(
-  snap: Pick<Snapshot, 'ref' | 'uid' | 'spec' | 'referencedSecrets'>,
+  snap: Pick<Snapshot, 'ref' | 'uid' | 'spec' | 'referencedSecrets' | 'variablesSecretOptIns'>,
   policy: EffectiveJobsPolicy,
   decisions: RunDecisions,
 ): RunInputs {
   const spec = snap.spec;
   if (!spec) return { kind: 'missing', message: 'the spec does not parse' };
+  // Before any key is looked up: a Secret that did not opt in reveals not even which keys it has.
+  const notOptedIn = firstNotOptedIn(
+    [...variablesFromRefs(spec.variablesFrom), ...envSecretRefs(policy.env)],
+    snap.variablesSecretOptIns,
+  );
+  if (notOptedIn) return { kind: 'not-opted-in', ...notOptedIn };
   const secretVariables: Record<string, unknown> = {};
   for (const from of spec.variablesFrom ?? []) {
     const { name, key } = from.secretKeyRef;

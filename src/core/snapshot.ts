@@ -4,6 +4,7 @@ import type { TerraformPlan } from '../schemas/kinds/terraform-plan.ts';
 import type { JobRecord } from './job-record.ts';
 import type { ObjectRef } from './object-ref.ts';
 import type { PreambleMeta } from './preamble.ts';
+import type { VariablesSecretOptIns } from './variables-opt-in.ts';
 import type { JobView } from './views.ts';
 
 /**
@@ -46,6 +47,11 @@ export interface Snapshot {
   /** The TerraformPlan named by `status.pendingPlanRef`, when it exists. */
   pendingPlan?: TerraformPlan;
   referencedSecrets: ReferencedSecrets;
+  /**
+   * Whether each existing Secret that `variablesFrom` or the effective `env[].valueFrom` reads carries the
+   * opt-in label (src/core/variables-opt-in.ts).
+   */
+  variablesSecretOptIns: VariablesSecretOptIns;
   /** The inputs hash of the live spec (src/core/inputs-hash.ts); '' when the spec does not parse. */
   inputsHash: string;
 }

@@ -27,6 +27,8 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
   Backoff: { requeueSeconds: 600, jitter: false },
   AwaitingApproval: { requeueSeconds: 600, jitter: false },
   WaitingForDependencies: { requeueSeconds: 30, jitter: false },
+  // A person labels the Secret; no event about a Secret reaches the object, so this requeue finds it.
+  VariablesSecretNotOptedIn: { requeueSeconds: 60, jitter: false },
   WaitingForJobSlot: { requeueSeconds: 15, jitter: true },
   JobPolicyInvalid: { requeueSeconds: 600, jitter: false },
   SpecInvalid: { requeueSeconds: 600, jitter: false },

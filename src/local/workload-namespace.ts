@@ -28,6 +28,15 @@ const NO_KUBECONFIG_FILE = '/nonexistent/captf-static-credentials';
 /** Lifetime of the backend token; a local run lasts hours at most. */
 const TOKEN_DURATION = '24h';
 
+/**
+ * The workload namespace enforces the `restricted` Pod Security Standard, as a hardened team namespace does:
+ * the local run and the end-to-end tests show the Jobs pass it (issue 16).
+ */
+export const RESTRICTED_POD_SECURITY = {
+  'pod-security.kubernetes.io/enforce': 'restricted',
+  'pod-security.kubernetes.io/enforce-version': 'latest',
+};
+
 /** What the backend needs to reach the API server. */
 export interface BackendTarget {
   apiServerUrl: string;
@@ -36,8 +45,9 @@ export interface BackendTarget {
 }
 
 /**
- * Creates (or updates) `namespace` with the runner RBAC and the backend Secret. Idempotent: a second call
- * refreshes the token. Throws with kubectl's message on failure. The token never reaches a log.
+ * Creates (or updates) `namespace`, enforcing Pod Security `restricted`, with the runner RBAC and the backend
+ * Secret. Idempotent: a second call refreshes the token. Throws with kubectl's message on failure. The
+ * token never reaches a log.
  */
 export async function prepareWorkloadNamespace(
   kubectl: Kubectl,
@@ -45,7 +55,11 @@ export async function prepareWorkloadNamespace(
   namespace: string,
   target: BackendTarget,
 ): Promise<void> {
-  const namespaceManifest = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } };
+  const namespaceManifest = {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name: namespace, labels: RESTRICTED_POD_SECURITY },
+  };
   await kubectl.run(['apply', '-f', '-'], JSON.stringify(namespaceManifest));
   await kubectl.run(['apply', '-n', namespace, '-f', join(repoRoot, 'infra', 'rbac', 'runner.yaml')]);
   // Every pod's service account volume projects this ConfigMap; the local kube-controller-manager does not

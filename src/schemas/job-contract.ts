@@ -27,6 +27,13 @@ export const RESULT_FILE = '/dev/termination-log';
  * config while other users of the node do not. 65532 is the conventional "nonroot" id of distroless images.
  */
 export const RUN_CONFIG_FS_GROUP = 65_532;
+/**
+ * The user (and primary group) both containers of a Job pod run as: the Pod Security `restricted` standard
+ * needs a non-root user, and naming one (rather than trusting the image's `USER`) lets a `FROM scratch`
+ * module image with no `USER` run. It is the runner image's own `USER` (images/runner.dockerfile).
+ */
+export const JOB_RUN_AS_USER = 65_532;
+
 /** Mode of the run-config files: owner and the fsGroup read; nobody writes. */
 export const RUN_CONFIG_FILE_MODE = 0o440;
 

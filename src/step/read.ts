@@ -8,7 +8,14 @@ import { type JobRecord, jobRecord } from '../core/job-record.ts';
 import { runSecretName } from '../core/names.ts';
 import type { ObjectKind, ObjectRef } from '../core/object-ref.ts';
 import type { OwningCluster, ReferencedSecrets, Snapshot } from '../core/snapshot.ts';
+import {
+  envSecretRefs,
+  isVariablesSecret,
+  type VariablesSecretOptIns,
+  variablesFromRefs,
+} from '../core/variables-opt-in.ts';
 import type { JobView, PodView } from '../core/views.ts';
+import { type JobsPolicy, resolveJobsPolicy } from '../schemas/kinds/jobs-policy.ts';
 import { TARGET_SCHEMAS } from '../schemas/kinds/registry.ts';
 import type { TargetSpec, TargetStatus } from '../schemas/kinds/target.ts';
 import {
@@ -62,6 +69,29 @@ function referencedDataDigest(spec: TargetSpec, secrets: ReferencedSecrets): str
   return createHash('sha256').update(canonicalJson(picked)).digest('hex');
 }
 
+/** Names of the Secrets `env[].valueFrom` reads in the Jobs policy that results from these layers. */
+function envSecretNames(spec: TargetSpec, clusterDefaults: JobsPolicy | undefined): string[] {
+  return envSecretRefs(resolveJobsPolicy(spec.jobs, clusterDefaults).env).map((ref) => ref.secret);
+}
+
+/**
+ * The opt-in of each existing Secret variables are read from (`variablesFrom`, the effective env). Env
+ * Secrets are read for their labels only; their data never leaves this function.
+ */
+function variablesSecretOptIns(
+  spec: TargetSpec | undefined,
+  envNames: readonly string[],
+  secrets: ReadonlyMap<string, V1Secret | undefined>,
+): VariablesSecretOptIns {
+  const optIns = new Map<string, boolean>();
+  if (!spec) return optIns;
+  for (const name of [...variablesFromRefs(spec.variablesFrom).map((ref) => ref.secret), ...envNames]) {
+    const secret = secrets.get(name);
+    if (secret) optIns.set(name, isVariablesSecret(secret.metadata?.labels));
+  }
+  return optIns;
+}
+
 function parseStatus(kind: ObjectKind, raw: unknown): TargetStatus {
   const parsed = TARGET_SCHEMAS[kind].status.safeParse(raw ?? {});
   // A status we cannot read (written by an older version) is rebuilt from the Jobs; never a reason to stop.
@@ -96,7 +126,8 @@ function capiPaused(cluster: CustomObject | undefined): boolean {
 /**
  * Reads the snapshot; undefined when the object does not exist. Throws a KubeError on an API failure.
  * Requests: object, Jobs; plus the owning TerraformCluster and the Cluster API Cluster for objects with a
- * cluster label, the pending plan when one is referenced, and each referenced Secret.
+ * cluster label, the pending plan when one is referenced, and each referenced Secret (the Secrets of a
+ * cluster's default env that the object's own env does not name after the cluster is read).
  */
 export async function readSnapshot(reader: KubeReader, ref: ObjectRef): Promise<Snapshot | undefined> {
   const object = await reader.getCustomObject(ref.kind, ref.namespace, ref.name);
@@ -108,6 +139,8 @@ export async function readSnapshot(reader: KubeReader, ref: ObjectRef): Promise<
   const clusterName = object.metadata.labels?.[LABELS.clusterName];
   const pendingPlanName = status.pendingPlanRef?.name;
   const secretNames = spec ? referencedSecretNames(spec) : [];
+  // The object's own env is known now; a cluster's defaults only once the cluster is read (below).
+  const firstNames = [...new Set([...secretNames, ...(spec ? envSecretNames(spec, undefined) : [])])];
 
   const [jobs, owningCluster, capiCluster, pendingPlanObject, secrets] = await Promise.all([
     reader.listJobs({ namespace: ref.namespace, labelSelector: { [LABELS.ownerUid]: uid } }),
@@ -120,14 +153,21 @@ export async function readSnapshot(reader: KubeReader, ref: ObjectRef): Promise<
     pendingPlanName !== undefined
       ? reader.getCustomObject('TerraformPlan', ref.namespace, pendingPlanName)
       : Promise.resolve(undefined),
-    Promise.all(secretNames.map((name) => reader.getSecret(ref.namespace, name))),
+    Promise.all(firstNames.map((name) => reader.getSecret(ref.namespace, name))),
   ]);
 
-  const referencedSecrets = new Map<string, Record<string, string> | undefined>();
-  secretNames.forEach((name, index) => {
-    const secret = secrets[index];
-    referencedSecrets.set(name, secret ? decodeSecretData(secret) : undefined);
+  const read = new Map(firstNames.map((name, index) => [name, secrets[index]]));
+  const envNames = spec ? envSecretNames(spec, owningCluster?.defaultsJobs) : [];
+  const later = envNames.filter((name) => !read.has(name));
+  const laterSecrets = await Promise.all(later.map((name) => reader.getSecret(ref.namespace, name)));
+  later.forEach((name, index) => {
+    read.set(name, laterSecrets[index]);
   });
+  const referencedSecrets = new Map<string, Record<string, string> | undefined>();
+  for (const name of secretNames) {
+    const secret = read.get(name);
+    referencedSecrets.set(name, secret ? decodeSecretData(secret) : undefined);
+  }
   const plan = pendingPlanObject ? TerraformPlanSchema.safeParse(pendingPlanObject) : undefined;
   const jobViews: JobView[] = jobs.map(asJobView);
   const records = jobViews
@@ -155,6 +195,7 @@ export async function readSnapshot(reader: KubeReader, ref: ObjectRef): Promise<
     records,
     ...(plan?.success ? { pendingPlan: plan.data } : {}),
     referencedSecrets,
+    variablesSecretOptIns: variablesSecretOptIns(spec, envNames, read),
     inputsHash: spec ? inputsHash(inputsOf(spec, referencedDataDigest(spec, referencedSecrets))) : '',
   };
 }

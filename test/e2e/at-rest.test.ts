@@ -136,7 +136,18 @@ async function contendedLock(): Promise<void> {
         name: `${job}-h0ld1`,
         labels: { 'captf.io/owner-uid': pod.metadata?.labels?.['captf.io/owner-uid'] ?? '' },
       },
-      spec: { nodeName: 'ghost', containers: [{ name: 'source', image: 'example.invalid/x:1' }] },
+      // The namespace enforces Pod Security `restricted` (src/local/workload-namespace.ts).
+      spec: {
+        nodeName: 'ghost',
+        securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
+        containers: [
+          {
+            name: 'source',
+            image: 'example.invalid/x:1',
+            securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+          },
+        ],
+      },
     },
   });
   const now = new Date();

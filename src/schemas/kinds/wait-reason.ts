@@ -19,6 +19,8 @@ export const WAIT_REASONS = [
   'AwaitingApproval',
   /** Something this object builds on is not ready (a machine's cluster infrastructure, a cluster's machines). */
   'WaitingForDependencies',
+  /** A Secret that `variablesFrom` or `env[].valueFrom` reads lacks the label `captf.io/variables=true`. */
+  'VariablesSecretNotOptedIn',
   /** The installation or the Cluster API cluster runs as many Jobs as allowed. */
   'WaitingForJobSlot',
   /** The merged Job policy breaks a rule (lock timeout not below the deadline). */

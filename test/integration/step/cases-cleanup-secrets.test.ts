@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StepOutcome } from '../../../src/core/step-outcome.ts';
+import { VARIABLES_SECRET_LABELS } from '../../../src/core/variables-opt-in.ts';
 import {
   createObject,
   createStepEnv,
@@ -133,7 +134,10 @@ describe('secrets', () => {
     const canary = 'tok-123-canary';
     await env.core.createNamespacedSecret({
       namespace: env.namespace,
-      body: { metadata: { name: 'api-token' }, stringData: { token: canary } },
+      body: {
+        metadata: { name: 'api-token', labels: { ...VARIABLES_SECRET_LABELS } },
+        stringData: { token: canary },
+      },
     });
     const ref = await createObject(env, 'TerraformMachine', 'm-c15', {
       variablesFrom: [{ name: 'api_token', secretKeyRef: { name: 'api-token', key: 'token' } }],

@@ -1,10 +1,12 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { VARIABLES_SECRET_LABELS } from '../../../src/core/variables-opt-in.ts';
 import { kubectlFor } from '../../../src/local/kubectl.ts';
 import { testStack } from '../../env/index.ts';
 import {
   containerWaiting,
   createObject,
+  createSecret,
   createStepEnv,
   endPod,
   eventsOf,
@@ -39,13 +41,6 @@ afterAll(async () => {
 const CANARY = 'tok-123-canary';
 
 /** Creates an Opaque Secret in the env's namespace. */
-async function createSecret(name: string, data: Record<string, string>): Promise<void> {
-  await env.core.createNamespacedSecret({
-    namespace: env.namespace,
-    body: { metadata: { name }, stringData: data },
-  });
-}
-
 /** Moves the test clock by `seconds` for the duration of `body`. */
 async function later<T>(seconds: number, body: () => Promise<T>): Promise<T> {
   env.clock.advance(seconds);
@@ -119,8 +114,14 @@ async function refusingPolicy(
 
 describe('issue 10 defect classes', () => {
   it('class 2, redaction that corrupts data: secret values are cut from free text only; outputs, Job names and plan references arrive intact', async () => {
-    await createSecret('backend-east', { region: 'us-east-1' });
-    await createSecret('creds-east', { token: CANARY, unused: 'infrastructure' });
+    await createSecret(env, 'backend-east', { region: 'us-east-1' });
+    // Variables come only from Secrets that opted in (issue 16); the backend Secret needs no label.
+    await createSecret(
+      env,
+      'creds-east',
+      { token: CANARY, unused: 'infrastructure' },
+      VARIABLES_SECRET_LABELS,
+    );
     const { ref, job } = await startedObject(env, 'TerraformMachine', 'm-redact-outputs', {
       backend: { secretRef: { name: 'backend-east' } },
       variablesFrom: [{ name: 'token', secretKeyRef: { name: 'creds-east', key: 'token' } }],
@@ -162,7 +163,7 @@ describe('issue 10 defect classes', () => {
     );
 
     // A Secret holding the object's own name: Job names and the pending plan reference stay intact.
-    await createSecret('self-name', { owner: 'm-redact-self' });
+    await createSecret(env, 'self-name', { owner: 'm-redact-self' }, VARIABLES_SECRET_LABELS);
     const self = await startedObject(env, 'TerraformMachine', 'm-redact-self', {
       variablesFrom: [{ name: 'owner', secretKeyRef: { name: 'self-name', key: 'owner' } }],
     });

@@ -118,12 +118,20 @@ export async function eventually<T>(
   return value;
 }
 
-/** Creates the env: namespace, CRDs, adapters. */
-export async function createStepEnv(label: string): Promise<StepEnv> {
+/**
+ * Creates the env: namespace, CRDs, adapters. `namespaceLabels` label the namespace, e.g. a Pod Security
+ * level to enforce.
+ */
+export async function createStepEnv(
+  label: string,
+  options: { namespaceLabels?: Record<string, string> } = {},
+): Promise<StepEnv> {
   const config = kubeConfig();
   const core = config.makeApiClient(CoreV1Api);
   const namespace = `step-${label}-${randomBytes(3).toString('hex')}`;
-  await core.createNamespace({ body: { metadata: { name: namespace } } });
+  await core.createNamespace({
+    body: { metadata: { name: namespace, labels: options.namespaceLabels ?? {} } },
+  });
   const clock = testClock();
   const kube = createKubeAdapter({
     source: { kind: 'file', path: testStack().kubeconfigPath },
@@ -188,6 +196,19 @@ export async function createObject(
     },
   });
   return refOf(env, kind, name);
+}
+
+/** Creates a Secret in the env's namespace; `labels` e.g. the variables opt-in (issue 16). */
+export async function createSecret(
+  env: StepEnv,
+  name: string,
+  data: Record<string, string>,
+  labels: Readonly<Record<string, string>> = {},
+): Promise<void> {
+  await env.core.createNamespacedSecret({
+    namespace: env.namespace,
+    body: { metadata: { name, labels: { ...labels } }, stringData: data },
+  });
 }
 
 /** Reads one of our objects. */

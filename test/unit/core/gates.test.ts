@@ -45,6 +45,12 @@ const waitRows = [
   { id: 'S6.4', name: 'cache lag: 5 s', reasons: ['WaitingForCache'], seconds: 5 },
   { id: 'S6.5', name: 'approval: at most 10 min', reasons: ['AwaitingApproval'], seconds: 600 },
   { id: 'S6.6', name: 'JobPolicyInvalid: 10 min', reasons: ['JobPolicyInvalid'], seconds: 600 },
+  {
+    id: 'I16.1',
+    name: 'a variables Secret without the opt-in label: 60 s (labelling it emits nothing the object sees)',
+    reasons: ['VariablesSecretNotOptedIn'],
+    seconds: 60,
+  },
 ] as const;
 
 describe('WAIT_TABLE: DESIGN.md section 6', () => {

@@ -3,7 +3,11 @@ import { ownerLabels } from '../../../src/core/job-labels.ts';
 import { buildJobManifest, type JobManifestInput } from '../../../src/core/job-manifest.ts';
 import { buildRunConfig, buildRunSecret } from '../../../src/core/run-secret-manifest.ts';
 import { RUN_DEFAULTS } from '../../../src/runner/cli.ts';
-import { RESULT_WRITE_RESERVE_SECONDS, RUN_CONFIG_FS_GROUP } from '../../../src/schemas/job-contract.ts';
+import {
+  JOB_RUN_AS_USER,
+  RESULT_WRITE_RESERVE_SECONDS,
+  RUN_CONFIG_FS_GROUP,
+} from '../../../src/schemas/job-contract.ts';
 import { resolveJobsPolicy } from '../../../src/schemas/kinds/jobs-policy.ts';
 import { parseRunConfig } from '../../../src/schemas/run-config.ts';
 
@@ -96,12 +100,46 @@ describe('buildJobManifest: DESIGN.md section 9', () => {
       secret: { secretName: `captf-run-${input.name}`, defaultMode: 0o440 },
     });
     // 0o440 lets the group read; the fsGroup is that group, and the kubelet adds it to every container.
-    expect(pod.securityContext).toEqual({ fsGroup: RUN_CONFIG_FS_GROUP });
+    expect(pod.securityContext.fsGroup).toBe(RUN_CONFIG_FS_GROUP);
     expect(pod.containers[0]?.volumeMounts).toContainEqual({
       name: 'captf-config',
       mountPath: '/captf/config',
       readOnly: true,
     });
+  });
+
+  it('I16.6 restricted: the pod runs non-root as 65532 with the runtime default seccomp profile; fsGroup kept', () => {
+    expect(pod.securityContext).toEqual({
+      runAsNonRoot: true,
+      runAsUser: JOB_RUN_AS_USER,
+      runAsGroup: JOB_RUN_AS_USER,
+      fsGroup: RUN_CONFIG_FS_GROUP,
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    // The runner image's own USER (images/runner.dockerfile), so the init container runs as it was built.
+    expect(JOB_RUN_AS_USER).toBe(65_532);
+  });
+
+  it('I16.6 restricted: both containers forbid privilege escalation and drop every capability', () => {
+    const containers = [...pod.initContainers, ...pod.containers];
+    expect(containers.map((c) => c.name)).toEqual(['runner', 'source']);
+    for (const container of containers) {
+      expect(container.securityContext).toEqual({
+        allowPrivilegeEscalation: false,
+        capabilities: { drop: ['ALL'] },
+      });
+    }
+    // No container may undo the pod's non-root user or seccomp profile (restricted checks both levels).
+    expect(
+      containers.some((c) => 'runAsUser' in c.securityContext || 'seccompProfile' in c.securityContext),
+    ).toBe(false);
+  });
+
+  it('I16.6 restricted: every Job gets its own security context objects (no shared state between manifests)', () => {
+    const other = buildJobManifest(input).spec.template.spec;
+    expect(other.securityContext).toEqual(pod.securityContext);
+    expect(other.securityContext).not.toBe(pod.securityContext);
+    expect(other.containers[0]?.securityContext).not.toBe(pod.containers[0]?.securityContext);
   });
 
   it('S10.stop: the runner kills the runtime early enough to write its interrupted result before grace − 30 s', () => {
