@@ -52,6 +52,10 @@ interface EvidenceRow {
   /** Success of the run (the success conditions of section 7). */
   success: boolean;
   conditionStatus: ConditionStatus;
+  /**
+   * `lastRun.error.kind` when the runner's result was read; without a readable result it is `unknown`
+   * (DESIGN.md section 7). Absent for a success.
+   */
   errorKind?: RunErrorKind;
   reason: Readonly<Record<Op, string>>;
 }
@@ -123,7 +127,7 @@ export const EVIDENCE_TABLE: Readonly<Record<Evidence, EvidenceRow>> = {
     interruption: false,
     success: false,
     conditionStatus: 'False',
-    errorKind: 'image-pull',
+    errorKind: 'unknown',
     reason: SAME('ImagePullFailed'),
   },
   deadline: {
@@ -132,7 +136,7 @@ export const EVIDENCE_TABLE: Readonly<Record<Evidence, EvidenceRow>> = {
     interruption: false,
     success: false,
     conditionStatus: 'False',
-    errorKind: 'deadline',
+    errorKind: 'interrupted',
     reason: DEADLINE_REASONS,
   },
   interrupted: {
@@ -141,6 +145,7 @@ export const EVIDENCE_TABLE: Readonly<Record<Evidence, EvidenceRow>> = {
     interruption: true,
     success: false,
     conditionStatus: 'Unknown',
+    errorKind: 'interrupted',
     reason: SAME('JobInterrupted'),
   },
   'destructive-blocked': {
@@ -149,6 +154,7 @@ export const EVIDENCE_TABLE: Readonly<Record<Evidence, EvidenceRow>> = {
     interruption: false,
     success: false,
     conditionStatus: 'Unknown',
+    errorKind: 'blocked',
     reason: SAME('DestructivePlanBlocked'),
   },
   'awaiting-approval': {
@@ -157,6 +163,7 @@ export const EVIDENCE_TABLE: Readonly<Record<Evidence, EvidenceRow>> = {
     interruption: false,
     success: false,
     conditionStatus: 'Unknown',
+    errorKind: 'blocked',
     reason: SAME('PlanAwaitingApproval'),
   },
   'plan-changed': {
@@ -165,6 +172,7 @@ export const EVIDENCE_TABLE: Readonly<Record<Evidence, EvidenceRow>> = {
     interruption: false,
     success: false,
     conditionStatus: 'Unknown',
+    errorKind: 'plan-changed',
     reason: SAME('PlanChanged'),
   },
   // A lock held by a live holder waits (30 s) and is not counted (DESIGN.md section 4).
@@ -397,15 +405,26 @@ function fromResult(
       return { ...withError, evidence: 'step-failed' };
     }
     case 'interrupted':
-      return { evidence: deadline ? 'deadline' : 'interrupted', violation: exitZero };
+      return {
+        evidence: deadline ? 'deadline' : 'interrupted',
+        violation: exitZero,
+        summary: result.error?.summary ?? 'the runner was stopped before it finished',
+      };
     case 'blocked':
       if (deadline) return { evidence: 'deadline', violation: exitZero };
-      return {
-        evidence: result.plan?.destructive ? 'destructive-blocked' : 'awaiting-approval',
-        violation: exitZero,
-      };
+      return result.plan?.destructive
+        ? {
+            evidence: 'destructive-blocked',
+            violation: exitZero,
+            summary: 'the plan destroys or replaces resources; it waits for approval',
+          }
+        : { evidence: 'awaiting-approval', violation: exitZero, summary: 'the plan waits for approval' };
     case 'plan-changed':
-      return { evidence: deadline ? 'deadline' : 'plan-changed', violation: exitZero };
+      return {
+        evidence: deadline ? 'deadline' : 'plan-changed',
+        violation: exitZero,
+        summary: 'the plan no longer matches the approved plan',
+      };
   }
 }
 
@@ -474,7 +493,7 @@ export function classifyJob(input: ClassifyInput): Classification {
     ...(row.errorKind
       ? {
           error: {
-            kind: row.errorKind,
+            kind: parsed.ok ? row.errorKind : 'unknown',
             ...(verdict.step ? { step: verdict.step } : {}),
             summary: verdict.summary ?? row.reason[input.op],
           },

@@ -6,8 +6,8 @@ import type { WaitDecision } from './wait-table.ts';
 /**
  * Conditions (DESIGN.md sections 6 and 7) in the metav1.Condition shape. `ApplyJobSucceeded` covers apply
  * and destroy, `DriftJobSucceeded` covers drift and refresh, `DriftDetected` is the newest check's finding,
- * `Ready` sums up. Waits are `Unknown`, never `False`. `lastTransitionTime` moves only when the status
- * changes.
+ * `Ready` sums up. Waits are `Unknown`, never `False`, and never replace a `False` (`setOpCondition`).
+ * `lastTransitionTime` moves only when the status changes.
  */
 
 export const CONDITION_TYPES = ['Ready', 'ApplyJobSucceeded', 'DriftJobSucceeded', 'DriftDetected'] as const;
@@ -52,6 +52,22 @@ export function setCondition(
       existing && existing.status === update.status ? existing.lastTransitionTime : at.now.toISOString(),
   };
   return existing ? conditions.map((c) => (c.type === update.type ? next : c)) : [...conditions, next];
+}
+
+/**
+ * Sets an op's condition (`ApplyJobSucceeded`, `DriftJobSucceeded`) from a run, a wait or a running Job. An
+ * `Unknown` never replaces a `False`: a counted failure stays `False` with its reason until a run of that op
+ * succeeds or fails again, so the Failing Jobs runbook's query (`status == "False"`) keeps finding the object
+ * while its retry waits or runs; the retry shows in `activeJob` and `waitReason` instead (issue 15).
+ */
+export function setOpCondition(
+  conditions: readonly Condition[],
+  update: ConditionUpdate,
+  at: WriteContext,
+): Condition[] {
+  if (update.status === 'Unknown' && findCondition(conditions, update.type)?.status === 'False')
+    return [...conditions];
+  return setCondition(conditions, update, at);
 }
 
 /** The condition of a type, if set. */
@@ -107,7 +123,7 @@ export function conditionsAfterRun(
   state: { provisioned: boolean; deleting: boolean },
   at: WriteContext,
 ): Condition[] {
-  let next = setCondition(
+  let next = setOpCondition(
     conditions,
     { type: OP_CONDITION[run.op], status: run.conditionStatus, reason: run.reason, message: runMessage(run) },
     at,
@@ -149,14 +165,14 @@ export function conditionsAfterRun(
 
 /**
  * Conditions while a start waits (DESIGN.md section 6): the waiting op's condition becomes `Unknown` with
- * the wait reason, and a wait without an op changes nothing but `Ready`.
+ * the wait reason unless a counted failure holds it `False` (`setOpCondition`), and a wait without an op
+ * changes nothing but `Ready`.
  *
- * A `Backoff` wait is the exception, by choice: the op condition reports the op's last run (section 7), and
- * a backoff exists only because that run failed, so `ApplyJobSucceeded` stays `False` with the failure's
- * reason and summary, and `Ready` stays `False` with it. "Waits are Unknown, never False" is about waits
- * that no failure caused (leases, slots, approval); turning a counted failure into `Unknown/Backoff` would
- * hide why the object is broken and flap False → Unknown → False (one Event each) on every retry. The wait
- * itself is explained by `status.waitReason: Backoff` and `status.nextAttemptAt`.
+ * A `Backoff` wait leaves the op condition as the run before it left it: a backoff exists only because a
+ * run failed, so `ApplyJobSucceeded` stays `False` with the failure's reason and summary, and `Ready` stays
+ * `False` with it; turning it into `Unknown/Backoff` would hide why the object is broken and flap
+ * False → Unknown → False (one Event each) on every retry. The wait itself is explained by
+ * `status.waitReason: Backoff` and `status.nextAttemptAt`.
  */
 export function conditionsForWait(
   conditions: readonly Condition[],
@@ -166,7 +182,7 @@ export function conditionsForWait(
 ): Condition[] {
   let next = [...conditions];
   if (wait.op !== undefined && wait.reason !== 'Backoff') {
-    next = setCondition(
+    next = setOpCondition(
       next,
       { type: OP_CONDITION[wait.op], status: 'Unknown', reason: wait.reason, message: wait.message },
       at,

@@ -1,13 +1,14 @@
 import type { TargetStatus } from '../schemas/kinds/target.ts';
 import type { WaitReason } from '../schemas/kinds/wait-reason.ts';
 import type { Op } from '../schemas/result.ts';
-import { conditionsForWait, OP_CONDITION, readyUpdate, setCondition } from './conditions.ts';
+import { conditionsForWait, OP_CONDITION, readyUpdate, setCondition, setOpCondition } from './conditions.ts';
 import type { Redactor } from './redaction.ts';
 import type { WaitDecision } from './wait-table.ts';
 
 /**
  * The status a step's move leaves (DESIGN.md sections 2 and 6): a wait shows `waitReason` (and
- * `nextAttemptAt` only for a wait with a natural end) and an `Unknown` condition; an idle object shows
+ * `nextAttemptAt` only for a wait with a natural end) and an `Unknown` condition (never over a counted
+ * failure's `False`); an idle object shows
  * neither; a running Job shows `activeJob`. Each is a pure function of the status it starts from and the
  * object, never of the clock beyond the condition transition time, so the step that its own write wakes
  * computes the same status again and writes nothing.
@@ -72,8 +73,9 @@ export interface ActiveJob {
 }
 
 /**
- * The status of an object whose Job runs: `activeJob`, the op's condition `Unknown` with the watch reason,
- * `waitReason` `JobActive` (or the trouble starting a container), no `nextAttemptAt`.
+ * The status of an object whose Job runs: `activeJob`, the op's condition `Unknown` with the watch reason
+ * (a counted failure keeps it `False`: the retry shows here, not in the condition), `waitReason`
+ * `JobActive` (or the trouble starting a container), no `nextAttemptAt`.
  */
 export function activeStatus(
   context: StatusContext,
@@ -83,7 +85,7 @@ export function activeStatus(
   message: string,
 ): TargetStatus {
   const at = { now: context.now, generation: context.generation };
-  let conditions = setCondition(
+  let conditions = setOpCondition(
     status.conditions ?? [],
     { type: OP_CONDITION[active.op], status: 'Unknown', reason, message: context.redactor.redact(message) },
     at,

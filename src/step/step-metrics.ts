@@ -73,7 +73,8 @@ export function stepMetricsOf(
     async jobBookkept({ object, job, classification, durationSeconds }) {
       const { op, result } = classification;
       metrics.jobDuration.observe({ kind: object.kind, op, result }, durationSeconds);
-      if (classification.error)
+      // Failed Jobs only: an interrupted or blocked run carries an error kind for the runbook, not an error.
+      if (classification.error && classification.result === 'failed')
         metrics.jobErrors.inc({
           error_kind: classification.error.kind,
           step: classification.error.step ?? '',

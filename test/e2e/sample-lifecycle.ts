@@ -109,6 +109,7 @@ export function describeSampleLifecycle(
           op: 'apply',
           result: 'blocked',
           reason: 'DestructivePlanBlocked',
+          error: { kind: 'blocked' },
         });
         expect(blocked.status?.waitReason).toBe('AwaitingApproval');
         expect(conditionOf(blocked, 'ApplyJobSucceeded')?.status).toBe('Unknown');

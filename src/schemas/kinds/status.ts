@@ -8,10 +8,19 @@ import { WaitReasonSchema } from './wait-reason.ts';
 const TimeSchema = z.iso.datetime();
 
 /**
- * Error kinds in `lastRun.error.kind`: the runner's own (`step`, `image-layout`) plus those the controller
- * finds when it classifies a Job (DESIGN.md section 7).
+ * Error kinds in `lastRun.error.kind`, the Failing Jobs runbook's values (DESIGN.md section 7): the runner's
+ * own (`step`, `image-layout`), the run's other ends (`interrupted`, also for a deadline kill the runner
+ * caught; `blocked`; `plan-changed`), and `unknown` where no readable result exists. The condition reason
+ * carries the rest (`ImagePullFailed`, `JobDeadlineExceeded`, …).
  */
-export const RUN_ERROR_KINDS = ['step', 'image-layout', 'image-pull', 'deadline', 'unknown'] as const;
+export const RUN_ERROR_KINDS = [
+  'step',
+  'image-layout',
+  'interrupted',
+  'blocked',
+  'plan-changed',
+  'unknown',
+] as const;
 export const RunErrorKindSchema = z.enum(RUN_ERROR_KINDS);
 export type RunErrorKind = z.infer<typeof RunErrorKindSchema>;
 

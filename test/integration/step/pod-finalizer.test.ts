@@ -153,7 +153,7 @@ describe('pod result finalizer', () => {
       job,
       result: 'failed',
       reason: 'ImagePullFailed',
-      error: { kind: 'image-pull' },
+      error: { kind: 'unknown' },
     });
     await podGone(name);
   });

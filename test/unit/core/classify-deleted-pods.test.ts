@@ -38,12 +38,12 @@ describe('classification of pods being deleted', () => {
       pods: [deleted(pod('p1', { waiting: 'ImagePullBackOff' }))],
       now: T0,
     });
-    expect([c.reason, c.counted, c.error?.kind]).toEqual(['ImagePullFailed', true, 'image-pull']);
+    expect([c.reason, c.counted, c.error?.kind]).toEqual(['ImagePullFailed', true, 'unknown']);
   });
 
   it('C09: no pod left at the deadline, pull trouble recorded on the object → ImagePullFailed, counted', () => {
     const c = classifyJob({ op: 'apply', job: deadlineJob, pods: [], observedPullTrouble: true, now: T0 });
-    expect([c.reason, c.counted, c.error?.kind]).toEqual(['ImagePullFailed', true, 'image-pull']);
+    expect([c.reason, c.counted, c.error?.kind]).toEqual(['ImagePullFailed', true, 'unknown']);
   });
 
   it('C09: no pod left at the deadline and no pull trouble recorded → JobDeadlineExceeded', () => {

@@ -146,23 +146,23 @@ const rows: Row[] = [
       job: deadlineJob,
       pods: [pod('p1', { waiting: 'ImagePullBackOff' }, { phase: 'Failed', podReason: 'DeadlineExceeded' })],
     },
-    expected: { result: 'failed', reason: 'ImagePullFailed', counted: true, kind: 'image-pull' },
+    expected: { result: 'failed', reason: 'ImagePullFailed', counted: true, kind: 'unknown' },
   },
   {
     id: 'S7.5a',
-    name: 'Job DeadlineExceeded, runner wrote interrupted → JobDeadlineExceeded, counted',
+    name: 'Job DeadlineExceeded, runner wrote interrupted → JobDeadlineExceeded, counted, kind interrupted (it caught the kill)',
     input: {
       op: 'apply',
       job: deadlineJob,
       pods: [pod('p1', { exitCode: 1, message: ok(result({ op: 'apply', result: 'interrupted' })) })],
     },
-    expected: { result: 'failed', reason: 'JobDeadlineExceeded', counted: true, kind: 'deadline' },
+    expected: { result: 'failed', reason: 'JobDeadlineExceeded', counted: true, kind: 'interrupted' },
   },
   {
     id: 'S7.5b',
-    name: 'Job DeadlineExceeded on a drift check → DriftJobDeadlineExceeded, counted',
+    name: 'Job DeadlineExceeded on a drift check, no result → DriftJobDeadlineExceeded, counted, kind unknown',
     input: { op: 'drift', job: deadlineJob, pods: [pod('p1', { exitCode: 137 })] },
-    expected: { result: 'failed', reason: 'DriftJobDeadlineExceeded', counted: true, kind: 'deadline' },
+    expected: { result: 'failed', reason: 'DriftJobDeadlineExceeded', counted: true, kind: 'unknown' },
   },
   {
     id: 'S7.6',
@@ -178,7 +178,13 @@ const rows: Row[] = [
         ),
       ],
     },
-    expected: { result: 'interrupted', reason: 'JobInterrupted', counted: false, status: 'Unknown' },
+    expected: {
+      result: 'interrupted',
+      reason: 'JobInterrupted',
+      counted: false,
+      status: 'Unknown',
+      kind: 'interrupted',
+    },
   },
   {
     id: 'S7.7a',
@@ -199,7 +205,13 @@ const rows: Row[] = [
         }),
       ],
     },
-    expected: { result: 'blocked', reason: 'DestructivePlanBlocked', counted: false, status: 'Unknown' },
+    expected: {
+      result: 'blocked',
+      reason: 'DestructivePlanBlocked',
+      counted: false,
+      status: 'Unknown',
+      kind: 'blocked',
+    },
   },
   {
     id: 'S7.7b',
@@ -220,7 +232,13 @@ const rows: Row[] = [
         }),
       ],
     },
-    expected: { result: 'blocked', reason: 'PlanAwaitingApproval', counted: false, status: 'Unknown' },
+    expected: {
+      result: 'blocked',
+      reason: 'PlanAwaitingApproval',
+      counted: false,
+      status: 'Unknown',
+      kind: 'blocked',
+    },
   },
   {
     id: 'S7.8',
@@ -230,7 +248,13 @@ const rows: Row[] = [
       job: failedJob,
       pods: [pod('p1', { exitCode: 4, message: ok(result({ op: 'apply', result: 'plan-changed' })) })],
     },
-    expected: { result: 'blocked', reason: 'PlanChanged', counted: false, status: 'Unknown' },
+    expected: {
+      result: 'blocked',
+      reason: 'PlanChanged',
+      counted: false,
+      status: 'Unknown',
+      kind: 'plan-changed',
+    },
   },
   {
     id: 'S7.9a',
@@ -394,7 +418,7 @@ describe('classifyJob: field cases', () => {
       pods: [pod('p1', 'no-status', { podReason: 'DeadlineExceeded' })],
       now: T0,
     });
-    expect([c.reason, c.counted, c.error?.kind]).toEqual(['JobDeadlineExceeded', true, 'deadline']);
+    expect([c.reason, c.counted, c.error?.kind]).toEqual(['JobDeadlineExceeded', true, 'unknown']);
     expect(c.error?.summary).not.toMatch(/JSON|termination message/);
   });
 
@@ -417,7 +441,7 @@ describe('classifyJob: field cases', () => {
       observedPullTrouble: true,
       now: T0,
     });
-    expect([c.reason, c.counted, c.error?.kind]).toEqual(['ImagePullFailed', true, 'image-pull']);
+    expect([c.reason, c.counted, c.error?.kind]).toEqual(['ImagePullFailed', true, 'unknown']);
   });
 
   it('C09: InvalidImageName until the deadline → ImagePullFailed', () => {
@@ -449,7 +473,7 @@ describe('classifyJob: field cases', () => {
       observedPullTrouble: true,
       now: T0,
     });
-    expect([c.reason, c.counted, c.error?.kind]).toEqual(['ImagePullFailed', true, 'image-pull']);
+    expect([c.reason, c.counted, c.error?.kind]).toEqual(['ImagePullFailed', true, 'unknown']);
   });
 
   it('C09: the same kill after the container had started is a deadline kill, not a pull failure', () => {
@@ -483,7 +507,7 @@ describe('classifyJob: field cases', () => {
       observedPullTrouble: true,
       now: T0,
     });
-    expect([c.reason, c.error?.kind]).toEqual(['JobDeadlineExceeded', 'deadline']);
+    expect([c.reason, c.error?.kind]).toEqual(['JobDeadlineExceeded', 'unknown']);
   });
 
   it('C09: still in ImagePullBackOff but the Job failed before any deadline → not ImagePullFailed', () => {

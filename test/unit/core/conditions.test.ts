@@ -7,7 +7,10 @@ import {
   findCondition,
   readyUpdate,
   setCondition,
+  setOpCondition,
 } from '../../../src/core/conditions.ts';
+import { activeStatus } from '../../../src/core/move-status.ts';
+import { NO_REDACTION } from '../../../src/core/redaction.ts';
 import { waitFor } from '../../../src/core/wait-table.ts';
 import type { Condition } from '../../../src/schemas/kinds/condition.ts';
 import { at, job, pod, result, T0 } from './builders.ts';
@@ -165,6 +168,76 @@ describe('conditionsForWait: DESIGN.md section 6', () => {
       writeAt(0),
     );
     expect(conditionTransitions(afterRun, next)).toEqual([]);
+  });
+});
+
+describe('a counted failure stays False until a run of its op succeeds (issue 15, the Failing Jobs runbook)', () => {
+  const failed: Condition[] = setCondition(
+    [],
+    {
+      type: 'ApplyJobSucceeded',
+      status: 'False',
+      reason: 'ApplyFailed',
+      message: 'apply failed: plan: boom',
+    },
+    writeAt(0),
+  );
+
+  it('waits that follow it, its retry running and an uncounted run leave it False; an unfailed op goes Unknown', () => {
+    const slot = waitFor('WaitingForJobSlot', { now: T0, uid: 'u', op: 'apply', message: 'slots full' });
+    const waited = conditionsForWait(failed, slot, { provisioned: true, deleting: false }, writeAt(10));
+    expect(findCondition(waited, 'ApplyJobSucceeded')).toEqual(findCondition(failed, 'ApplyJobSucceeded'));
+    expect(findCondition(waited, 'Ready')).toMatchObject({ status: 'False', reason: 'ApplyFailed' });
+
+    const running = activeStatus(
+      { now: at(20), generation: 7, deleting: false, redactor: NO_REDACTION },
+      { conditions: failed, ready: true },
+      { name: 'captf-m-x-apply-a2-abc', op: 'apply', attempt: 2, startedAt: at(20).toISOString() },
+      'JobActive',
+      'the Job runs',
+    );
+    expect(findCondition(running.conditions, 'ApplyJobSucceeded')).toMatchObject({
+      status: 'False',
+      reason: 'ApplyFailed',
+    });
+    expect([running.waitReason, running.activeJob?.attempt]).toEqual(['JobActive', 2]);
+
+    const interrupted = conditionsAfterRun(
+      failed,
+      run('apply', JSON.stringify(result({ op: 'apply', result: 'interrupted' })), 143),
+      notDeleting,
+      writeAt(30),
+    );
+    expect(findCondition(interrupted, 'ApplyJobSucceeded')).toMatchObject({
+      status: 'False',
+      reason: 'ApplyFailed',
+    });
+
+    // The drift op never failed: its wait is Unknown as before.
+    const drift = waitFor('WaitingForJobSlot', { now: T0, uid: 'u', op: 'drift', message: 'slots full' });
+    expect(
+      findCondition(conditionsForWait(failed, drift, notDeleting, writeAt(10)), 'DriftJobSucceeded'),
+    ).toMatchObject({ status: 'Unknown', reason: 'WaitingForJobSlot' });
+  });
+
+  it('a success, or a new failure, replaces it', () => {
+    const succeeded = conditionsAfterRun(
+      failed,
+      run('apply', JSON.stringify(result({ op: 'apply', result: 'succeeded' }))),
+      notDeleting,
+      writeAt(40),
+    );
+    expect(findCondition(succeeded, 'ApplyJobSucceeded')).toMatchObject({ status: 'True' });
+    const update = {
+      type: 'ApplyJobSucceeded',
+      status: 'False',
+      reason: 'ImageInvalid',
+      message: 'm',
+    } as const;
+    expect(findCondition(setOpCondition(failed, update, writeAt(50)), 'ApplyJobSucceeded')).toMatchObject({
+      status: 'False',
+      reason: 'ImageInvalid',
+    });
   });
 });
 
