@@ -27,6 +27,8 @@ export interface LocalSentinelNode {
 export interface LocalRedisSentinel {
   topology: { kind: 'sentinel'; sentinels: HostPort[]; masterName: string };
   nodes: LocalSentinelNode[];
+  /** The sentinels (tests stop one to slow the clients' lookups, or ask one for a failover). */
+  sentinels: { port: number; server: LocalRedis }[];
   /** The data node the sentinels name as master now. */
   master(): Promise<LocalSentinelNode>;
   stop(): Promise<void>;
@@ -158,6 +160,7 @@ export async function startRedisSentinel(options: RedisSentinelOptions): Promise
       masterName: LOCAL_SENTINEL_MASTER,
     },
     nodes,
+    sentinels,
     async master() {
       for (const sentinel of sentinels) {
         const view = await sentinelView(sentinel.port);

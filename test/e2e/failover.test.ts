@@ -95,10 +95,13 @@ const scenarios: { name: string; label: string; start: (workDir: string) => Prom
 /** One answer of the handlers to the test's own requests during the failover. */
 interface Probe {
   route: string;
+  /** The HTTP status; 0 when no answer came (the connection failed). */
   status: number;
   retryAfter: string | null;
   /** When the answer came, `performance.now()` ms. */
   atMs: number;
+  /** The start of the body of an answer other than 2xx, or the transport error: why it was not 2xx. */
+  detail?: string;
 }
 
 /** Sends /events (reference adds of `names`) and /tick every 200 ms until stopped. */
@@ -134,14 +137,26 @@ function probe(run: E2eRun, names: string[]): { probes: Probe[]; stop(): Promise
       ];
       await Promise.all(
         requests.map(async ({ route, init }) => {
-          const response = await fetch(`${run.controller.url}${route}`, init);
-          await response.arrayBuffer();
-          probes.push({
-            route,
-            status: response.status,
-            retryAfter: response.headers.get('retry-after'),
-            atMs: performance.now(),
-          });
+          try {
+            const response = await fetch(`${run.controller.url}${route}`, init);
+            const body = await response.text();
+            probes.push({
+              route,
+              status: response.status,
+              retryAfter: response.headers.get('retry-after'),
+              atMs: performance.now(),
+              ...(response.status < 300 ? {} : { detail: body.slice(0, 300) }),
+            });
+          } catch (error) {
+            // Recorded, not thrown: a refused connection is an answer the assertions below reject.
+            probes.push({
+              route,
+              status: 0,
+              retryAfter: null,
+              atMs: performance.now(),
+              detail: String(error),
+            });
+          }
         }),
       );
       await sleep(200);
@@ -161,6 +176,7 @@ describe.each(scenarios)('Redis failover during real runs: $name', ({ name, labe
   let workDir: string;
   let target: FailoverTarget;
   let run: E2eRun;
+  let prober: ReturnType<typeof probe> | undefined;
 
   beforeAll(async () => {
     workDir = mkdtempSync(join(tmpdir(), `captf-${label}-`));
@@ -169,6 +185,8 @@ describe.each(scenarios)('Redis failover during real runs: $name', ({ name, labe
   }, 3 * MINUTE);
 
   afterAll(async () => {
+    // A failed wait leaves the probes running: stop them before the handlers go away.
+    await prober?.stop();
     await run?.close();
     await target?.stop();
     if (workDir && !process.env.CAPTF_KEEP_STACK) rmSync(workDir, { recursive: true, force: true });
@@ -192,7 +210,8 @@ describe.each(scenarios)('Redis failover during real runs: $name', ({ name, labe
           2 * MINUTE,
         );
 
-      const prober = probe(run, [...early, ...late]);
+      const active = probe(run, [...early, ...late]);
+      prober = active;
       const slotsKey = `${run.keyPrefix}:{slots}:installation`;
       const killedAt = performance.now();
       const killedPort = await target.killMaster(slotsKey);
@@ -207,12 +226,13 @@ describe.each(scenarios)('Redis failover during real runs: $name', ({ name, labe
       const round = early.length + late.length + 1;
       await waitFor(
         'a round of 2xx answers after the promotion',
-        async () => prober.probes.filter((p) => p.atMs > promotedAt),
-        (after) => after.length >= round && after.slice(-round).every((p) => p.status < 300),
+        // The last round only, so a timeout names what the handlers answered last and why.
+        async () => active.probes.filter((p) => p.atMs > promotedAt).slice(-round),
+        (last) => last.length >= round && last.every((p) => p.status >= 200 && p.status < 300),
         MINUTE,
         100,
       );
-      const probes = await prober.stop();
+      const probes = await active.stop();
       const lastTransient = Math.max(
         killedAt,
         ...probes.filter((p) => p.status === 503 || p.status === 429).map((p) => p.atMs),

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { RedisClient } from './client.ts';
-import { createRedisClient, type RedisClientOptions, waitUntilReady } from './client.ts';
+import { closeRedisClient, createRedisClient, type RedisClientOptions, waitUntilReady } from './client.ts';
 import { Dependents } from './dependents.ts';
 import { markEventSeen, type SeenCheck } from './event-dedupe.ts';
 import { JobSlots } from './job-slots.ts';
@@ -86,7 +86,7 @@ export function createRedisAdapter(options: RedisAdapterOptions): RedisAdapter {
     },
     waitUntilReady: (timeoutMs) => waitUntilReady(client, timeoutMs),
     close: async () => {
-      client.disconnect();
+      closeRedisClient(client);
     },
     keys,
     client,

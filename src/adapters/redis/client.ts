@@ -37,7 +37,14 @@ export function topologyOf(endpoint: RedisEndpoint): RedisTopology {
   return 'topology' in endpoint ? endpoint.topology : { kind: 'single', url: endpoint.url };
 }
 
-/** Creates a client (connecting in the background) with our scripts defined. */
+/** Clients closed by `closeRedisClient`: the only ones allowed to stay ended. */
+const closedByUs = new WeakSet<RedisClient>();
+
+/**
+ * Creates a client (connecting in the background) with our scripts defined. The client never stays ended
+ * unless `closeRedisClient` closed it: ioredis gives up on a connection for good in some races (see
+ * `reviveWhenEnded`), and a handler instance whose client gave up would answer 503 until it is recycled.
+ */
 export function createRedisClient(options: RedisClientOptions): RedisClient {
   const topology = topologyOf(options);
   // Every connection, whichever topology it belongs to.
@@ -51,8 +58,34 @@ export function createRedisClient(options: RedisClientOptions): RedisClient {
   const client = clientOf(topology, connection);
   // Without a listener ioredis prints every connection error; the caller decides what to log.
   client.on('error', (error: Error) => options.onError?.(error));
+  reviveWhenEnded(client);
   defineScripts(client);
   return client;
+}
+
+/** Closes a client for good (it is not revived). */
+export function closeRedisClient(client: RedisClient): void {
+  closedByUs.add(client);
+  client.disconnect();
+}
+
+/**
+ * Connects again, after the reconnect delay cap, a client that ended without `closeRedisClient`. ioredis
+ * ends a client when a connection attempt is cut from outside: with ioredis 6.0.0's Sentinel failover
+ * detector, a `+switch-master` that arrives while a reconnect is asking a sentinel where the master is ends
+ * the client, and its retry strategy is never asked again (seen in a failover under load; the Sentinel
+ * test in test/integration/adapters/redis-failover.test.ts reproduces it).
+ */
+function reviveWhenEnded(client: RedisClient): void {
+  client.on('end', () => {
+    if (closedByUs.has(client)) return;
+    const timer = setTimeout(() => {
+      if (closedByUs.has(client) || client.status !== 'end') return;
+      // A failed connect is reported through 'error' and ends the client again, which comes back here.
+      client.connect().catch(() => undefined);
+    }, MAX_RECONNECT_DELAY_MS);
+    timer.unref();
+  });
 }
 
 function clientOf(topology: RedisTopology, connection: RedisOptions): RedisClient {
@@ -73,8 +106,12 @@ function clientOf(topology: RedisTopology, connection: RedisOptions): RedisClien
         role: 'master',
         sentinelRetryStrategy: reconnectDelay,
         sentinelCommandTimeout: connection.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT_MS,
-        // Sentinel's +switch-master moves the client to the promoted replica without waiting for an error.
-        failoverDetector: true,
+        // No failover detector: in ioredis 6.0.0 its `+switch-master` cuts a reconnect that is asking a
+        // sentinel for the master and ends the client (see `reviveWhenEnded`). A killed master closes the
+        // connection anyway, and the reconnect asks the sentinels again; a master demoted while it stays
+        // up answers writes READONLY, which reconnects (1: without resending the refused command).
+        failoverDetector: false,
+        reconnectOnError: (error: Error) => (error.message.startsWith('READONLY') ? 1 : false),
       });
     case 'cluster':
       return new Cluster(topology.nodes, {

@@ -13,7 +13,8 @@ import { testStack } from '../../env/index.ts';
 // The Redis adapter against real Redis: the behaviour on each topology the test env runs (one
 // redis-server, a Redis Cluster of 3 masters and 3 replicas, a master and replica under 3 sentinels; issue
 // 12), and outages and restarts on a dedicated redis-server this file starts and restarts on its own
-// loopback port. Failovers of the Cluster and of Sentinel are exercised end to end (test/e2e/failover.test.ts).
+// loopback port. Failovers of the Cluster and of Sentinel are exercised end to end (test/e2e/failover.test.ts),
+// and Sentinel failovers against many clients in test/integration/adapters/redis-failover.test.ts.
 
 const COMMAND_TIMEOUT_MS = 300;
 const mA: ObjectId = { kind: 'TerraformMachine', namespace: 'team-a', name: 'm-a' };
