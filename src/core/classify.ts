@@ -63,7 +63,7 @@ export const RUN_REASONS = {
   DriftJobDeadlineExceeded:
     'A drift check or refresh Job ran past `spec.jobs.activeDeadlineSeconds` and was killed.',
   JobInterrupted:
-    'The pod was drained, evicted or preempted, or the Job deleted, before it finished; retried at once, 5 times in a row at most.',
+    'The pod was drained, evicted or preempted, or the Job deleted, before it finished; retried at once, from the fifth in a row on after the backoff.',
   DestructivePlanBlocked:
     'The plan deletes or replaces resources; nothing was applied, a TerraformPlan waits for approval.',
   PlanAwaitingApproval:
@@ -71,7 +71,7 @@ export const RUN_REASONS = {
   PlanChanged:
     'The plan no longer matches the approved TerraformPlan; nothing was applied, a new TerraformPlan waits for approval.',
   LockContended:
-    'The state lock is held by another live pod of this object; retried 30 s later, not counted.',
+    'The state lock is held by another live pod of this object; retried 30 s later, uncounted, from the fifth in a row on after the backoff.',
   OutputsInvalid:
     'The run finished, but an output the Cluster API contract fields refuse could not be recorded (the summary names it).',
 } as const satisfies Record<string, string>;
