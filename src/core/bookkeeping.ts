@@ -1,7 +1,7 @@
 import type { TargetStatus } from '../schemas/kinds/target.ts';
 import { withRecorded } from './attempts.ts';
 import { type Classification, EVIDENCE_TABLE, type Evidence } from './classify.ts';
-import type { RunEvent } from './event-spec.ts';
+import { type RunEvent, runEvent } from './event-spec.ts';
 import type { JobRecord } from './job-record.ts';
 import { classifyWithLock } from './lock-evidence.ts';
 import type { LockVerdict } from './locks.ts';
@@ -195,16 +195,14 @@ export function recordLostActiveJob(
   return {
     status: next,
     events: [
-      {
-        type: 'Warning',
-        reason: 'JobInterrupted',
+      runEvent('JobInterrupted', {
         action: 'Reconcile',
         note:
           evidence === 'deadline'
             ? `Job ${active.name} was deleted after its deadline; the run counts as a deadline kill`
             : `Job ${active.name} was deleted before it finished; the run is retried`,
         transitionKey: active.name,
-      },
+      }),
     ],
   };
 }

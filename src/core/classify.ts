@@ -40,6 +40,43 @@ export const EVIDENCE = [
 ] as const;
 export type Evidence = (typeof EVIDENCE)[number];
 
+/**
+ * The condition reasons a bookkept run gives (DESIGN.md section 7), each with its meaning: the one list
+ * `EVIDENCE_TABLE` draws from, and what docs/reference/conditions.md is generated from (`npm run gen:docs`).
+ */
+export const RUN_REASONS = {
+  ApplySucceeded: 'The apply ran to the end; its outputs, and the image digest it ran, are recorded.',
+  DestroySucceeded: 'The destroy ran to the end; the finalizer is removed next.',
+  DriftChecked: 'The drift check ran; its finding is the `DriftDetected` condition.',
+  Refreshed: 'The health refresh (`apply -refresh-only`) ran to the end.',
+  ApplyFailed:
+    'An apply step failed (`lastRun.error` names the step and a curated summary), or the run left no readable result (`error.kind: unknown`).',
+  DestroyFailed:
+    'A destroy step failed, or the run left no readable result; the object keeps its finalizer and the destroy is retried.',
+  DriftJobFailed: 'A drift check or refresh step failed, or the run left no readable result.',
+  ImageInvalid:
+    'The module image breaks the image contract: `/captf/module/` or an executable `/captf/runtime` is missing (docs/image-contract.md).',
+  ImagePullFailed:
+    'An image of the Job (the module image or the runner image) could not be pulled before the deadline.',
+  JobDeadlineExceeded:
+    'An apply or destroy Job ran past `spec.jobs.activeDeadlineSeconds` and was killed, whatever the runner wrote.',
+  DriftJobDeadlineExceeded:
+    'A drift check or refresh Job ran past `spec.jobs.activeDeadlineSeconds` and was killed.',
+  JobInterrupted:
+    'The pod was drained, evicted or preempted, or the Job deleted, before it finished; retried at once, from the fifth in a row on after the backoff.',
+  DestructivePlanBlocked:
+    'The plan deletes or replaces resources; nothing was applied, a TerraformPlan waits for approval.',
+  PlanAwaitingApproval:
+    '`applyPolicy: Manual`: the plan has changes; nothing was applied, a TerraformPlan waits for approval.',
+  PlanChanged:
+    'The plan no longer matches the approved TerraformPlan; nothing was applied, a new TerraformPlan waits for approval.',
+  LockContended:
+    'The state lock is held by another live pod of this object; retried 30 s later, uncounted, from the fifth in a row on after the backoff.',
+  OutputsInvalid:
+    'The run finished, but an output the Cluster API contract fields refuse could not be recorded (the summary names it).',
+} as const satisfies Record<string, string>;
+export type RunReason = keyof typeof RUN_REASONS;
+
 /** Warnings recorded next to a result when the evidence disagreed. */
 export type ClassificationWarning = 'DeadlineRace' | 'RunnerContractViolation' | 'ExtraPod';
 
@@ -57,28 +94,28 @@ interface EvidenceRow {
    * (DESIGN.md section 7). Absent for a success.
    */
   errorKind?: RunErrorKind;
-  reason: Readonly<Record<Op, string>>;
+  reason: Readonly<Record<Op, RunReason>>;
 }
 
-const SAME = (reason: string): Readonly<Record<Op, string>> => ({
+const SAME = (reason: RunReason): Readonly<Record<Op, RunReason>> => ({
   apply: reason,
   destroy: reason,
   drift: reason,
   refresh: reason,
 });
-const SUCCEEDED_REASONS = {
+const SUCCEEDED_REASONS: Readonly<Record<Op, RunReason>> = {
   apply: 'ApplySucceeded',
   destroy: 'DestroySucceeded',
   drift: 'DriftChecked',
   refresh: 'Refreshed',
 };
-const FAILED_REASONS = {
+const FAILED_REASONS: Readonly<Record<Op, RunReason>> = {
   apply: 'ApplyFailed',
   destroy: 'DestroyFailed',
   drift: 'DriftJobFailed',
   refresh: 'DriftJobFailed',
 };
-const DEADLINE_REASONS = {
+const DEADLINE_REASONS: Readonly<Record<Op, RunReason>> = {
   apply: 'JobDeadlineExceeded',
   destroy: 'JobDeadlineExceeded',
   drift: 'DriftJobDeadlineExceeded',
@@ -249,7 +286,7 @@ export interface Classification {
   evidence: Evidence;
   result: RecordedResult;
   /** Condition reason of section 7, e.g. `ApplySucceeded`, `JobDeadlineExceeded`. */
-  reason: string;
+  reason: RunReason;
   counted: boolean;
   interruption: boolean;
   success: boolean;

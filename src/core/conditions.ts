@@ -1,17 +1,26 @@
 import type { Condition, ConditionStatus } from '../schemas/kinds/condition.ts';
+import type { WaitReason } from '../schemas/kinds/wait-reason.ts';
 import type { Op } from '../schemas/result.ts';
-import type { Classification } from './classify.ts';
+import type { Classification, RunReason } from './classify.ts';
 import type { WaitDecision } from './wait-table.ts';
 
 /**
  * Conditions (DESIGN.md sections 6 and 7) in the metav1.Condition shape. `ApplyJobSucceeded` covers apply
  * and destroy, `DriftJobSucceeded` covers drift and refresh, `DriftDetected` is the newest check's finding,
  * `Ready` sums up. Waits are `Unknown`, never `False`, and never replace a `False` (`setOpCondition`).
- * `lastTransitionTime` moves only when the status changes.
+ * `lastTransitionTime` moves only when the status changes. Every type and reason is in a table here, in
+ * src/core/classify.ts (`RUN_REASONS`) or in src/core/wait-table.ts, and docs/reference/conditions.md is
+ * generated from them (`npm run gen:docs`).
  */
 
-export const CONDITION_TYPES = ['Ready', 'ApplyJobSucceeded', 'DriftJobSucceeded', 'DriftDetected'] as const;
-export type ConditionType = (typeof CONDITION_TYPES)[number];
+/** The condition types, each with its meaning. */
+export const CONDITION_TYPES = {
+  Ready: 'Sums up: True once provisioned, False while deleting or when the newest apply or destroy failed.',
+  ApplyJobSucceeded: 'How the newest apply or destroy ended, or why the next one waits.',
+  DriftJobSucceeded: 'How the newest drift check or refresh ended, or why the next one waits.',
+  DriftDetected: "The newest successful drift check's finding.",
+} as const satisfies Record<string, string>;
+export type ConditionType = keyof typeof CONDITION_TYPES;
 
 /** The condition an op's Jobs report into. */
 export const OP_CONDITION: Readonly<Record<Op, 'ApplyJobSucceeded' | 'DriftJobSucceeded'>> = {
@@ -21,12 +30,54 @@ export const OP_CONDITION: Readonly<Record<Op, 'ApplyJobSucceeded' | 'DriftJobSu
   refresh: 'DriftJobSucceeded',
 };
 
+/**
+ * The reasons `Ready` and `DriftDetected` give of their own (`Ready` otherwise copies `ApplyJobSucceeded`),
+ * each with the status and the message it is written with.
+ */
+export const OWN_REASONS = {
+  Provisioned: { type: 'Ready', status: 'True', message: 'the infrastructure is provisioned' },
+  Deleting: { type: 'Ready', status: 'False', message: 'the object is being deleted' },
+  NoState: { type: 'Ready', status: 'Unknown', message: 'nothing has been applied yet' },
+  DriftDetected: {
+    type: 'DriftDetected',
+    status: 'True',
+    message: 'the infrastructure differs from the module',
+  },
+  NoDrift: { type: 'DriftDetected', status: 'False', message: 'the infrastructure matches the module' },
+  DriftResolved: {
+    type: 'DriftDetected',
+    status: 'False',
+    message: 'an apply brought the infrastructure back',
+  },
+} as const satisfies Record<string, { type: ConditionType; status: ConditionStatus; message: string }>;
+export type OwnReason = keyof typeof OWN_REASONS;
+
+/** Every reason the controller writes into a condition. */
+export type ConditionReason = RunReason | WaitReason | OwnReason;
+
+/**
+ * Waits that leave the op condition as the run before them left it (`conditionsForWait`); every other wait
+ * with an op sets that op's condition `Unknown`.
+ */
+export const WAITS_KEEPING_OP_CONDITION: ReadonlySet<WaitReason> = new Set(['Backoff']);
+
 /** A condition to set; the time and generation come from the write. */
 export interface ConditionUpdate {
   type: ConditionType;
   status: ConditionStatus;
-  reason: string;
+  reason: ConditionReason;
   message: string;
+}
+
+/** `Ready` copying `ApplyJobSucceeded` as read back from the status: its reason is whatever that one has. */
+export interface ReadyCopy extends Omit<ConditionUpdate, 'type' | 'reason'> {
+  type: 'Ready';
+  reason: string;
+}
+
+function ownCondition(reason: OwnReason): ConditionUpdate {
+  const row = OWN_REASONS[reason];
+  return { type: row.type, status: row.status, reason, message: row.message };
 }
 
 /** When and for which generation conditions are written. */
@@ -41,7 +92,7 @@ export interface WriteContext {
  */
 export function setCondition(
   conditions: readonly Condition[],
-  update: ConditionUpdate,
+  update: ConditionUpdate | ReadyCopy,
   at: WriteContext,
 ): Condition[] {
   const existing = conditions.find((c) => c.type === update.type);
@@ -85,26 +136,14 @@ export function findCondition(
 export function readyUpdate(
   conditions: readonly Condition[],
   state: { provisioned: boolean; deleting: boolean },
-): ConditionUpdate {
+): ConditionUpdate | ReadyCopy {
   const apply = findCondition(conditions, 'ApplyJobSucceeded');
-  if (state.deleting)
-    return { type: 'Ready', status: 'False', reason: 'Deleting', message: 'the object is being deleted' };
+  if (state.deleting) return ownCondition('Deleting');
   if (apply?.status === 'False')
     return { type: 'Ready', status: 'False', reason: apply.reason, message: apply.message };
-  if (state.provisioned) {
-    return {
-      type: 'Ready',
-      status: 'True',
-      reason: 'Provisioned',
-      message: 'the infrastructure is provisioned',
-    };
-  }
-  return {
-    type: 'Ready',
-    status: 'Unknown',
-    reason: apply?.reason ?? 'NoState',
-    message: apply?.message ?? 'nothing has been applied yet',
-  };
+  if (state.provisioned) return ownCondition('Provisioned');
+  if (apply === undefined) return ownCondition('NoState');
+  return { type: 'Ready', status: 'Unknown', reason: apply.reason, message: apply.message };
 }
 
 function runMessage(run: Classification): string {
@@ -130,36 +169,10 @@ export function conditionsAfterRun(
   );
   if (run.success && run.op === 'drift') {
     const detected = run.runnerResult?.drift?.detected === true;
-    next = setCondition(
-      next,
-      detected
-        ? {
-            type: 'DriftDetected',
-            status: 'True',
-            reason: 'DriftDetected',
-            message: 'the infrastructure differs from the module',
-          }
-        : {
-            type: 'DriftDetected',
-            status: 'False',
-            reason: 'NoDrift',
-            message: 'the infrastructure matches the module',
-          },
-      at,
-    );
+    next = setCondition(next, ownCondition(detected ? 'DriftDetected' : 'NoDrift'), at);
   }
-  if (run.success && run.op === 'apply' && findCondition(next, 'DriftDetected')?.status === 'True') {
-    next = setCondition(
-      next,
-      {
-        type: 'DriftDetected',
-        status: 'False',
-        reason: 'DriftResolved',
-        message: 'an apply brought the infrastructure back',
-      },
-      at,
-    );
-  }
+  if (run.success && run.op === 'apply' && findCondition(next, 'DriftDetected')?.status === 'True')
+    next = setCondition(next, ownCondition('DriftResolved'), at);
   return setCondition(next, readyUpdate(next, state), at);
 }
 
@@ -181,7 +194,7 @@ export function conditionsForWait(
   at: WriteContext,
 ): Condition[] {
   let next = [...conditions];
-  if (wait.op !== undefined && wait.reason !== 'Backoff') {
+  if (wait.op !== undefined && !WAITS_KEEPING_OP_CONDITION.has(wait.reason)) {
     next = setOpCondition(
       next,
       { type: OP_CONDITION[wait.op], status: 'Unknown', reason: wait.reason, message: wait.message },

@@ -12,7 +12,7 @@ import type { RetryState } from './backoff.ts';
 import { type Bookkeeping, jobsToBookkeep, planBookkeeping, recordLostActiveJob } from './bookkeeping.ts';
 import { findCondition, OP_CONDITION } from './conditions.ts';
 import { decideOp, type StartDecision } from './decide.ts';
-import type { RunEvent } from './event-spec.ts';
+import { type RunEvent, runEvent } from './event-spec.ts';
 import { applyGates, type GateInput } from './gates.ts';
 import { ANNOTATIONS } from './job-labels.ts';
 import { buildJobManifest } from './job-manifest.ts';
@@ -345,7 +345,7 @@ function decide(base: Base, watched: Watched | undefined): Planned {
       );
     }
     case 'idle': {
-      const lastReason = bookkeeping?.runs.at(-1)?.classification.reason as StepReason | undefined;
+      const lastReason: StepReason | undefined = bookkeeping?.runs.at(-1)?.classification.reason;
       return planRest(
         base,
         idleStatus(planning.statusContext, status),
@@ -462,13 +462,11 @@ function planWatch(base: Base, watched: Extract<Watched, { kind: 'verdict' }>): 
     const next: TargetStatus = { ...base.status };
     if (next.activeJob?.name === record.name) delete next.activeJob;
     delete next.waitReason;
-    const stuck: RunEvent = {
-      type: 'Warning',
-      reason: 'StuckJobDeleted',
+    const stuck = runEvent('StuckJobDeleted', {
       action: 'DeleteJob',
       note: planning.redactor.redact(`Job ${record.name}: ${verdict.message}`),
       transitionKey: record.name,
-    };
+    });
     return finish(
       { ...base, events: [...base.events, stuck] },
       next,
@@ -698,22 +696,18 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
     inputs: inputs.source,
     guard: guardOf(op, name, policy.activeDeadlineSeconds),
     status: { ...running, observedGeneration: snap.generation },
-    createdEvent: {
-      type: 'Normal',
-      reason: 'JobCreated',
+    createdEvent: runEvent('JobCreated', {
       action: 'CreateJob',
       note: planning.redactor.redact(`${op} Job ${name} (attempt ${attempt}, ${gated.reason})`),
       transitionKey: name,
-    },
+    }),
     ...(forceUnlockId
       ? {
-          forceUnlockEvent: {
-            type: 'Warning' as const,
-            reason: 'ForceUnlocked',
+          forceUnlockEvent: runEvent('ForceUnlocked', {
             action: 'CreateJob',
             note: planning.redactor.redact(`Job ${name} force-unlocks the stale state lock ${forceUnlockId}`),
             transitionKey: forceUnlockId,
-          },
+          }),
         }
       : {}),
     outcome: outcome(planning, gated.reason, { job: name }),

@@ -4,7 +4,7 @@ import type { TerraformPlan } from '../schemas/kinds/terraform-plan.ts';
 import { withRecorded } from './attempts.ts';
 import { type Classification, type Evidence, pinnableImage } from './classify.ts';
 import { conditionsAfterRun, findCondition } from './conditions.ts';
-import { NOTE_MAX, type RunEvent } from './event-spec.ts';
+import { type EventReason, NOTE_MAX, type RunEvent, runEvent } from './event-spec.ts';
 import { ANNOTATIONS } from './job-labels.ts';
 import type { JobRecord } from './job-record.ts';
 import type { LockVerdict } from './locks.ts';
@@ -55,26 +55,21 @@ export interface RecordedRun {
   events: RunEvent[];
 }
 
-interface EventRow {
-  type: 'Normal' | 'Warning';
-  reason: string;
-}
-
 /** DESIGN.md section 7 events, one per evidence; a new evidence without its row does not compile. */
-const RUN_EVENTS: Readonly<Record<Evidence, EventRow>> = {
-  succeeded: { type: 'Normal', reason: 'JobSucceeded' },
-  'deadline-race': { type: 'Normal', reason: 'JobSucceeded' },
-  'step-failed': { type: 'Warning', reason: 'JobFailed' },
-  'image-layout': { type: 'Warning', reason: 'JobFailed' },
-  'image-pull': { type: 'Warning', reason: 'JobFailed' },
-  deadline: { type: 'Warning', reason: 'JobDeadlineExceeded' },
-  interrupted: { type: 'Warning', reason: 'JobInterrupted' },
-  'destructive-blocked': { type: 'Warning', reason: 'DestructivePlanBlocked' },
-  'awaiting-approval': { type: 'Normal', reason: 'PlanAwaitingApproval' },
-  'plan-changed': { type: 'Warning', reason: 'PlanChanged' },
-  'lock-contended': { type: 'Warning', reason: 'StateLocked' },
-  'outputs-invalid': { type: 'Warning', reason: 'JobFailed' },
-  unknown: { type: 'Warning', reason: 'JobFailed' },
+export const RUN_EVENTS: Readonly<Record<Evidence, EventReason>> = {
+  succeeded: 'JobSucceeded',
+  'deadline-race': 'JobSucceeded',
+  'step-failed': 'JobFailed',
+  'image-layout': 'JobFailed',
+  'image-pull': 'JobFailed',
+  deadline: 'JobDeadlineExceeded',
+  interrupted: 'JobInterrupted',
+  'destructive-blocked': 'DestructivePlanBlocked',
+  'awaiting-approval': 'PlanAwaitingApproval',
+  'plan-changed': 'PlanChanged',
+  'lock-contended': 'StateLocked',
+  'outputs-invalid': 'JobFailed',
+  unknown: 'JobFailed',
 };
 
 /** Longest `lastRun.error.summary` the schema accepts. */
@@ -266,77 +261,76 @@ export function recordRun(
       message: applied ? `applied by ${record.name}` : `superseded: ${record.name} applied other inputs`,
     });
     if (applied)
-      events.push({
-        type: 'Normal',
-        reason: 'PlanApplied',
-        action: 'Bookkeep',
-        note: `plan ${pending.metadata.name} applied by ${record.name}`,
-        transitionKey: record.name,
-      });
+      events.push(
+        runEvent('PlanApplied', {
+          action: 'Bookkeep',
+          note: `plan ${pending.metadata.name} applied by ${record.name}`,
+          transitionKey: record.name,
+        }),
+      );
     delete next.pendingPlanRef;
   }
 
-  const row = RUN_EVENTS[run.evidence];
   const summary = run.error?.summary;
-  events.push({
-    type: row.type,
-    reason: row.reason,
-    action: 'Bookkeep',
-    note: note(
-      `${run.op} Job ${record.name} ${run.result} (${run.reason})${summary ? `: ${summary}` : ''}`,
-      context.redact,
-    ),
-    transitionKey: record.name,
-  });
-  if (run.evidence === 'step-failed' && summary) {
-    events.push({
-      type: 'Warning',
-      reason: 'StepFailed',
-      action: 'Bookkeep',
-      note: note(`${run.error?.step ?? 'step'}: ${summary}`, context.redact),
-      transitionKey: record.name,
-    });
-  }
-  if (lock?.kind === 'foreign') {
-    events.push({
-      type: 'Warning',
-      reason: 'StateLocked',
+  events.push(
+    runEvent(RUN_EVENTS[run.evidence], {
       action: 'Bookkeep',
       note: note(
-        `the state lock is held by ${lock.who}, not by this object's Jobs; it is never unlocked`,
+        `${run.op} Job ${record.name} ${run.result} (${run.reason})${summary ? `: ${summary}` : ''}`,
         context.redact,
       ),
       transitionKey: record.name,
-    });
+    }),
+  );
+  if (run.evidence === 'step-failed' && summary) {
+    events.push(
+      runEvent('StepFailed', {
+        action: 'Bookkeep',
+        note: note(`${run.error?.step ?? 'step'}: ${summary}`, context.redact),
+        transitionKey: record.name,
+      }),
+    );
+  }
+  if (lock?.kind === 'foreign') {
+    events.push(
+      runEvent('StateLocked', {
+        action: 'Bookkeep',
+        note: note(
+          `the state lock is held by ${lock.who}, not by this object's Jobs; it is never unlocked`,
+          context.redact,
+        ),
+        transitionKey: record.name,
+      }),
+    );
   }
   if (run.extraPods.length > 0) {
-    events.push({
-      type: 'Warning',
-      reason: 'ExtraPod',
-      action: 'Bookkeep',
-      note: `Job ${record.name} had more than one pod; ${run.pod ?? 'none'} decided, ignored: ${run.extraPods.join(', ')}`,
-      transitionKey: record.name,
-    });
+    events.push(
+      runEvent('ExtraPod', {
+        action: 'Bookkeep',
+        note: `Job ${record.name} had more than one pod; ${run.pod ?? 'none'} decided, ignored: ${run.extraPods.join(', ')}`,
+        transitionKey: record.name,
+      }),
+    );
   }
   const driftBefore = findCondition(before, 'DriftDetected')?.status;
   const driftAfter = findCondition(next.conditions, 'DriftDetected');
   if (driftAfter && driftAfter.status !== driftBefore) {
     if (driftAfter.status === 'True') {
-      events.push({
-        type: 'Warning',
-        reason: 'DriftDetected',
-        action: 'Bookkeep',
-        note: `drift check ${record.name} found changes`,
-        transitionKey: record.name,
-      });
+      events.push(
+        runEvent('DriftDetected', {
+          action: 'Bookkeep',
+          note: `drift check ${record.name} found changes`,
+          transitionKey: record.name,
+        }),
+      );
     } else if (driftBefore === 'True') {
-      events.push({
-        type: 'Normal',
-        reason: 'DriftResolved',
-        action: 'Bookkeep',
-        note: `drift resolved (${driftAfter.reason})`,
-        transitionKey: record.name,
-      });
+      events.push(
+        runEvent('DriftResolved', {
+          action: 'Bookkeep',
+          note: `drift resolved (${driftAfter.reason})`,
+          transitionKey: record.name,
+        }),
+      );
     }
   }
   return { status: next, spec, plans, events };

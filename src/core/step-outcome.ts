@@ -1,4 +1,5 @@
 import { WAIT_REASONS, type WaitReason } from '../schemas/kinds/wait-reason.ts';
+import type { RunReason } from './classify.ts';
 import type { StartReason } from './decide.ts';
 import type { ObjectRef } from './object-ref.ts';
 import { WAIT_TABLE } from './wait-table.ts';
@@ -21,26 +22,6 @@ export type StepAction =
   | 'deferred' // another call holds the step lock
   | 'gone' // the object does not exist
   | 'unavailable'; // Redis or the API server could not be reached: nothing was changed
-
-/** The reason of a bookkept run (DESIGN.md section 7 condition reasons). */
-export type RunReason =
-  | 'ApplySucceeded'
-  | 'DestroySucceeded'
-  | 'DriftChecked'
-  | 'Refreshed'
-  | 'ApplyFailed'
-  | 'DestroyFailed'
-  | 'DriftJobFailed'
-  | 'ImageInvalid'
-  | 'ImagePullFailed'
-  | 'JobDeadlineExceeded'
-  | 'DriftJobDeadlineExceeded'
-  | 'JobInterrupted'
-  | 'DestructivePlanBlocked'
-  | 'PlanAwaitingApproval'
-  | 'PlanChanged'
-  | 'LockContended'
-  | 'OutputsInvalid';
 
 /** Reasons only the step itself gives. */
 export type StepOnlyReason =

@@ -1,6 +1,6 @@
 import type { EnvVar } from '../schemas/kinds/jobs-policy.ts';
 import type { VariableFrom } from '../schemas/kinds/spec.ts';
-import type { RunEvent } from './event-spec.ts';
+import { type RunEvent, runEvent } from './event-spec.ts';
 
 /**
  * Opt-in Secrets for variables (issue 16 item 1): `spec.variablesFrom` and `env[].valueFrom.secretKeyRef`
@@ -83,11 +83,9 @@ export function firstNotOptedIn(
  * Event name derives from the transition key), so a waiting object does not repeat it.
  */
 export function notOptedInEvent(notOptedIn: NotOptedIn, inputsHash: string): RunEvent {
-  return {
-    type: 'Warning',
-    reason: 'VariablesSecretNotOptedIn',
+  return runEvent('VariablesSecretNotOptedIn', {
     action: 'CreateJob',
     note: notOptedIn.message,
     transitionKey: `${notOptedIn.secret}@${inputsHash}`,
-  };
+  });
 }

@@ -15,30 +15,109 @@ interface WaitRow {
   requeueSeconds: number;
   /** Spread a fleet's retries with the object's jitter (section 6: Job slot waits). */
   jitter: boolean;
+  /** What the wait means, in one sentence: docs/reference/conditions.md is generated from it. */
+  meaning: string;
 }
 
-/** DESIGN.md section 6: each wait reason with its requeue interval. */
+/** DESIGN.md section 6: each wait reason with its requeue interval and its meaning. */
 export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
-  JobActive: { requeueSeconds: 60, jitter: false },
-  ImagePullBackOff: { requeueSeconds: 30, jitter: false },
-  CreateContainerConfigError: { requeueSeconds: 30, jitter: false },
-  Paused: { requeueSeconds: 600, jitter: false },
+  JobActive: {
+    requeueSeconds: 60,
+    jitter: false,
+    meaning: "A Job of the object runs (`status.activeJob`); the Job's own events wake the object.",
+  },
+  ImagePullBackOff: {
+    requeueSeconds: 30,
+    jitter: false,
+    meaning:
+      "An image of the running Job (the module image or the runner's init image) cannot be pulled (yet).",
+  },
+  CreateContainerConfigError: {
+    requeueSeconds: 30,
+    jitter: false,
+    meaning:
+      'A container of the running Job cannot be created from its configuration (a missing Secret or ConfigMap).',
+  },
+  Paused: {
+    requeueSeconds: 600,
+    jitter: false,
+    meaning: 'Cluster API pause is set: bookkeeping continues, nothing starts.',
+  },
   // The real delay comes from the backoff verdict (`nextAttemptAt`); this is the cap it never exceeds.
-  Backoff: { requeueSeconds: 600, jitter: false },
-  AwaitingApproval: { requeueSeconds: 600, jitter: false },
-  WaitingForDependencies: { requeueSeconds: 30, jitter: false },
+  Backoff: {
+    requeueSeconds: 600,
+    jitter: false,
+    meaning: 'Counted failures earned a delay (DESIGN.md section 4); the retry starts at `nextAttemptAt`.',
+  },
+  AwaitingApproval: {
+    requeueSeconds: 600,
+    jitter: false,
+    meaning: 'A plan waits for a person to approve its TerraformPlan (DESIGN.md section 11).',
+  },
+  WaitingForDependencies: {
+    requeueSeconds: 30,
+    jitter: false,
+    meaning:
+      "Something this object builds on is not ready: a machine's or pool's TerraformCluster, or a Secret or key the spec reads.",
+  },
   // A person labels the Secret; no event about a Secret reaches the object, so this requeue finds it.
-  VariablesSecretNotOptedIn: { requeueSeconds: 60, jitter: false },
-  WaitingForJobSlot: { requeueSeconds: 15, jitter: true },
-  JobPolicyInvalid: { requeueSeconds: 600, jitter: false },
-  SpecInvalid: { requeueSeconds: 600, jitter: false },
-  WaitingForClusterOperation: { requeueSeconds: 30, jitter: false },
-  WaitingForMachineOperations: { requeueSeconds: 30, jitter: false },
-  WaitingForRunLease: { requeueSeconds: 30, jitter: false },
-  LockContended: { requeueSeconds: 30, jitter: false },
-  WaitingForPreviousAttempt: { requeueSeconds: 30, jitter: false },
-  WaitingForForeignJob: { requeueSeconds: 30, jitter: false },
-  WaitingForCache: { requeueSeconds: 5, jitter: false },
+  VariablesSecretNotOptedIn: {
+    requeueSeconds: 60,
+    jitter: false,
+    meaning:
+      'A Secret that `variablesFrom` or `env[].valueFrom` reads lacks the label `captf.io/variables=true`.',
+  },
+  WaitingForJobSlot: {
+    requeueSeconds: 15,
+    jitter: true,
+    meaning:
+      'The installation or the Cluster API cluster runs as many Jobs as allowed (drift and refresh start only below 80 %).',
+  },
+  JobPolicyInvalid: {
+    requeueSeconds: 600,
+    jitter: false,
+    meaning: 'The merged Job policy breaks a rule (`lockTimeoutSeconds` not below `activeDeadlineSeconds`).',
+  },
+  SpecInvalid: {
+    requeueSeconds: 600,
+    jitter: false,
+    meaning: 'The spec fails validation the API server could not do (a cron schedule that does not parse).',
+  },
+  WaitingForClusterOperation: {
+    requeueSeconds: 30,
+    jitter: false,
+    meaning: 'A TerraformCluster apply or destroy holds the cluster lease; its machines and pools wait.',
+  },
+  WaitingForMachineOperations: {
+    requeueSeconds: 30,
+    jitter: false,
+    meaning: "Machine or pool applies or destroys hold leases; the cluster's apply or destroy waits.",
+  },
+  WaitingForRunLease: {
+    requeueSeconds: 30,
+    jitter: false,
+    meaning: "Another step holds this object's run lease (Redis).",
+  },
+  LockContended: {
+    requeueSeconds: 30,
+    jitter: false,
+    meaning: 'The state lock is held by another live pod of this object (DESIGN.md section 4: not counted).',
+  },
+  WaitingForPreviousAttempt: {
+    requeueSeconds: 30,
+    jitter: false,
+    meaning: 'A pod of an earlier attempt is not terminal yet (DESIGN.md section 5, API guard).',
+  },
+  WaitingForForeignJob: {
+    requeueSeconds: 30,
+    jitter: false,
+    meaning: 'A Job with the deterministic name of the next Job exists but belongs to something else.',
+  },
+  WaitingForCache: {
+    requeueSeconds: 5,
+    jitter: false,
+    meaning: 'A write of the controller is not visible in its reads yet.',
+  },
 };
 
 /** A wait: nothing starts; look again after `requeueAfterSeconds`. */

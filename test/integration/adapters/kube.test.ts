@@ -420,7 +420,7 @@ describe('events', () => {
         uid: target.metadata.uid,
       },
       type: 'Normal' as const,
-      reason: 'JobSucceeded',
+      reason: 'JobSucceeded' as const,
       action: 'Bookkeep',
       note: 'Job captf-m-evented-apply-a1-abcdef succeeded',
       transitionKey: 'captf-m-evented-apply-a1-abcdef',
