@@ -45,9 +45,18 @@ export type StepReason = WaitReason | StartReason | RunReason | StepOnlyReason;
 /** How long until the object is looked at again: fixed seconds, decided by the situation, or never. */
 type Requeue = number | 'computed' | 'none';
 
+/**
+ * What the watch event of the version a step leaves means (DESIGN.md sections 2 and 5): `seen`, the step's
+ * own last word, so that event needs no step of its own; `next-step`, the step stopped at a boundary (the
+ * finalizer write) or left the version in doubt (a conflict, an outage, an object released for deletion),
+ * so that event is what starts the next step at once.
+ */
+export type Echo = 'seen' | 'next-step';
+
 interface ReasonRow {
   action: StepAction;
   requeue: Requeue;
+  echo: Echo;
 }
 
 /** The watch reasons: a Job runs (section 5 step 4); their delay runs to the Job's own deadline at most. */
@@ -60,13 +69,13 @@ const WATCH_REASONS: ReadonlySet<WaitReason> = new Set([
 const TIMED_WAITS: ReadonlySet<WaitReason> = new Set(['Backoff', 'LockContended', 'WaitingForJobSlot']);
 
 function waitRow(reason: WaitReason): ReasonRow {
-  if (WATCH_REASONS.has(reason)) return { action: 'watching', requeue: 'computed' };
-  if (TIMED_WAITS.has(reason)) return { action: 'waiting', requeue: 'computed' };
-  return { action: 'waiting', requeue: WAIT_TABLE[reason].requeueSeconds };
+  if (WATCH_REASONS.has(reason)) return { action: 'watching', requeue: 'computed', echo: 'seen' };
+  if (TIMED_WAITS.has(reason)) return { action: 'waiting', requeue: 'computed', echo: 'seen' };
+  return { action: 'waiting', requeue: WAIT_TABLE[reason].requeueSeconds, echo: 'seen' };
 }
 
-const CREATED: ReasonRow = { action: 'created', requeue: WAIT_TABLE.JobActive.requeueSeconds };
-const BOOKKEPT: ReasonRow = { action: 'bookkept', requeue: 'computed' };
+const CREATED: ReasonRow = { action: 'created', requeue: WAIT_TABLE.JobActive.requeueSeconds, echo: 'seen' };
+const BOOKKEPT: ReasonRow = { action: 'bookkept', requeue: 'computed', echo: 'seen' };
 
 const START_ROWS: Readonly<Record<StartReason, ReasonRow>> = {
   Deleting: CREATED,
@@ -99,25 +108,25 @@ const RUN_ROWS: Readonly<Record<Exclude<RunReason, WaitReason>, ReasonRow>> = {
 };
 
 const STEP_ROWS: Readonly<Record<StepOnlyReason, ReasonRow>> = {
-  UpToDate: { action: 'none', requeue: 'computed' },
-  DeletingWithoutState: { action: 'finalized', requeue: 'none' },
+  UpToDate: { action: 'none', requeue: 'computed', echo: 'seen' },
+  DeletingWithoutState: { action: 'finalized', requeue: 'none', echo: 'next-step' },
   // Nothing of ours to do; looked at hourly in case the annotation goes.
-  ExternallyManaged: { action: 'none', requeue: 3600 },
+  ExternallyManaged: { action: 'none', requeue: 3600, echo: 'seen' },
   // The next step must read the finalizer write back before it acts.
-  FinalizerAdded: { action: 'none', requeue: 1 },
-  DeletingWithoutFinalizer: { action: 'none', requeue: 'none' },
-  ObjectGone: { action: 'gone', requeue: 'none' },
+  FinalizerAdded: { action: 'none', requeue: 1, echo: 'next-step' },
+  DeletingWithoutFinalizer: { action: 'none', requeue: 'none', echo: 'seen' },
+  ObjectGone: { action: 'gone', requeue: 'none', echo: 'seen' },
   // DESIGN.md section 5 step 1: another call holds the step lock; look again in 2 s.
-  StepLockHeld: { action: 'deferred', requeue: 2 },
-  StepLockLost: { action: 'deferred', requeue: 2 },
+  StepLockHeld: { action: 'deferred', requeue: 2, echo: 'seen' },
+  StepLockLost: { action: 'deferred', requeue: 2, echo: 'seen' },
   // Retry-After of the outage (the API server's when it named one).
-  Unavailable: { action: 'unavailable', requeue: 'computed' },
+  Unavailable: { action: 'unavailable', requeue: 'computed', echo: 'next-step' },
   // A concurrent writer moved the object on: read again at once.
-  Conflict: { action: 'waiting', requeue: 1 },
-  StuckJobDeleted: { action: 'waiting', requeue: 1 },
+  Conflict: { action: 'waiting', requeue: 1, echo: 'next-step' },
+  StuckJobDeleted: { action: 'waiting', requeue: 1, echo: 'seen' },
   // A refused create proves no Job exists (section 5 step 8); the spec must change first.
-  JobCreateRejected: { action: 'waiting', requeue: 60 },
-  WriteRefused: { action: 'waiting', requeue: 60 },
+  JobCreateRejected: { action: 'waiting', requeue: 60, echo: 'seen' },
+  WriteRefused: { action: 'waiting', requeue: 60, echo: 'seen' },
 };
 
 /** Every reason's action and requeue; a reason without its row does not compile. */
@@ -171,6 +180,11 @@ export interface OutcomeExtras {
   /** The step recorded finished Jobs: a wait or an idle step then reports `bookkept`. */
   bookkept?: boolean;
   observed?: ObservedVersion;
+}
+
+/** Whether the watch event of the version a step with this reason leaves starts the next step. */
+export function echoStartsNextStep(reason: StepReason): boolean {
+  return REASON_TABLE[reason].echo === 'next-step';
 }
 
 /**

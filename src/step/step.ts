@@ -3,7 +3,12 @@ import { describePlan } from '../core/describe-plan.ts';
 import type { ObjectRef } from '../core/object-ref.ts';
 import { planStep } from '../core/planner.ts';
 import type { Snapshot } from '../core/snapshot.ts';
-import { outcomeOf, type StepOutcome, UNAVAILABLE_RETRY_SECONDS } from '../core/step-outcome.ts';
+import {
+  echoStartsNextStep,
+  outcomeOf,
+  type StepOutcome,
+  UNAVAILABLE_RETRY_SECONDS,
+} from '../core/step-outcome.ts';
 import type { PlanFacts, StepPlan } from '../core/step-plan.ts';
 import type { ReconcileStep, StepOptions } from './contract.ts';
 import type { StepDeps } from './deps.ts';
@@ -135,18 +140,11 @@ async function reconcile(deps: StepDeps, ref: ObjectRef, lock: KeptStepLock): Pr
 
 /**
  * The outcome with the object's version as the step left it, so the event of this very version (the
- * step's own write) needs no step of its own (src/settle). Not for outcomes that leave it in doubt, nor for
- * the finalizer write: the step stops there (DESIGN.md section 5 step 2) and the echo of that write is what
- * starts the next one at once (its 1 s requeue waits for the next tick, a minute under a PingSource).
+ * step's own write) needs no step of its own (src/settle); unless the reason's row says that event starts
+ * the next step (src/core/step-outcome.ts `Echo`: the finalizer write, a conflict, an outage).
  */
 function observed(outcome: StepOutcome, snapshot: Snapshot, writes: ObjectWrites): StepOutcome {
-  if (
-    outcome.action === 'unavailable' ||
-    outcome.action === 'finalized' ||
-    outcome.reason === 'Conflict' ||
-    outcome.reason === 'FinalizerAdded'
-  )
-    return outcome;
+  if (echoStartsNextStep(outcome.reason)) return outcome;
   return { ...outcome, observed: { uid: snapshot.uid, resourceVersion: writes.resourceVersion } };
 }
 
