@@ -328,6 +328,30 @@ describe('sweep', () => {
     expect(report).toMatchObject({ state: 'failed', reason: 'ListOrScheduleFailed' });
     expect(l.released).toBe(1);
   });
+
+  it('a schedule outage in the requeue pass fails the sweep before any step, and gives the lease back', async () => {
+    const l = lease(false);
+    const steps = recordingStep();
+    const schedule = new MemorySchedule();
+    schedule.ensure = async () => {
+      throw new Error("Redis: Stream isn't writeable");
+    };
+    const report = await runSweepIfDue({
+      lease: l,
+      holder: 'i1',
+      listers: listers(),
+      settle: memorySettle(steps.step, schedule),
+      schedule,
+      dedupe: allSeen,
+      clock: () => T0,
+      logger: silent,
+      periodMs: 600_000,
+      concurrency: 2,
+    });
+    expect(report).toMatchObject({ state: 'failed', reason: 'ListOrScheduleFailed' });
+    expect(l.released).toBe(1);
+    expect(steps.calls).toEqual([]);
+  });
 });
 
 describe('POST / (cron triggers of function platforms)', () => {
