@@ -1,5 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import type { BinaryPaths } from './binaries.ts';
@@ -14,10 +15,25 @@ export interface ControlPlane {
   kubeconfigPath: string;
   /** PEM of the API server's self-signed serving certificate (the CA clients trust). */
   caPath: string;
+  /** Certificates for the kubelet API of local nodes (`kubectl logs`); see {@link KubeletTls}. */
+  kubeletTls: KubeletTls;
   workDir: string;
   processes: ManagedProcess[];
   /** Stops every process, newest first. */
   stop(): Promise<void>;
+}
+
+/**
+ * The TLS material between the API server and the kubelets of local nodes, as files. One CA (`caPath`)
+ * signs both sides: the API server verifies a node's serving certificate with it
+ * (`--kubelet-certificate-authority`), and a node trusts only client certificates it signed
+ * (the kubelet's `--client-ca-file`), i.e. the API server's `--kubelet-client-certificate`.
+ */
+export interface KubeletTls {
+  caPath: string;
+  /** A serving certificate for `127.0.0.1` (every local node's InternalIP), signed by the CA. */
+  certPath: string;
+  keyPath: string;
 }
 
 export interface ControlPlaneOptions {
@@ -111,6 +127,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       return res.ok && ((await res.json()) as { health?: string }).health === 'true';
     });
 
+    const kubeletTls = makeKubeletCertificates(pki);
     log(`starting kube-apiserver v${binaries.versions.kubernetes} on ${apiServerUrl}`);
     const certDir = join(pki, 'serving');
     const apiserver = startProcess(
@@ -132,6 +149,12 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
         '--service-cluster-ip-range=10.0.0.0/24',
         '--allow-privileged=true',
         '--enable-priority-and-fairness=false',
+        // `kubectl logs` goes through the API server to the node's kubelet API. Local nodes report
+        // InternalIP 127.0.0.1 and a Hostname that resolves nowhere; verify the node's certificate.
+        '--kubelet-preferred-address-types=InternalIP,Hostname',
+        `--kubelet-certificate-authority=${kubeletTls.caPath}`,
+        `--kubelet-client-certificate=${join(pki, 'apiserver-kubelet-client.crt')}`,
+        `--kubelet-client-key=${join(pki, 'apiserver-kubelet-client.key')}`,
       ],
       logs,
     );
@@ -208,11 +231,78 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       return res.status === 200;
     });
     log('control plane ready');
-    return { apiServerUrl, adminToken, kubeconfigPath, caPath, workDir, processes, stop };
+    return { apiServerUrl, adminToken, kubeconfigPath, caPath, kubeletTls, workDir, processes, stop };
   } catch (cause) {
     await stop();
     throw cause;
   }
+}
+
+/** Common name of the API server's kubelet client certificate; local nodes accept no other client. */
+export const KUBELET_CLIENT_CN = 'kube-apiserver-kubelet-client';
+
+/**
+ * Writes the kubelet CA, the API server's kubelet client certificate and the local nodes' serving
+ * certificate into `pki` with openssl (a setup prerequisite; Node's crypto cannot issue certificates).
+ * P-256 keys: fast to make, and both Go and Node accept them.
+ */
+function makeKubeletCertificates(pki: string): KubeletTls {
+  const openssl = (args: string[]): void => {
+    execFileSync('openssl', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  };
+  const ca = join(pki, 'kubelet-ca');
+  const issue = (name: string, subject: string, extensions: string[], issuer?: string): void => {
+    openssl([
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '3650',
+      '-keyout',
+      join(pki, `${name}.key`),
+      '-out',
+      join(pki, `${name}.crt`),
+      '-subj',
+      subject,
+      ...(issuer ? ['-CA', `${issuer}.crt`, '-CAkey', `${issuer}.key`] : []),
+      ...extensions.flatMap((extension) => ['-addext', extension]),
+    ]);
+    chmodSync(join(pki, `${name}.key`), 0o600);
+  };
+  issue('kubelet-ca', '/CN=captf-local-kubelet-ca', [
+    'basicConstraints=critical,CA:TRUE',
+    'keyUsage=critical,keyCertSign,cRLSign',
+  ]);
+  issue(
+    'apiserver-kubelet-client',
+    `/O=system:masters/CN=${KUBELET_CLIENT_CN}`,
+    [
+      'basicConstraints=critical,CA:FALSE',
+      'keyUsage=critical,digitalSignature',
+      'extendedKeyUsage=clientAuth',
+    ],
+    ca,
+  );
+  issue(
+    'local-node-serving',
+    '/CN=captf-local-node',
+    [
+      'basicConstraints=critical,CA:FALSE',
+      'keyUsage=critical,digitalSignature',
+      'extendedKeyUsage=serverAuth',
+      'subjectAltName=IP:127.0.0.1,DNS:localhost',
+    ],
+    ca,
+  );
+  return {
+    caPath: `${ca}.crt`,
+    certPath: join(pki, 'local-node-serving.crt'),
+    keyPath: join(pki, 'local-node-serving.key'),
+  };
 }
 
 function kubeconfig(server: string, caPath: string, token: string): string {

@@ -109,6 +109,8 @@ async function nodeReady(kubectl: Kubectl, nodeName: string): Promise<boolean> {
 export interface LocalNodeOptions {
   kubectl: Kubectl;
   kubeconfigPath: string;
+  /** The control plane's certificates for the node's kubelet API (`kubectl logs`). */
+  kubeletTls: StackInfo['kubeletTls'];
   nodeName: string;
   /** The node keeps its pod directories under `<workDir>/node`. */
   workDir: string;
@@ -135,6 +137,12 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<Managed
       '--state-dir',
       join(options.workDir, 'node'),
       '--unregister-on-stop',
+      '--tls-cert-file',
+      options.kubeletTls.certPath,
+      '--tls-private-key-file',
+      options.kubeletTls.keyPath,
+      '--client-ca-file',
+      options.kubeletTls.caPath,
     ],
     options.logDir,
     childEnv({}),
@@ -185,6 +193,7 @@ export async function startLocalController(options: LocalControllerOptions): Pro
       await startLocalNode({
         kubectl,
         kubeconfigPath: stack.kubeconfigPath,
+        kubeletTls: stack.kubeletTls,
         nodeName,
         workDir: options.workDir,
         logDir,

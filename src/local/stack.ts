@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RedisTopology } from '../adapters/redis/topology.ts';
 import { type BinaryPaths, locateBinaries } from './binaries.ts';
-import { type ControlPlane, httpsGet, startControlPlane } from './control-plane.ts';
+import { type ControlPlane, httpsGet, type KubeletTls, startControlPlane } from './control-plane.ts';
 import { startRedisCluster } from './redis-cluster.ts';
 import { startRedisSentinel } from './redis-sentinel.ts';
 import { type LocalRedis, startRedis } from './redis-server.ts';
@@ -14,6 +14,8 @@ export interface StackInfo {
   apiServerUrl: string;
   adminToken: string;
   caPath: string;
+  /** What a local node serves its kubelet API with (`kubectl logs`): certificate, key, client CA. */
+  kubeletTls: KubeletTls;
   /** The single redis-server, `redis://127.0.0.1:<port>`; always started. */
   redisUrl: string;
   /** The Redis the controller uses: the single node, or the Cluster or Sentinel setup asked for. */
@@ -76,6 +78,7 @@ export async function startLocalStack(
     apiServerUrl: controlPlane.apiServerUrl,
     adminToken: controlPlane.adminToken,
     caPath: controlPlane.caPath,
+    kubeletTls: controlPlane.kubeletTls,
     redisUrl: redis.url,
     redis: topology?.topology ?? { kind: 'single', url: redis.url },
     tofuPath: binaries.tofu,

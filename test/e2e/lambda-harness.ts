@@ -106,7 +106,14 @@ export async function startLambdaRun(label: string): Promise<LambdaRun> {
   };
   try {
     started.push(
-      await startLocalNode({ kubectl, kubeconfigPath: stack.kubeconfigPath, nodeName, workDir, logDir }),
+      await startLocalNode({
+        kubectl,
+        kubeconfigPath: stack.kubeconfigPath,
+        kubeletTls: stack.kubeletTls,
+        nodeName,
+        workDir,
+        logDir,
+      }),
     );
 
     const [httpPort, lambdaPort] = [await freePort(), await freePort()];

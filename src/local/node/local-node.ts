@@ -1,17 +1,19 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig, type V1Pod, Watch } from '@kubernetes/client-node';
 import { locateBinaries } from '../binaries.ts';
+import { KUBELET_CLIENT_CN } from '../control-plane.ts';
 import { canSetHostname } from './container-process.ts';
 import { localImageTarget, parseImageReference } from './image-reference.ts';
 import { pullLocalImage } from './image-store.ts';
+import { type KubeletServer, startKubeletServer } from './kubelet-server.ts';
 import { nodeApi } from './node-api.ts';
 import { type NodeCapacity, registerNode } from './node-registration.ts';
 import { isTerminalPhase, lostRuntime, podStatus } from './pod-status.ts';
-import { type PodWorker, type PodWorkerContext, startPodWorker } from './pod-worker.ts';
+import { containerLogPath, type PodWorker, type PodWorkerContext, startPodWorker } from './pod-worker.ts';
 import { kubeletPullBackoff, type PullBackoffConfig } from './pull-backoff.ts';
 
 /**
@@ -44,6 +46,11 @@ export interface LocalNodeOptions {
   tools?: Record<string, string>;
   /** Where pod work directories live; default a fresh temp directory, removed on stop. */
   stateDir?: string;
+  /**
+   * Serve the kubelet API (`kubectl logs`) with this certificate and key, to clients the CA signed (the
+   * control plane's `kubeletTls`). Without it the node reports no kubelet port and logs stay on disk.
+   */
+  kubeletTls?: { certPath: string; keyPath: string; clientCaPath: string };
   /** Default cpu 2, memory 8Gi, pods 110. */
   capacity?: NodeCapacity;
   /** Image pull back-off timings; default the kubelet's (10 s doubling to 300 s). */
@@ -115,6 +122,8 @@ function serviceEnv(config: KubeConfig): [string, string][] {
 }
 
 interface PodRecord {
+  /** The newest version of the pod the node has seen. */
+  pod: V1Pod;
   worker?: PodWorker;
   finished: boolean;
   deleteRequested: boolean;
@@ -169,17 +178,50 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
     log,
   };
 
+  const records = new Map<string, PodRecord>();
+  const tls = options.kubeletTls;
+  const kubelet: KubeletServer | undefined = tls
+    ? await startKubeletServer({
+        tls: {
+          cert: readFileSync(tls.certPath, 'utf8'),
+          key: readFileSync(tls.keyPath, 'utf8'),
+          clientCa: readFileSync(tls.clientCaPath, 'utf8'),
+        },
+        clientCommonName: KUBELET_CLIENT_CN,
+        findPod: (namespace, name) => {
+          const record = [...records.values()].find(
+            (entry) => entry.pod.metadata?.namespace === namespace && entry.pod.metadata?.name === name,
+          );
+          if (!record) return undefined;
+          const uid = record.pod.metadata?.uid ?? '';
+          return {
+            pod: record.pod,
+            status: record.worker?.status() ?? record.pod.status,
+            logPath: (container) => containerLogPath(podsDir, uid, container),
+          };
+        },
+        log,
+      })
+    : undefined;
   const registration = await registerNode(
     config,
     nodeName,
     options.capacity ?? { cpu: '2', memory: '8Gi', pods: '110' },
     kubeletVersionOf(),
+    kubelet?.port ?? 0,
     log,
-  );
+  ).catch(async (cause: unknown) => {
+    await kubelet?.close();
+    throw cause;
+  });
   log(`node ${nodeName}: images from ${imageDirs.join(', ')} as ${registry}/<name>; pod dirs in ${podsDir}`);
   if (!setHostname) log(`node ${nodeName}: no UTS namespaces here; containers see the host's hostname`);
+  log(
+    kubelet
+      ? `node ${nodeName}: kubelet API (kubectl logs) on https://127.0.0.1:${kubelet.port}`
+      : `node ${nodeName}: no kubelet TLS given; kubectl logs will not reach this node`,
+  );
 
-  const records = new Map<string, PodRecord>();
   const deleteOnce = (record: PodRecord, pod: V1Pod): void => {
     if (record.deleteRequested || !pod.metadata?.deletionTimestamp) return;
     record.deleteRequested = true;
@@ -195,11 +237,12 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
     if (!uid || stopped) return;
     const known = records.get(uid);
     if (known) {
+      known.pod = pod;
       known.worker?.update(pod);
       if (known.finished) deleteOnce(known, pod);
       return;
     }
-    const record: PodRecord = { finished: false, deleteRequested: false };
+    const record: PodRecord = { pod, finished: false, deleteRequested: false };
     records.set(uid, record);
     if (isTerminalPhase(pod.status?.phase)) {
       record.finished = true;
@@ -286,6 +329,7 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
       stopped = true;
       currentWatch?.abort();
       registration.stop();
+      await kubelet?.close();
       await Promise.all([...records.values()].map((record) => record.worker?.shutdown()));
       await serving;
       if (stopOptions.unregister ?? options.unregisterOnStop) await registration.unregister();

@@ -5,7 +5,8 @@ import { startLocalNode } from './local-node.ts';
 
 const usage = `usage: node src/local/node/main.ts --kubeconfig <path> --images <dir> [--images <dir> ...]
   [--node-name captf-local-node] [--registry captf.local] [--tool name=/host/path ...]
-  [--state-dir <dir>] [--unregister-on-stop] [--keep-pod-dirs]`;
+  [--state-dir <dir>] [--unregister-on-stop] [--keep-pod-dirs]
+  [--tls-cert-file <pem> --tls-private-key-file <pem> --client-ca-file <pem>]  (the kubelet API, for kubectl logs)`;
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -18,6 +19,9 @@ async function main(): Promise<void> {
       'state-dir': { type: 'string' },
       'unregister-on-stop': { type: 'boolean' },
       'keep-pod-dirs': { type: 'boolean' },
+      'tls-cert-file': { type: 'string' },
+      'tls-private-key-file': { type: 'string' },
+      'client-ca-file': { type: 'string' },
       help: { type: 'boolean' },
     },
   });
@@ -28,6 +32,14 @@ async function main(): Promise<void> {
   const kubeconfigPath = values.kubeconfig ?? process.env.KUBECONFIG;
   if (!kubeconfigPath || !values.images?.length) {
     console.error(usage);
+    process.exit(2);
+  }
+  const certPath = values['tls-cert-file'];
+  const keyPath = values['tls-private-key-file'];
+  const clientCaPath = values['client-ca-file'];
+  const tlsGiven = [certPath, keyPath, clientCaPath].filter((value) => value !== undefined).length;
+  if (tlsGiven !== 0 && tlsGiven !== 3) {
+    console.error(`--tls-cert-file, --tls-private-key-file and --client-ca-file go together\n${usage}`);
     process.exit(2);
   }
   const tools: Record<string, string> = {};
@@ -46,6 +58,7 @@ async function main(): Promise<void> {
     ...(values['node-name'] ? { nodeName: values['node-name'] } : {}),
     ...(values.registry ? { registry: values.registry } : {}),
     ...(values['state-dir'] ? { stateDir: values['state-dir'] } : {}),
+    ...(certPath && keyPath && clientCaPath ? { kubeletTls: { certPath, keyPath, clientCaPath } } : {}),
     unregisterOnStop: values['unregister-on-stop'] ?? false,
     keepPodDirs: values['keep-pod-dirs'] ?? false,
   });

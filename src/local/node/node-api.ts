@@ -36,9 +36,23 @@ export interface NodeApi extends VolumeSourceReader {
   writeStatus(pod: V1Pod, compute: (live: V1Pod) => V1PodStatus): Promise<StatusWrite>;
   /** Deletes the pod object at once (grace 0, UID precondition), as the kubelet does once it stopped. */
   deletePod(pod: V1Pod): Promise<void>;
-  /** Records a kubelet Event on the pod; failures are swallowed (events are best effort in the kubelet too). */
-  recordEvent(pod: V1Pod, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void>;
+  /**
+   * Records a kubelet Event on the pod, or on its container at `fieldPath` (`spec.containers{name}`). An
+   * Event that repeats one already recorded bumps that one's `count` and `lastTimestamp` instead of
+   * making another (client-go's EventCorrelator, which the kubelet's recorder uses). Failures are
+   * swallowed: events are best effort in the kubelet too.
+   */
+  recordEvent(
+    pod: V1Pod,
+    type: 'Normal' | 'Warning',
+    reason: string,
+    message: string,
+    fieldPath?: string,
+  ): Promise<void>;
 }
+
+/** How many distinct Events the node remembers for aggregation (client-go's `maxLruCacheEntries`). */
+const eventCacheSize = 4096;
 
 /** Builds the API access of node `nodeName` from a kubeconfig. */
 export function nodeApi(config: KubeConfig, nodeName: string): NodeApi {
@@ -51,6 +65,9 @@ export function nodeApi(config: KubeConfig, nodeName: string): NodeApi {
       throw error;
     }
   };
+  // Last recorded version of each distinct Event, newest use last; a repeat waits for the one before it.
+  const recorded = new Map<string, Promise<CoreV1Event | undefined>>();
+  let sequence = 0n;
   return {
     readPod: (namespace, name) => ignoreNotFound(core.readNamespacedPod({ namespace, name })),
     readSecret: async (namespace, name) => {
@@ -119,29 +136,63 @@ export function nodeApi(config: KubeConfig, nodeName: string): NodeApi {
         if (code !== 404 && code !== 409) throw error;
       }
     },
-    recordEvent: async (pod, type, reason, message) => {
-      const now = new Date();
+    recordEvent: (pod, type, reason, message, fieldPath) => {
       const namespace = pod.metadata?.namespace ?? 'default';
-      const event: CoreV1Event = {
-        metadata: { generateName: `${pod.metadata?.name ?? 'pod'}.`, namespace },
-        involvedObject: {
-          apiVersion: 'v1',
-          kind: 'Pod',
-          name: pod.metadata?.name,
+      const key = [pod.metadata?.uid, fieldPath, type, reason, message].join('\0');
+      const before = recorded.get(key);
+      // The kubelet's recorder names an Event `<pod>.<hex UnixNano>`: names then sort by time, and so do
+      // the Events of one second in `kubectl describe` (it sorts by lastTimestamp, whole seconds).
+      const eventName = `${pod.metadata?.name ?? 'pod'}.${(BigInt(Date.now()) * 1_000_000n + (sequence++ % 1_000_000n)).toString(16)}`;
+      const create = (now: Date): Promise<CoreV1Event> =>
+        core.createNamespacedEvent({
           namespace,
-          uid: pod.metadata?.uid,
-        },
-        type,
-        reason,
-        message,
-        source: { component: 'kubelet', host: nodeName },
-        reportingComponent: 'kubelet',
-        reportingInstance: nodeName,
-        firstTimestamp: now,
-        lastTimestamp: now,
-        count: 1,
-      };
-      await core.createNamespacedEvent({ namespace, body: event }).catch(() => undefined);
+          body: {
+            metadata: { name: eventName, namespace },
+            involvedObject: {
+              apiVersion: 'v1',
+              kind: 'Pod',
+              name: pod.metadata?.name,
+              namespace,
+              uid: pod.metadata?.uid,
+              ...(fieldPath ? { fieldPath } : {}),
+            },
+            type,
+            reason,
+            message,
+            source: { component: 'kubelet', host: nodeName },
+            reportingComponent: 'kubelet',
+            reportingInstance: nodeName,
+            firstTimestamp: now,
+            lastTimestamp: now,
+            count: 1,
+          },
+        });
+      const next = (async (): Promise<CoreV1Event | undefined> => {
+        const prior = await before;
+        const now = new Date();
+        if (!prior?.metadata?.name) return create(now).catch(() => undefined);
+        try {
+          // Events allow unconditional updates: no resourceVersion, so two repeats never conflict.
+          return await core.replaceNamespacedEvent({
+            namespace,
+            name: prior.metadata.name,
+            body: {
+              ...prior,
+              metadata: { ...prior.metadata, resourceVersion: undefined },
+              count: (prior.count ?? 1) + 1,
+              lastTimestamp: now,
+            },
+          });
+        } catch (error) {
+          // Expired (the API server's event TTL) or deleted: start a new one, as the correlator would.
+          if (httpStatusOf(error) === 404) return create(now).catch(() => undefined);
+          return prior;
+        }
+      })();
+      recorded.delete(key);
+      recorded.set(key, next);
+      if (recorded.size > eventCacheSize) recorded.delete(recorded.keys().next().value ?? '');
+      return next.then(() => undefined);
     },
   };
 }

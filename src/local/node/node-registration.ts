@@ -76,13 +76,15 @@ async function removeNotReadyTaint(core: CoreV1Api, nodeName: string): Promise<v
 
 /**
  * Creates (or takes over) Node `nodeName` and starts its heartbeats. `kubeletVersion` is what the node
- * reports in `nodeInfo`. Throws when the API server refuses the Node or its status.
+ * reports in `nodeInfo`; `kubeletPort` is where its kubelet API listens on the InternalIP (0: none), which
+ * the API server dials for `pods/log`. Throws when the API server refuses the Node or its status.
  */
 export async function registerNode(
   config: KubeConfig,
   nodeName: string,
   capacity: NodeCapacity,
   kubeletVersion: string,
+  kubeletPort: number,
   log: (line: string) => void,
 ): Promise<NodeRegistration> {
   const core = config.makeApiClient(CoreV1Api);
@@ -125,7 +127,7 @@ export async function registerNode(
             { type: 'InternalIP', address: localNodeIp },
             { type: 'Hostname', address: nodeName },
           ],
-          daemonEndpoints: { kubeletEndpoint: { Port: 0 } },
+          daemonEndpoints: { kubeletEndpoint: { Port: kubeletPort } },
           nodeInfo: {
             architecture: body.metadata?.labels?.['kubernetes.io/arch'] ?? 'amd64',
             bootID: randomUUID(),

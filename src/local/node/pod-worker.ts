@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { type EnvSources, envReferences, resolveEnv } from './container-env.ts';
 import { launchPlan } from './container-launch.ts';
 import type { ContainerFilesystem } from './container-paths.ts';
@@ -41,10 +41,17 @@ export interface PodWorkerContext {
   log: (line: string) => void;
 }
 
+/** Host file that holds the output of container `name` of pod `uid` (the kubelet's log file). */
+export function containerLogPath(podsDir: string, uid: string, name: string): string {
+  return join(podsDir, uid, 'containers', name, 'log');
+}
+
 /** The handle the node keeps per pod. */
 export interface PodWorker {
   /** Feeds a newer version of the pod (deletion is noticed here). */
   update(pod: V1Pod): void;
+  /** The status the node reports for the pod now (what the kubelet's log endpoint decides from). */
+  status(): V1PodStatus;
   /** The pod object is gone (force-deleted): kill everything at once, write nothing. */
   abandon(): void;
   /** The node stops: SIGTERM, a short grace, SIGKILL; write nothing. */
@@ -81,7 +88,8 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
     deadlineExceeded: false,
     stopped: false,
   };
-  const processes = new Set<ContainerProcess>();
+  /** Running container processes, with the name of the container each one is. */
+  const processes = new Map<ContainerProcess, string>();
   const stopping = new AbortController();
   /** Set once the pod is being ended: when its remaining processes get SIGKILL (epoch ms). */
   let killAtMs: number | undefined;
@@ -90,9 +98,13 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
   let finished = false;
   let silent = false;
 
-  const event = (type: 'Normal' | 'Warning', reason: string, message: string): void => {
-    if (!silent) void ctx.api.recordEvent(pod, type, reason, message);
+  /** Posts a kubelet Event on the pod, on one of its containers when `fieldPath` names one. */
+  const event = (type: 'Normal' | 'Warning', reason: string, message: string, fieldPath?: string): void => {
+    if (!silent) void ctx.api.recordEvent(pod, type, reason, message, fieldPath);
   };
+  const initNames = new Set(initSpecs.map((container) => container.name));
+  const fieldPathOf = (name: string): string =>
+    initNames.has(name) ? `spec.initContainers{${name}}` : `spec.containers{${name}}`;
 
   // Status writes are serialised; each writes the runtime as it is when its turn comes. Answers false when
   // the write failed (an outage): a later write carries the same state, except after the last one.
@@ -120,7 +132,7 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
   );
 
   const killAll = (): void => {
-    for (const proc of processes) proc.kill();
+    for (const proc of processes.keys()) proc.kill();
   };
   const scheduleKill = (killAtMs: number): void => {
     clearTimeout(killTimer);
@@ -148,8 +160,8 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
       // The kubelet reports Failed at once, while the containers are still being stopped (C08).
       void publish();
     }
-    for (const proc of processes) {
-      event('Normal', 'Killing', `Stopping container (grace ${graceSeconds} s)`);
+    for (const [proc, name] of processes) {
+      event('Normal', 'Killing', `Stopping container ${name}`, fieldPathOf(name));
       proc.terminate();
     }
     scheduleKill(requestedKillAtMs);
@@ -172,25 +184,39 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
     index: number,
   ): Promise<LocalImage | undefined> => {
     const image = container.image ?? '';
+    const fieldPath = fieldPathOf(container.name);
+    // The node keeps no image cache (each container copies its image directory), so every container's
+    // image is pulled: Pulling then Pulled, as a kubelet reports a pull it does (pkg/kubelet/images).
     for (let failures = 1; !stopping.signal.aborted; failures++) {
+      const pullStart = ctx.now().getTime();
       const pulled = ctx.pull(image);
-      if (pulled.kind === 'pulled') {
-        event('Normal', 'Pulled', `Container image "${image}" already present on machine`);
-        return pulled.image;
-      }
       if (pulled.kind === 'invalid') {
-        event('Warning', 'InspectFailed', pulled.message);
+        event('Warning', 'InspectFailed', pulled.message, fieldPath);
+        event('Warning', 'Failed', 'Error: InvalidImageName', fieldPath);
         await setState(list, index, { kind: 'waiting', reason: 'InvalidImageName', message: pulled.message });
         await untilStopping;
         return undefined;
       }
+      event('Normal', 'Pulling', `Pulling image "${image}"`, fieldPath);
+      if (pulled.kind === 'pulled') {
+        const took = goDuration(ctx.now().getTime() - pullStart);
+        event(
+          'Normal',
+          'Pulled',
+          `Successfully pulled image "${image}" in ${took} (${took} including waiting)`,
+          fieldPath,
+        );
+        return pulled.image;
+      }
       const step = pullRetryStep(failures, ctx.pullBackoff);
       const message = `failed to pull and unpack image "${image}": ${pulled.message}`;
-      event('Warning', 'Failed', `Failed to pull image "${image}": ${message}`);
+      event('Warning', 'Failed', `Failed to pull image "${image}": ${message}`, fieldPath);
+      event('Warning', 'Failed', 'Error: ErrImagePull', fieldPath);
       await setState(list, index, { kind: 'waiting', reason: 'ErrImagePull', message });
       await wait(step.errImagePullMs);
       if (stopping.signal.aborted) break;
-      event('Normal', 'BackOff', `Back-off pulling image "${image}"`);
+      event('Normal', 'BackOff', `Back-off pulling image "${image}"`, fieldPath);
+      event('Warning', 'Failed', 'Error: ImagePullBackOff', fieldPath);
       await setState(list, index, {
         kind: 'waiting',
         reason: 'ImagePullBackOff',
@@ -233,7 +259,8 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
       const sources: EnvSources = { secrets, configMaps };
       const resolved = resolveEnv(pod, container, sources, base);
       if (resolved.kind === 'resolved') return resolved.env;
-      if (resolved.message !== lastMessage) event('Warning', 'Failed', `Error: ${resolved.message}`);
+      if (resolved.message !== lastMessage)
+        event('Warning', 'Failed', `Error: ${resolved.message}`, fieldPathOf(container.name));
       lastMessage = resolved.message;
       await setState(list, index, {
         kind: 'waiting',
@@ -261,7 +288,7 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
     const startedAt = ctx.now();
     const containerId = `captf-local://${createHash('sha256').update(`${uid}/${container.name}/${startedAt.toISOString()}`).digest('hex')}`;
     const startError = async (message: string): Promise<ContainerOutcome> => {
-      event('Warning', 'Failed', `Error: ${message}`);
+      event('Warning', 'Failed', `Error: ${message}`, fieldPathOf(container.name));
       await setState(list, index, {
         kind: 'terminated',
         exitCode: 128,
@@ -303,7 +330,8 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
     if (found.kind === 'missing') return startError(found.message);
     const home = join(containerDir, 'home');
     mkdirSync(home, { recursive: true });
-    const logPath = join(containerDir, 'log');
+    const logPath = containerLogPath(ctx.podsDir, uid, container.name);
+    event('Normal', 'Created', `Created container ${container.name}`, fieldPathOf(container.name));
     let proc: ContainerProcess;
     try {
       proc = startContainerProcess({
@@ -316,10 +344,10 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
     } catch (cause) {
       return startError((cause as Error).message);
     }
-    processes.add(proc);
+    processes.set(proc, container.name);
     // A termination asked for while the container was being created reaches it like any running one.
     if (killAtMs !== undefined) proc.terminate();
-    event('Normal', 'Started', `Started container ${container.name}`);
+    event('Normal', 'Started', `Started container ${container.name}`, fieldPathOf(container.name));
     ctx.log(`pod ${label}: container ${container.name} started (pid ${proc.pid}, log ${logPath})`);
     await setState(list, index, { kind: 'running', startedAt, containerId, imageId });
     const exit = await proc.exited;
@@ -416,18 +444,25 @@ export function startPodWorker(initial: V1Pod, ctx: PodWorkerContext): PodWorker
       pod = latest;
       if (latest.metadata?.deletionTimestamp) requestTermination('deleted', graceOf(latest));
     },
+    status: () => podStatus(pod, runtime, ctx.now()),
     abandon,
     shutdown: async () => {
       silent = true;
       stopping.abort();
-      for (const proc of processes) proc.terminate();
-      const exits = Promise.all([...processes].map((proc) => proc.exited));
+      for (const proc of processes.keys()) proc.terminate();
+      const exits = Promise.all([...processes.keys()].map((proc) => proc.exited));
       await Promise.race([exits, sleep(2000)]);
       killAll();
       await done;
     },
     done,
   };
+}
+
+/** `ms` the way Go prints a `time.Duration` in kubelet messages (`512ms`, `1.204s`). */
+export function goDuration(ms: number): string {
+  if (ms === 0) return '0s';
+  return ms < 1000 ? `${ms}ms` : `${Number((ms / 1000).toFixed(3))}s`;
 }
 
 function asText(data: Record<string, Buffer>): Record<string, string> {
