@@ -92,6 +92,8 @@ function answerError(error: unknown, request: FastifyRequest, reply: FastifyRepl
   else request.log.info(fields, appError.message);
   if (appError.retryAfterSeconds !== undefined)
     reply.header('retry-after', String(appError.retryAfterSeconds));
+  // The router's refusals are answered before any route's hooks run, so the onSend hook never sets it.
+  reply.header('x-request-id', request.id);
   return reply
     .code(appError.status)
     .send({ error: { code: appError.code, message: appError.message }, requestId: request.id });

@@ -96,6 +96,7 @@ function expectWellFormed(response: LightMyRequestResponse, hostile: readonly st
     expect(ERROR_REGISTRY[error.code].status).toBe(response.statusCode);
     expect(error.message).toMatch(MESSAGE_OPENINGS);
     expect(requestId).toEqual(expect.any(String));
+    expect(response.headers['x-request-id']).toBe(requestId);
   }
   // The body, and every header but the content type we set ourselves.
   const { 'content-type': _type, ...headers } = response.headers;
