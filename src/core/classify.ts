@@ -532,7 +532,8 @@ export function classifyJob(input: ClassifyInput): Classification {
           error: {
             kind: parsed.ok ? row.errorKind : 'unknown',
             ...(verdict.step ? { step: verdict.step } : {}),
-            summary: verdict.summary ?? row.reason[input.op],
+            // A blank summary (the runner's own may be '') says nothing: the reason stands in.
+            summary: verdict.summary?.trim() ? verdict.summary : row.reason[input.op],
           },
         }
       : {}),

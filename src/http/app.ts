@@ -1,5 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, LogController } from 'fastify';
+import Fastify, {
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  LogController,
+} from 'fastify';
 import type { AppDeps } from './deps.ts';
 import { AppError, normaliseError } from './errors.ts';
 import { createInFlight } from './in-flight.ts';
@@ -19,6 +24,15 @@ const noRouteSchemas = () => () => {
 
 /** A caller's `x-request-id` is kept only when it is short and plain; otherwise we mint one. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
+/** A path echoed in a 404: short, and only unreserved characters; any other is untrusted text, not shown. */
+const PLAIN_PATH = /^[A-Za-z0-9._~/-]{1,200}$/;
+
+/**
+ * Longest path parameter the router matches, in characters as sent: an object name may have 253
+ * (DNS-1123 subdomain), and the router's default of 100 answered a valid long name with its own 414.
+ */
+const MAX_PARAM_LENGTH = 253;
 
 /**
  * Builds the HTTP application (DESIGN.md section 13) from injected dependencies; no global state, so tests
@@ -40,6 +54,10 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     schemaController: {
       compilersFactory: { buildValidator: noRouteSchemas, buildSerializer: noRouteSchemas },
     },
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // The router's refusals (bad percent-escapes, overlong segments) are answered like every other error,
+    // not with fastify's own body, which has no request id and quotes the path.
+    frameworkErrors: (error, request, reply) => answerError(error, request, reply),
   }) as unknown as FastifyInstance;
   const inFlight = createInFlight();
 
@@ -50,27 +68,33 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     await inFlight.drain();
   });
   app.setNotFoundHandler(async (request) => {
+    const path = request.url.split('?')[0] ?? '';
     throw new AppError(
       'route-not-found',
-      `route ${request.method} ${request.url.split('?')[0]?.slice(0, 200)}: not found`,
+      `route ${request.method} ${PLAIN_PATH.test(path) ? path : '(path not shown)'}: not found`,
     );
   });
-  app.setErrorHandler(async (error, request, reply) => {
-    const appError = normaliseError(error);
-    const fields = { code: appError.code, status: appError.status };
-    if (appError.status >= 500)
-      request.log.warn({ ...fields, err: appError.cause ?? appError }, appError.message);
-    else request.log.info(fields, appError.message);
-    if (appError.retryAfterSeconds !== undefined)
-      reply.header('retry-after', String(appError.retryAfterSeconds));
-    return reply
-      .code(appError.status)
-      .send({ error: { code: appError.code, message: appError.message }, requestId: request.id });
-  });
+  app.setErrorHandler(answerError);
 
   app.register(healthRoutes(deps));
   app.register(eventsRoutes(deps, inFlight));
   app.register(reconcileRoutes(deps, inFlight));
   app.register(tickRoutes(deps, inFlight));
   return app;
+}
+
+/** The one answer to anything thrown: the registry's status and code, a clear message, the request id. */
+function answerError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const appError = normaliseError(error);
+  const fields = { code: appError.code, status: appError.status };
+  if (appError.status >= 500)
+    request.log.warn({ ...fields, err: appError.cause ?? appError }, appError.message);
+  else request.log.info(fields, appError.message);
+  if (appError.retryAfterSeconds !== undefined)
+    reply.header('retry-after', String(appError.retryAfterSeconds));
+  // The router's refusals are answered before any route's hooks run, so the onSend hook never sets it.
+  reply.header('x-request-id', request.id);
+  return reply
+    .code(appError.status)
+    .send({ error: { code: appError.code, message: appError.message }, requestId: request.id });
 }

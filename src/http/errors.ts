@@ -105,6 +105,18 @@ const FASTIFY_CODES: Readonly<Record<string, ErrorCode>> = {
   FST_ERR_CTP_INVALID_JSON_BODY: 'invalid-request',
   FST_ERR_CTP_INVALID_TYPE: 'invalid-request',
   FST_ERR_VALIDATION: 'invalid-request',
+  // The router's own refusals (fastify's `frameworkErrors`): a bad percent-escape, an overlong segment.
+  FST_ERR_BAD_URL: 'invalid-request',
+  FST_ERR_MAX_PARAM_LENGTH: 'invalid-request',
+};
+
+/**
+ * The router's messages quote the whole path (`'<path>' is not a valid url component`); untrusted text is
+ * never echoed, so these say what was wrong in words of our own.
+ */
+const FASTIFY_MESSAGES: Readonly<Record<string, string>> = {
+  FST_ERR_BAD_URL: 'read path: not a valid URL (a malformed percent-escape)',
+  FST_ERR_MAX_PARAM_LENGTH: 'read path: a path segment is too long (names have at most 253 characters)',
 };
 
 /**
@@ -129,7 +141,10 @@ export function normaliseError(error: unknown): AppError {
     const fastifyCode = (error as Error & { code?: unknown }).code;
     if (typeof fastifyCode === 'string' && Object.hasOwn(FASTIFY_CODES, fastifyCode)) {
       const code = FASTIFY_CODES[fastifyCode] ?? 'invalid-request';
-      return new AppError(code, `read request: ${error.message}`, { cause: error });
+      const message = Object.hasOwn(FASTIFY_MESSAGES, fastifyCode)
+        ? FASTIFY_MESSAGES[fastifyCode]
+        : undefined;
+      return new AppError(code, message ?? `read request: ${error.message}`, { cause: error });
     }
     return new AppError('internal', 'internal error', { cause: error });
   }

@@ -49,11 +49,17 @@ export const CloudEventAttributesSchema = z.object({
   type: z.string({ error: 'is required' }).min(1, 'is required').max(256),
 });
 
-/** Kubernetes object names: DNS-1123 subdomain, at most 253 characters (rejects `../x`, unicode, spaces). */
+/**
+ * Kubernetes object names: DNS-1123 subdomain, at most 253 characters (rejects `../x`, unicode, spaces):
+ * dot-separated labels, none empty and none starting or ending with `-` (`a..b`, `a.-b` are no names).
+ */
 export const ObjectNameSchema = z
   .string()
   .max(253, 'at most 253 characters')
-  .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a DNS-1123 subdomain (a-z, 0-9, "-", ".")');
+  .regex(
+    /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/,
+    'must be a DNS-1123 subdomain (a-z, 0-9, "-", ".")',
+  );
 
 /** Kubernetes namespace names: DNS-1123 label, at most 63 characters. */
 export const NamespaceSchema = z
@@ -149,9 +155,28 @@ export function parseEventData(type: ApiServerEventType, data: unknown): Subject
   };
 }
 
-/** Renders zod issues as `data.path: message` lines; values are never echoed (they may be hostile or secret). */
+/**
+ * Renders zod issues as `data.path: message` lines; values are never echoed (they may be hostile or secret).
+ * Keys are input too: a record key in a path (a label) or an unrecognized key is shown only when it is
+ * plain, as zod's own messages would quote it whole.
+ */
 export function formatIssues(error: z.ZodError, root = 'data'): string {
   return error.issues
-    .map((issue) => `${[root, ...issue.path.map(String)].join('.')}: ${issue.message}`)
+    .map((issue) => {
+      const path = [root, ...issue.path.map((segment) => shownKey(String(segment)))].join('.');
+      const message =
+        issue.code === 'unrecognized_keys'
+          ? `unknown key${issue.keys.length === 1 ? '' : 's'} ${issue.keys.map((k) => (PLAIN_KEY.test(k) ? `"${k}"` : NOT_SHOWN)).join(', ')}`
+          : issue.message;
+      return `${path}: ${message}`;
+    })
     .join('; ');
+}
+
+/** A key shown in a message as it is: short, and letters, digits, `.`, `_`, `-` and `/` only. */
+const PLAIN_KEY = /^[A-Za-z0-9._/-]{1,64}$/;
+const NOT_SHOWN = '(key not shown)';
+
+function shownKey(key: string): string {
+  return PLAIN_KEY.test(key) ? key : NOT_SHOWN;
 }

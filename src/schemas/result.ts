@@ -42,6 +42,12 @@ export type RunnerErrorKind = z.infer<typeof RunnerErrorKindSchema>;
 
 /** Largest result document in bytes: the kubelet's termination-message cap (DESIGN.md section 10). */
 export const RESULT_MAX_BYTES = 4096;
+/**
+ * Deepest nesting of a result document that is read. The schema's own shapes are at most 4 deep; a cap
+ * keeps the schema's recursive `z.json()` outputs from exhausting the stack on a document of `[[[[…` (4096
+ * bytes hold 2000 levels), so reading stays a value, and the same value however deep the caller's stack.
+ */
+export const RESULT_MAX_DEPTH = 32;
 /** Largest curated error summary in bytes (DESIGN.md section 10). */
 export const SUMMARY_MAX_BYTES = 512;
 
@@ -154,6 +160,13 @@ export function parseRunnerResult(text: string | undefined | null): ParsedResult
       message: `read runner result: ${truncated ? 'truncated at the termination-message cap' : 'not JSON'} (${bytes} bytes)`,
     };
   }
+  if (depthExceeds(json, RESULT_MAX_DEPTH)) {
+    return {
+      ok: false,
+      reason: 'invalid',
+      message: `read runner result: nested deeper than ${RESULT_MAX_DEPTH} levels`,
+    };
+  }
   const parsed = RunnerResultSchema.safeParse(json);
   if (!parsed.success) {
     const first = parsed.error.issues[0];
@@ -164,4 +177,16 @@ export function parseRunnerResult(text: string | undefined | null): ParsedResult
     };
   }
   return { ok: true, result: parsed.data };
+}
+
+/** Whether a parsed JSON value nests arrays and objects deeper than `max`; iterative, so any depth is fine. */
+function depthExceeds(value: unknown, max: number): boolean {
+  const stack: Array<{ value: unknown; depth: number }> = [{ value, depth: 0 }];
+  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
+    if (typeof item.value !== 'object' || item.value === null) continue;
+    const depth = item.depth + 1;
+    if (depth > max) return true;
+    for (const child of Object.values(item.value)) stack.push({ value: child, depth });
+  }
+  return false;
 }
