@@ -1,13 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, {
-  type FastifyInstance,
-  type FastifyReply,
-  type FastifyRequest,
-  LogController,
-} from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { AppDeps } from './deps.ts';
 import { AppError, normaliseError } from './errors.ts';
 import { createInFlight } from './in-flight.ts';
+import { AnswerLogController } from './request-log.ts';
 import { eventsRoutes } from './routes/events.ts';
 import { healthRoutes } from './routes/health.ts';
 import { reconcileRoutes } from './routes/reconcile.ts';
@@ -44,7 +40,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     loggerInstance: deps.logger,
     bodyLimit: deps.config.bodyLimitBytes,
     requestIdHeader: false,
-    logController: new LogController({ requestIdLogLabel: 'requestId' }),
+    // One line per answer instead of two, quiet answers at debug (src/http/request-log.ts).
+    logController: new AnswerLogController({ requestIdLogLabel: 'requestId' }),
     genReqId: (request) => {
       const offered = request.headers['x-request-id'];
       return typeof offered === 'string' && REQUEST_ID.test(offered) ? offered : randomUUID();

@@ -41,6 +41,11 @@ export interface TickReport {
   sweep: SweepReport;
 }
 
+/** A tick that claimed nothing and ran no sweep: the system is at rest, and the tick changed nothing. */
+export function isIdleTick(report: TickReport): boolean {
+  return report.claimed === 0 && report.sweep.state === 'skipped';
+}
+
 /**
  * Runs one tick. Throws UnavailableError when the schedule cannot be claimed (the route answers 503);
  * failures after the claim are counted, logged and left to the claim's visibility timeout.

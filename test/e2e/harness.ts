@@ -469,28 +469,28 @@ export interface HandlerAnswer {
 }
 
 /**
- * Every answer the handlers gave so far, from `controller.log`: fastify logs `incoming request` (method,
- * url) and `request completed` (status) under one request id. Requests still in flight are left out.
+ * Every answer the handlers gave so far, from `controller.log`: one `request completed` line per answer
+ * (src/http/request-log.ts: method, url, status). Quiet answers (an idle tick's 2xx) are logged at debug,
+ * so they are here only at that level; every answer other than 2xx is here. Requests in flight are not.
  */
 export function handlerAnswers(run: E2eRun): HandlerAnswer[] {
-  const requests = new Map<string, { method: string; url: string }>();
   const answers: HandlerAnswer[] = [];
   const text = readFileSync(join(run.controller.logDir, 'controller.log'), 'utf8');
   for (const line of text.split('\n')) {
     if (!line.startsWith('{')) continue;
     const entry = JSON.parse(line) as {
       msg?: string;
-      requestId?: string;
       time?: string;
       req?: { method: string; url: string };
       res?: { statusCode: number };
     };
-    if (entry.requestId === undefined) continue;
-    if (entry.msg === 'incoming request' && entry.req)
-      requests.set(entry.requestId, { method: entry.req.method, url: entry.req.url });
-    const request = requests.get(entry.requestId);
-    if (entry.msg === 'request completed' && entry.res && request)
-      answers.push({ ...request, status: entry.res.statusCode, atMs: Date.parse(entry.time ?? '') });
+    if (entry.msg === 'request completed' && entry.req && entry.res)
+      answers.push({
+        method: entry.req.method,
+        url: entry.req.url,
+        status: entry.res.statusCode,
+        atMs: Date.parse(entry.time ?? ''),
+      });
   }
   return answers;
 }

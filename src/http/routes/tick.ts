@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { runTick } from '../../schedule/tick.ts';
+import { isIdleTick, runTick } from '../../schedule/tick.ts';
 import { formatIssues } from '../../schemas/cloudevents.ts';
 import { TickBodySchema } from '../../schemas/http.ts';
 import { bearerAuthHook } from '../auth.ts';
@@ -7,6 +7,7 @@ import type { AppDeps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import type { InFlight } from '../in-flight.ts';
 import { acceptRawText } from '../raw-body.ts';
+import { markQuiet } from '../request-log.ts';
 
 /** The CloudEvent type a Knative PingSource (and a serverless.yml `cron` event) sends. */
 export const PING_EVENT_TYPE = 'dev.knative.sources.ping';
@@ -42,7 +43,10 @@ export function tickRoutes(deps: AppDeps, inFlight: InFlight): FastifyPluginAsyn
           batch: deps.config.tickBatch,
         }),
       );
-      request.log.info({ tick: report }, 'tick done');
+      if (isIdleTick(report)) {
+        markQuiet(request);
+        request.log.debug({ tick: report }, 'tick done');
+      } else request.log.info({ tick: report }, 'tick done');
       return reply.code(200).send(report);
     };
     app.post('/tick', tick);

@@ -28,4 +28,10 @@ describe('dry run parity check', () => {
     const real = outcomeOf(ref, 'WaitingForRunLease', { message: 'held' });
     expect(() => assertSameDecision(ref, dry, real)).not.toThrow();
   });
+  it('D5 a pod of an earlier attempt that the garbage collector removed in between is forgiven, one way only', () => {
+    const waiting = outcomeOf(ref, 'WaitingForPreviousAttempt', { message: 'pod still runs' });
+    const created = outcomeOf(ref, 'NoState', { job: 'captf-m-m-a-apply-a2-123456' });
+    expect(() => assertSameDecision(ref, waiting, created)).not.toThrow();
+    expect(() => assertSameDecision(ref, created, waiting)).toThrow(/differently/);
+  });
 });

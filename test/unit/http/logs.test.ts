@@ -1,5 +1,5 @@
-import { expect, it } from 'vitest';
-import { binaryHeaders, TOKEN, testApp } from './in-memory.ts';
+import { describe, expect, it } from 'vitest';
+import { binaryHeaders, T0, TOKEN, testApp } from './in-memory.ts';
 
 const SECRET_VALUE = 'c3VwZXItc2VjcmV0LXBhc3N3b3Jk';
 
@@ -58,4 +58,56 @@ it('a hostile x-request-id is replaced by a generated one', async () => {
     headers: { 'x-request-id': 'a\u0001b'.repeat(40) },
   });
   expect(response.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+});
+
+describe('one answer line per request; a tick that finds the system at rest writes nothing at info', () => {
+  const INFO = 30;
+  const tick = (t: ReturnType<typeof testApp>, id: string) =>
+    t.app.inject({
+      method: 'POST',
+      url: '/tick',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'x-request-id': id },
+      payload: '{}',
+    });
+  const linesOf = (t: ReturnType<typeof testApp>, id: string) =>
+    t.logs.lines.filter((line) => line.requestId === id);
+
+  it('an idle tick (nothing due, no sweep) logs its answer at debug only', async () => {
+    const t = testApp();
+    expect((await tick(t, 'idle-1')).statusCode).toBe(200);
+    const lines = linesOf(t, 'idle-1');
+    expect(lines.map((line) => line.msg)).toEqual(['tick done', 'request completed']);
+    expect(lines.filter((line) => Number(line.level) >= INFO)).toEqual([]);
+  });
+
+  it('a tick that steps an object logs its answer at info, with method, url and status', async () => {
+    const t = testApp();
+    await t.schedule.add({ kind: 'TerraformMachine', namespace: 'team-a', name: 'm-a' }, T0 - 1000);
+    await tick(t, 'busy-1');
+    const answer = linesOf(t, 'busy-1').find((line) => line.msg === 'request completed');
+    expect(answer).toMatchObject({
+      level: INFO,
+      req: { method: 'POST', url: '/tick' },
+      res: { statusCode: 200 },
+    });
+    expect(linesOf(t, 'busy-1').filter((line) => line.msg === 'incoming request')).toEqual([]);
+  });
+
+  it('an answer other than 2xx is at info even on the tick route', async () => {
+    const t = testApp();
+    await t.app.inject({
+      method: 'POST',
+      url: '/tick',
+      headers: {
+        authorization: `Bearer ${TOKEN}`,
+        'content-type': 'application/json',
+        'x-request-id': 'bad-1',
+      },
+      payload: 'not json',
+    });
+    expect(linesOf(t, 'bad-1').find((line) => line.msg === 'request completed')).toMatchObject({
+      level: INFO,
+      res: { statusCode: 400 },
+    });
+  });
 });
