@@ -215,7 +215,7 @@ describe('CRDs in the real API server', () => {
     expect((await patch({ approvedBy: 'mallory' })).stderr).toContain('spec.approvedBy cannot change');
   });
 
-  it('kubectl get shows Ready, Op, Reason and Age', async () => {
+  it('kubectl get shows Ready (the condition), Op, Reason and Age; -o wide adds Provisioned and the Job', async () => {
     const status = {
       status: {
         ready: true,
@@ -227,10 +227,11 @@ describe('CRDs in the real API server', () => {
         },
         conditions: [
           {
+            // Provisioned, and its last apply failed: READY must say False beside the reason.
             type: 'Ready',
-            status: 'True',
-            reason: 'Provisioned',
-            message: 'ok',
+            status: 'False',
+            reason: 'ApplyFailed',
+            message: 'apply failed',
             lastTransitionTime: '2026-11-29T12:00:00Z',
           },
         ],
@@ -255,9 +256,11 @@ describe('CRDs in the real API server', () => {
         .find((l) => l.startsWith('m-a '))
         ?.split(/\s+/)
         .slice(0, 4),
-    ).toEqual(['m-a', 'true', 'drift', 'Provisioned']);
+    ).toEqual(['m-a', 'False', 'drift', 'ApplyFailed']);
     const wide = await kubectlOk(['get', 'tfm', 'm-a', '-n', namespace, '-o', 'wide']);
-    expect(wide.split('\n')[0]).toContain('JOB');
+    const [wideHeader, wideLine] = wide.trim().split('\n');
+    expect(wideHeader?.split(/\s+/).slice(-2)).toEqual(['PROVISIONED', 'JOB']);
+    expect(wideLine?.split(/\s+/).slice(-2)).toEqual(['true', 'captf-m-m-a-drift-a1-abcdef']);
   });
 
   it('kubectl explain describes the kinds and their fields', async () => {

@@ -26,13 +26,17 @@ export interface KindDefinition {
   printerColumns: readonly PrinterColumn[];
 }
 
-/** Ready, Op, Reason, Age (DESIGN.md section 2) plus Waiting; the Job with `-o wide`. */
+/**
+ * Ready, Op, Reason, Age (DESIGN.md section 2) plus Waiting; Provisioned and the Job with `-o wide`. Ready
+ * is the Ready condition, whose Reason stands beside it: a provisioned machine whose last apply failed is
+ * not Ready (the Failing Jobs runbook reads them together); Provisioned is the Cluster API contract field.
+ */
 export const TARGET_PRINTER_COLUMNS: readonly PrinterColumn[] = [
   {
     name: 'Ready',
-    type: 'boolean',
-    jsonPath: '.status.ready',
-    description: 'The infrastructure is provisioned.',
+    type: 'string',
+    jsonPath: '.status.conditions[?(@.type=="Ready")].status',
+    description: 'Status of the Ready condition.',
   },
   { name: 'Op', type: 'string', jsonPath: '.status.activeJob.op', description: 'The op of the running Job.' },
   {
@@ -49,5 +53,12 @@ export const TARGET_PRINTER_COLUMNS: readonly PrinterColumn[] = [
     description: 'Why nothing happens.',
   },
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+  {
+    name: 'Provisioned',
+    type: 'boolean',
+    jsonPath: '.status.ready',
+    description: 'The infrastructure is provisioned (Cluster API contract).',
+    priority: 1,
+  },
   { name: 'Job', type: 'string', jsonPath: '.status.activeJob.name', priority: 1 },
 ];
