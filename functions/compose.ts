@@ -9,6 +9,7 @@ import type { Unknown } from '../src/adapters/redis/unknown.ts';
 import type { Config } from '../src/config.ts';
 import { finishedCondition } from '../src/core/job-conditions.ts';
 import { ANNOTATIONS, LABELS, POD_RESULT_FINALIZER } from '../src/core/job-labels.ts';
+import { runSecretName } from '../src/core/names.ts';
 import { OBJECT_KINDS, type ObjectRef, refKey } from '../src/core/object-ref.ts';
 import type {
   AppDeps,
@@ -36,7 +37,6 @@ import { asJobView } from '../src/step/views.ts';
 
 /** Dedupe markers live an hour: longer than any relay replay storm. */
 const DEDUPE_TTL_SECONDS = 3600;
-const PER_RUN_SECRET_PREFIX = 'captf-run-';
 
 export interface ComposeInput {
   config: Config;
@@ -240,12 +240,6 @@ function ownerResolverOf(kube: KubeAdapter): OwnerResolver {
             ? { found: false, reason: 'ObjectGone' }
             : viaOwningJob(pod.metadata, owned.namespace);
         }
-        case 'Secret': {
-          const secret = await kubeRead(() => reader.getSecret(owned.namespace, owned.name));
-          return secret === undefined
-            ? { found: false, reason: 'ObjectGone' }
-            : viaOwningJob(secret.metadata, owned.namespace);
-        }
         case 'TerraformPlan': {
           const plan = await kubeRead(() =>
             reader.getCustomObject('TerraformPlan', owned.namespace, owned.name),
@@ -295,18 +289,8 @@ export function sweepListersOf(kube: KubeAdapter): SweepListers {
         }),
       );
     },
-    async listRunSecrets() {
-      const secrets = await kubeRead(() => reader.listSecrets(managed));
-      return secrets.flatMap((secret) => {
-        const name = secret.metadata?.name ?? '';
-        const namespace = secret.metadata?.namespace ?? '';
-        if (!name.startsWith(PER_RUN_SECRET_PREFIX) || namespace === '') return [];
-        const jobName = secret.metadata?.ownerReferences?.find((ref) => ref.kind === 'Job')?.name;
-        return [{ namespace, name, jobName: jobName ?? name.slice(PER_RUN_SECRET_PREFIX.length) }];
-      });
-    },
-    async deleteRunSecret(secret) {
-      await kubeRead(() => writer.deleteSecret(secret.namespace, secret.name));
+    deleteRunSecret(job) {
+      return kubeRead(() => writer.deleteSecret(job.namespace, runSecretName(job.name)));
     },
   };
 }

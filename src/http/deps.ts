@@ -12,7 +12,7 @@ import type { Settle } from '../settle/settle.ts';
  */
 
 /** Objects the `/events` route may have to map to their owner by a live read (DESIGN.md section 13). */
-export type OwnedKind = 'Job' | 'Pod' | 'Secret' | 'TerraformPlan';
+export type OwnedKind = 'Job' | 'Pod' | 'TerraformPlan';
 
 /** An owned object named by an event that carried no owner labels (reference mode). */
 export interface OwnedObject {
@@ -28,7 +28,7 @@ export type OwnerLookup =
 
 /**
  * Reads an owned object live and returns its owner: from the `captf.io/owner-kind`/`owner-name` labels, else
- * (Pods, per-run Secrets) through the Job they belong to.
+ * (Pods) through the Job they belong to.
  */
 export interface OwnerResolver {
   resolve(owned: OwnedObject): Promise<OwnerLookup>;

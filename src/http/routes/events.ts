@@ -13,7 +13,7 @@ import { acceptRawText } from '../raw-body.ts';
  * a resource-mode event carries its `uid@resourceVersion`; a reference-mode event about one of our kinds
  * carries neither, so its object's version is read (one GET). After a step, the version the step left is
  * remembered too, so the events its own writes cause (and the `add` replay of a restarted source) end at
- * that check. Events about Jobs, Pods, Secrets and plans in reference mode always reach the step: their
+ * that check. Events about Jobs, Pods and plans in reference mode always reach the step: their
  * change is not visible in the owner's version.
  */
 export function eventsRoutes(deps: AppDeps, inFlight: InFlight): FastifyPluginAsync {
