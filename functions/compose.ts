@@ -17,6 +17,7 @@ import type {
   OwnerLookup,
   OwnerResolver,
   ReadinessProbe,
+  TokenReviews,
 } from '../src/http/deps.ts';
 import { UnavailableError } from '../src/http/errors.ts';
 import { createRedisFleetStore } from '../src/metrics/redis-fleet-store.ts';
@@ -81,6 +82,7 @@ export function composeAppDeps(input: ComposeInput): AppDeps {
     versions: objectVersionsOf(kube),
     owners: ownerResolverOf(kube),
     readiness: readinessOf(redis, kube),
+    tokenReviews: tokenReviewsOf(kube),
     metrics,
     sweep: (_nowMs) =>
       runSweepIfDue({
@@ -254,6 +256,11 @@ function ownerResolverOf(kube: KubeAdapter): OwnerResolver {
       }
     },
   };
+}
+
+/** TokenReviews for the handlers' auth; an API server outage is UnavailableError (503, Retry-After). */
+function tokenReviewsOf(kube: KubeAdapter): TokenReviews {
+  return { review: (token, audiences) => kubeRead(() => kube.tokenReviews.review(token, audiences)) };
 }
 
 /** The sweep's live reads and its one delete. */

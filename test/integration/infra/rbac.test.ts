@@ -113,6 +113,12 @@ describe('controller ClusterRole', () => {
     },
     { id: 'events', name: 'create events.k8s.io Events', verb: 'create', resource: 'events.events.k8s.io' },
     { id: 'capi', name: 'get Cluster API Clusters', verb: 'get', resource: 'clusters.cluster.x-k8s.io' },
+    {
+      id: 'tokenreviews',
+      name: "create TokenReviews (the sources' OIDC tokens)",
+      verb: 'create',
+      resource: 'tokenreviews.authentication.k8s.io',
+    },
   ];
   const denied = [
     {
