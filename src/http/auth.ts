@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { AuthConfig, OidcAuthConfig } from '../config.ts';
-import type { TokenReviews } from './deps.ts';
+import type { TokenReviewAnswer, TokenReviews } from './deps.ts';
 import { AppError } from './errors.ts';
 
 /**
@@ -11,8 +11,9 @@ import { AppError } from './errors.ts';
  * - any other token when OIDC is configured: a TokenReview with `spec.audiences: [audience]` must find it
  *   authenticated, for that audience, and (if configured) of an allowed user. These are the tokens Knative
  *   sources send with `authentication-oidc` enabled: their own ServiceAccount's, minted for `sink.audience`.
- * A positive review is cached briefly (bounded, never past the token's own expiry), so a stream of events
- * costs one TokenReview per token and minute, not one per event. Refusals are not cached: they are cheap
+ * A positive review is cached briefly (bounded, never past the token's own expiry), and concurrent requests
+ * with one token share one review, so a stream of events costs one TokenReview per token and minute, not
+ * one per event. Refusals are not cached: they are cheap
  * to repeat and a cached refusal could outlive the reason for it.
  */
 
@@ -64,12 +65,19 @@ function reviewer(
   // token digest → until when the positive answer holds; Map keeps insertion order, so the first key is the
   // oldest entry.
   const cache = new Map<string, number>();
+  // Reviews under way: a burst of events with one token (a source replaying after a restart) asks once.
+  const asking = new Map<string, Promise<TokenReviewAnswer>>();
   return async (token, key) => {
     const now = clock();
     const until = cache.get(key);
     if (until !== undefined && until > now) return;
     cache.delete(key);
-    const answer = await reviews.review(token, [oidc.audience]);
+    let pending = asking.get(key);
+    if (pending === undefined) {
+      pending = reviews.review(token, [oidc.audience]).finally(() => asking.delete(key));
+      asking.set(key, pending);
+    }
+    const answer = await pending;
     if (!answer.authenticated) {
       const why = answer.error ? `: ${answer.error.slice(0, 200)}` : '';
       throw new AppError('unauthorized', `authenticate: the API server refused the bearer token${why}`);

@@ -159,6 +159,15 @@ describe('audience-bound tokens checked by TokenReview (issue 16)', () => {
     expect(asked.map((a) => a.token).slice(5)).toEqual([lasting]);
   });
 
+  it('concurrent requests with one token share one review', async () => {
+    const token = jwt(T0 / 1000 + 3600);
+    const { reviews, asked } = fakeReviews({ [token]: {} });
+    const t = oidcApp(reviews);
+    const answers = await Promise.all([tick(t, token), tick(t, token), tick(t, token)]);
+    expect(answers.map((r) => r.statusCode)).toEqual([200, 200, 200]);
+    expect(asked).toHaveLength(1);
+  });
+
   it('a failed review (API server down) is 503 with Retry-After, not 401', async () => {
     const reviews: TokenReviews = {
       review: async () => {
