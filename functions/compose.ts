@@ -9,6 +9,7 @@ import type { Unknown } from '../src/adapters/redis/unknown.ts';
 import type { Config } from '../src/config.ts';
 import { finishedCondition } from '../src/core/job-conditions.ts';
 import { ANNOTATIONS, LABELS, POD_RESULT_FINALIZER } from '../src/core/job-labels.ts';
+import { runSecretName } from '../src/core/names.ts';
 import { OBJECT_KINDS, type ObjectRef, refKey } from '../src/core/object-ref.ts';
 import type {
   AppDeps,
@@ -16,6 +17,7 @@ import type {
   OwnerLookup,
   OwnerResolver,
   ReadinessProbe,
+  TokenReviews,
 } from '../src/http/deps.ts';
 import { UnavailableError } from '../src/http/errors.ts';
 import { createRedisFleetStore } from '../src/metrics/redis-fleet-store.ts';
@@ -36,7 +38,6 @@ import { asJobView } from '../src/step/views.ts';
 
 /** Dedupe markers live an hour: longer than any relay replay storm. */
 const DEDUPE_TTL_SECONDS = 3600;
-const PER_RUN_SECRET_PREFIX = 'captf-run-';
 
 export interface ComposeInput {
   config: Config;
@@ -81,6 +82,7 @@ export function composeAppDeps(input: ComposeInput): AppDeps {
     versions: objectVersionsOf(kube),
     owners: ownerResolverOf(kube),
     readiness: readinessOf(redis, kube),
+    tokenReviews: tokenReviewsOf(kube),
     metrics,
     sweep: (_nowMs) =>
       runSweepIfDue({
@@ -240,12 +242,6 @@ function ownerResolverOf(kube: KubeAdapter): OwnerResolver {
             ? { found: false, reason: 'ObjectGone' }
             : viaOwningJob(pod.metadata, owned.namespace);
         }
-        case 'Secret': {
-          const secret = await kubeRead(() => reader.getSecret(owned.namespace, owned.name));
-          return secret === undefined
-            ? { found: false, reason: 'ObjectGone' }
-            : viaOwningJob(secret.metadata, owned.namespace);
-        }
         case 'TerraformPlan': {
           const plan = await kubeRead(() =>
             reader.getCustomObject('TerraformPlan', owned.namespace, owned.name),
@@ -260,6 +256,11 @@ function ownerResolverOf(kube: KubeAdapter): OwnerResolver {
       }
     },
   };
+}
+
+/** TokenReviews for the handlers' auth; an API server outage is UnavailableError (503, Retry-After). */
+function tokenReviewsOf(kube: KubeAdapter): TokenReviews {
+  return { review: (token, audiences) => kubeRead(() => kube.tokenReviews.review(token, audiences)) };
 }
 
 /** The sweep's live reads and its one delete. */
@@ -283,30 +284,25 @@ export function sweepListersOf(kube: KubeAdapter): SweepListers {
     },
     async listJobs() {
       const jobs = await kubeRead(() => reader.listJobs(managed));
-      return jobs.map(
-        (job): SweptJob => ({
+      return jobs.map((job): SweptJob => {
+        const finished = finishedCondition(asJobView(job));
+        const finishedAtMs = finished?.lastTransitionTime
+          ? new Date(finished.lastTransitionTime).getTime()
+          : Number.NaN;
+        return {
           namespace: job.metadata?.namespace ?? '',
           name: job.metadata?.name ?? '',
           owner: ownerFromLabels(job.metadata),
-          finished: finishedCondition(asJobView(job)) !== undefined,
+          finished: finished !== undefined,
+          ...(Number.isFinite(finishedAtMs) ? { finishedAtMs } : {}),
           bookkept: job.metadata?.annotations?.[ANNOTATIONS.bookkept] !== undefined,
           ...(job.metadata?.uid ? { uid: job.metadata.uid } : {}),
           deleting: job.metadata?.deletionTimestamp !== undefined,
-        }),
-      );
-    },
-    async listRunSecrets() {
-      const secrets = await kubeRead(() => reader.listSecrets(managed));
-      return secrets.flatMap((secret) => {
-        const name = secret.metadata?.name ?? '';
-        const namespace = secret.metadata?.namespace ?? '';
-        if (!name.startsWith(PER_RUN_SECRET_PREFIX) || namespace === '') return [];
-        const jobName = secret.metadata?.ownerReferences?.find((ref) => ref.kind === 'Job')?.name;
-        return [{ namespace, name, jobName: jobName ?? name.slice(PER_RUN_SECRET_PREFIX.length) }];
+        };
       });
     },
-    async deleteRunSecret(secret) {
-      await kubeRead(() => writer.deleteSecret(secret.namespace, secret.name));
+    deleteRunSecret(job) {
+      return kubeRead(() => writer.deleteSecret(job.namespace, runSecretName(job.name)));
     },
   };
 }

@@ -37,7 +37,9 @@ export function lambdaHandlersOf(
         'content-type': 'application/json',
         // The schedule's own id, so the tick's log lines name the EventBridge event that caused them.
         'x-request-id': event.id,
-        ...(auth.mode === 'bearer' ? { authorization: `Bearer ${auth.token}` } : {}),
+        ...(auth.mode === 'bearer' && auth.token !== undefined
+          ? { authorization: `Bearer ${auth.token}` }
+          : {}),
       },
       payload: '{}',
     });

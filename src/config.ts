@@ -23,6 +23,26 @@ const EnvSchema = z
     HOST: z.string().min(1).default('0.0.0.0'),
     /** Bearer token guarding the mutating routes (DESIGN.md section 13); at least 32 characters. */
     CAPTF_AUTH_TOKEN: z.string().min(32, 'CAPTF_AUTH_TOKEN: at least 32 characters').optional(),
+    /**
+     * The handlers' OIDC audience (issue 16): a bearer token that is not CAPTF_AUTH_TOKEN is accepted when a
+     * TokenReview finds it valid for this audience (the tokens Knative sources send, `sink.audience`).
+     */
+    CAPTF_AUTH_AUDIENCE: z.string().min(1, 'CAPTF_AUTH_AUDIENCE: empty').optional(),
+    /**
+     * Comma-separated user names a reviewed token must belong to (the sources' OIDC ServiceAccounts,
+     * `system:serviceaccount:<namespace>:<name>`); absent: any user the API server authenticates for the
+     * audience. Only with CAPTF_AUTH_AUDIENCE.
+     */
+    CAPTF_AUTH_ALLOWED_USERS: z
+      .string()
+      .transform((text) =>
+        text
+          .split(',')
+          .map((part) => part.trim())
+          .filter(Boolean),
+      )
+      .pipe(z.array(z.string()).min(1, 'CAPTF_AUTH_ALLOWED_USERS: at least one user name'))
+      .optional(),
     /** Explicit opt-out of bearer auth for cluster-local use only (DESIGN.md section 13). */
     CAPTF_AUTH_DISABLED: envFlag,
     /** One node, a Redis Cluster or Sentinel (src/adapters/redis/topology.ts): exactly one of them. */
@@ -52,13 +72,31 @@ const EnvSchema = z
     CAPTF_BODY_LIMIT_BYTES: positiveInt(1_048_576),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
-  .refine((env) => env.CAPTF_AUTH_DISABLED || env.CAPTF_AUTH_TOKEN !== undefined, {
-    message: 'CAPTF_AUTH_TOKEN: required unless CAPTF_AUTH_DISABLED=true',
-    path: ['CAPTF_AUTH_TOKEN'],
+  .refine(
+    (env) =>
+      env.CAPTF_AUTH_DISABLED || env.CAPTF_AUTH_TOKEN !== undefined || env.CAPTF_AUTH_AUDIENCE !== undefined,
+    {
+      message: 'CAPTF_AUTH_TOKEN: required (or CAPTF_AUTH_AUDIENCE) unless CAPTF_AUTH_DISABLED=true',
+      path: ['CAPTF_AUTH_TOKEN'],
+    },
+  )
+  .refine((env) => env.CAPTF_AUTH_ALLOWED_USERS === undefined || env.CAPTF_AUTH_AUDIENCE !== undefined, {
+    message: 'CAPTF_AUTH_ALLOWED_USERS: only with CAPTF_AUTH_AUDIENCE',
+    path: ['CAPTF_AUTH_ALLOWED_USERS'],
   });
 
-/** Bearer auth: a token, or disabled by an explicit flag (never by a missing token). */
-export type AuthConfig = { mode: 'bearer'; token: string } | { mode: 'disabled' };
+/** TokenReview of the bearer tokens that are not the static one (issue 16): the sources' OIDC tokens. */
+export interface OidcAuthConfig {
+  audience: string;
+  /** The user names a token must belong to; undefined: any user authenticated for the audience. */
+  allowedUsers?: readonly string[];
+}
+
+/**
+ * Bearer auth: a static token, audience-bound tokens checked by TokenReview, or both; or disabled by an
+ * explicit flag (never by a missing token). At least one of `token` and `oidc` is set.
+ */
+export type AuthConfig = { mode: 'bearer'; token?: string; oidc?: OidcAuthConfig } | { mode: 'disabled' };
 
 /** The validated configuration; units in names. */
 export interface Config {
@@ -79,6 +117,22 @@ export interface Config {
   keyPrefix: string;
   bodyLimitBytes: number;
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
+}
+
+function authOf(e: z.infer<typeof EnvSchema>): AuthConfig {
+  if (e.CAPTF_AUTH_DISABLED) return { mode: 'disabled' };
+  return {
+    mode: 'bearer',
+    ...(e.CAPTF_AUTH_TOKEN === undefined ? {} : { token: e.CAPTF_AUTH_TOKEN }),
+    ...(e.CAPTF_AUTH_AUDIENCE === undefined
+      ? {}
+      : {
+          oidc: {
+            audience: e.CAPTF_AUTH_AUDIENCE,
+            ...(e.CAPTF_AUTH_ALLOWED_USERS === undefined ? {} : { allowedUsers: e.CAPTF_AUTH_ALLOWED_USERS }),
+          },
+        }),
+  };
 }
 
 /** The outcome of reading the configuration: a value, or every problem in one message. */
@@ -107,10 +161,7 @@ export function readConfig(env: Record<string, string | undefined>): ConfigResul
     config: {
       port: e.PORT,
       host: e.HOST,
-      auth:
-        e.CAPTF_AUTH_DISABLED || e.CAPTF_AUTH_TOKEN === undefined
-          ? { mode: 'disabled' }
-          : { mode: 'bearer', token: e.CAPTF_AUTH_TOKEN },
+      auth: authOf(e),
       redis: redis.topology,
       kube: e.KUBECONFIG === undefined ? { mode: 'in-cluster' } : { mode: 'kubeconfig', path: e.KUBECONFIG },
       maxActiveJobs: e.CAPTF_MAX_ACTIVE_JOBS,

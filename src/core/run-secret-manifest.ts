@@ -77,7 +77,8 @@ export interface RunSecretManifest {
 
 /**
  * The per-run Secret of a created Job (the Job's UID is known only after its create). Carries the Job's
- * labels so the sweep finds Secrets whose Job is gone.
+ * labels, so whose it is shows without a read of the Job; its owner reference lets the garbage collector
+ * delete it with the Job (or when the Job is gone before it was created).
  */
 export function buildRunSecret(input: {
   job: { name: string; namespace: string; uid: string; labels: Record<string, string> };

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { bearerAuthHook } from './auth.ts';
 import type { AppDeps } from './deps.ts';
 import { AppError, normaliseError } from './errors.ts';
 import { createInFlight } from './in-flight.ts';
@@ -73,10 +74,15 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   });
   app.setErrorHandler(answerError);
 
+  // One hook for every guarded route, so they share its TokenReview cache.
+  const authenticate = bearerAuthHook(deps.config.auth, {
+    ...(deps.tokenReviews === undefined ? {} : { reviews: deps.tokenReviews }),
+    clock: deps.clock,
+  });
   app.register(healthRoutes(deps));
-  app.register(eventsRoutes(deps, inFlight));
-  app.register(reconcileRoutes(deps, inFlight));
-  app.register(tickRoutes(deps, inFlight));
+  app.register(eventsRoutes(deps, inFlight, authenticate));
+  app.register(reconcileRoutes(deps, inFlight, authenticate));
+  app.register(tickRoutes(deps, inFlight, authenticate));
   return app;
 }
 

@@ -12,7 +12,7 @@ import type { Settle } from '../settle/settle.ts';
  */
 
 /** Objects the `/events` route may have to map to their owner by a live read (DESIGN.md section 13). */
-export type OwnedKind = 'Job' | 'Pod' | 'Secret' | 'TerraformPlan';
+export type OwnedKind = 'Job' | 'Pod' | 'TerraformPlan';
 
 /** An owned object named by an event that carried no owner labels (reference mode). */
 export interface OwnedObject {
@@ -28,7 +28,7 @@ export type OwnerLookup =
 
 /**
  * Reads an owned object live and returns its owner: from the `captf.io/owner-kind`/`owner-name` labels, else
- * (Pods, per-run Secrets) through the Job they belong to.
+ * (Pods) through the Job they belong to.
  */
 export interface OwnerResolver {
   resolve(owned: OwnedObject): Promise<OwnerLookup>;
@@ -48,6 +48,23 @@ export type DependencyCheck = { ok: true } | { ok: false; message: string };
 /** `/readyz`: Redis and the API server reachable (DESIGN.md section 13). Must not throw. */
 export type ReadinessProbe = () => Promise<{ redis: DependencyCheck; apiServer: DependencyCheck }>;
 
+/** What a TokenReview said about a bearer token (src/adapters/kube/token-review.ts). */
+export interface TokenReviewAnswer {
+  authenticated: boolean;
+  username?: string;
+  /** The asked audiences the token is valid for. */
+  audiences: string[];
+  error?: string;
+}
+
+/**
+ * TokenReviews for the handlers' auth (src/http/auth.ts). Throws UnavailableError when the API server cannot
+ * answer (the caller then gets 503 with Retry-After and sends again); a refused token is an answer.
+ */
+export interface TokenReviews {
+  review(token: string, audiences: readonly string[]): Promise<TokenReviewAnswer>;
+}
+
 /** The configuration the HTTP layer reads. */
 export type AppConfig = Pick<
   Config,
@@ -64,6 +81,8 @@ export interface AppDeps {
   versions: ObjectVersions;
   owners: OwnerResolver;
   readiness: ReadinessProbe;
+  /** Checks the bearer tokens that are not the static one; required when `config.auth.oidc` is set. */
+  tokenReviews?: TokenReviews;
   metrics: Metrics;
   /** Runs the sweep when due (src/schedule/sweep.ts `runSweepIfDue` bound to its deps). */
   sweep: (nowMs: number) => Promise<SweepReport>;

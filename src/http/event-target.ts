@@ -6,8 +6,8 @@ import type { ObjectVersion } from '../settle/ports.ts';
 import type { OwnedKind } from './deps.ts';
 
 /**
- * Which object an event is about (DESIGN.md section 13): our kinds map to themselves; Jobs, Pods, Secrets
- * and TerraformPlans map to their owner through the `captf.io/owner-kind`/`owner-name` labels or a
+ * Which object an event is about (DESIGN.md section 13): our kinds map to themselves; Jobs, Pods and
+ * TerraformPlans map to their owner through the `captf.io/owner-kind`/`owner-name` labels or a
  * controlling owner reference when the payload has them, else through a live read. Pure.
  */
 
@@ -17,7 +17,6 @@ const OUR_GROUP = API_GROUP;
 const OWNED_GROUPS: Readonly<Record<OwnedKind, string>> = {
   Job: 'batch',
   Pod: '',
-  Secret: '',
   TerraformPlan: OUR_GROUP,
 };
 
@@ -47,7 +46,7 @@ export function targetOf(subject: EventSubject): EventTarget {
     return {
       kind: 'unsupported',
       reason: 'UnknownKind',
-      message: `route event: unknown kind ${subject.kind.slice(0, 63)} (${subject.apiVersion.slice(0, 80)}); expected one of ${[...OBJECT_KINDS, 'Job', 'Pod', 'Secret', 'TerraformPlan'].join(', ')}`,
+      message: `route event: unknown kind ${subject.kind.slice(0, 63)} (${subject.apiVersion.slice(0, 80)}); expected one of ${[...OBJECT_KINDS, 'Job', 'Pod', 'TerraformPlan'].join(', ')}`,
     };
   }
   if (subject.mode === 'ref' || subject.labels === undefined) {
@@ -76,7 +75,7 @@ export function targetOf(subject: EventSubject): EventTarget {
       reason: 'OwnerReference',
     };
   }
-  // A Pod or per-run Secret owned by a Job carries our labels only through its Job, and a TerraformPlan names
+  // A Pod owned by a Job carries our labels only through its Job, and a TerraformPlan names
   // its target in spec.targetRef: read them live.
   if (subject.labels[LABELS.managed] === 'true' || owned === 'TerraformPlan') {
     return {

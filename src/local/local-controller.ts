@@ -56,7 +56,8 @@ export interface LocalController {
   url: string;
   /**
    * Bearer token of the mutating routes (generated for this run; never logged). Undefined with Knative's
-   * adapters, which cannot send one: auth is then disabled, as in the shipped Knative Service.
+   * adapters: run outside Knative's controllers they can mint no OIDC token (the shipped Knative Service
+   * checks those, issue 16), so auth is then disabled explicitly, for this local run only.
    */
   token: string | undefined;
   nodeName: string;
@@ -86,8 +87,12 @@ function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
     REDIS_CLUSTER_NODES: _cluster,
     REDIS_SENTINELS: _sentinels,
     REDIS_SENTINEL_MASTER: _master,
+    REDIS_USERNAME: _redisUser,
+    REDIS_PASSWORD: _redisPassword,
     CAPTF_AUTH_TOKEN: _token,
     CAPTF_AUTH_DISABLED: _disabled,
+    CAPTF_AUTH_AUDIENCE: _audience,
+    CAPTF_AUTH_ALLOWED_USERS: _users,
     ...rest
   } = process.env;
   return { ...rest, ...extra };

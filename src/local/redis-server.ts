@@ -12,7 +12,10 @@ export interface LocalRedis {
   stop(): Promise<void>;
 }
 
-/** Sends PING over a raw socket; true on `+PONG`. */
+/**
+ * Sends PING over a raw socket; true on `+PONG`, or on `-NOAUTH` from a server started with a password
+ * (it answers, which is all the health check asks).
+ */
 export function ping(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
@@ -20,7 +23,8 @@ export function ping(port: number): Promise<boolean> {
     socket.on('connect', () => socket.write('PING\r\n'));
     socket.on('data', (data) => {
       socket.destroy();
-      resolve(data.toString().startsWith('+PONG'));
+      const answer = data.toString();
+      resolve(answer.startsWith('+PONG') || answer.startsWith('-NOAUTH'));
     });
     socket.on('timeout', () => {
       socket.destroy();

@@ -33,19 +33,14 @@ export interface EventInput {
   time: Date;
 }
 
-/**
- * Returns the binary-mode message. Resource mode carries the object, minus a Secret's `data` and
- * `stringData`: the handler never needs Secret values and they must not travel.
- */
+/** Returns the binary-mode message. Resource mode carries the object (the relay watches no Secrets). */
 export function buildEventMessage(input: EventInput): RelayMessage {
   const name = input.object.metadata?.name ?? '';
   const namespace = input.object.metadata?.namespace ?? '';
   const apiVersion = input.object.apiVersion ?? input.resource.apiVersion;
   const kind = input.object.kind ?? input.resource.kind;
   const data =
-    input.mode === 'ref'
-      ? { apiVersion, kind, name, namespace }
-      : { ...withoutSecretValues(input.object), apiVersion, kind };
+    input.mode === 'ref' ? { apiVersion, kind, name, namespace } : { ...input.object, apiVersion, kind };
   const event = new CloudEvent<unknown>({
     specversion: '1.0',
     id: input.id,
@@ -66,10 +61,4 @@ export function buildEventMessage(input: EventInput): RelayMessage {
     if (typeof value === 'string') headers[key.toLowerCase()] = value;
   }
   return { headers, body: typeof message.body === 'string' ? message.body : JSON.stringify(message.body) };
-}
-
-function withoutSecretValues(object: KubeObject): KubeObject {
-  if (object.kind !== 'Secret') return object;
-  const { data: _data, stringData: _stringData, ...rest } = object;
-  return rest;
 }

@@ -2,7 +2,9 @@ import { LABELS } from '../core/job-labels.ts';
 import { CUSTOM_KINDS, KINDS, OUR_API_VERSION } from '../schemas/kinds/registry.ts';
 /**
  * What the relay watches (DESIGN.md section 15; the same set the ApiServerSource in infra/knative watches):
- * our kinds, and the Jobs, Pods and Secrets labelled `captf.io/managed=true`, in all namespaces.
+ * our kinds, and the Jobs and Pods labelled `captf.io/managed=true`, in all namespaces. No Secrets: nothing
+ * waits on a Secret's change (a per-run Secret is the controller's own; a rotated referenced Secret changes the
+ * inputs hash, seen at the object's next step), and the event source's role reads none.
  */
 export interface RelayResource {
   apiVersion: string;
@@ -18,7 +20,6 @@ export const RELAY_RESOURCES: readonly RelayResource[] = [
   ...CUSTOM_KINDS.map((kind) => ({ apiVersion: OUR_API_VERSION, kind, plural: KINDS[kind].plural })),
   { apiVersion: 'batch/v1', kind: 'Job', plural: 'jobs', labelSelector: MANAGED },
   { apiVersion: 'v1', kind: 'Pod', plural: 'pods', labelSelector: MANAGED },
-  { apiVersion: 'v1', kind: 'Secret', plural: 'secrets', labelSelector: MANAGED },
 ];
 
 /** The cluster-wide collection path of a resource: `/api/v1/pods`, `/apis/batch/v1/jobs`. */

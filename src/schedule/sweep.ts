@@ -8,8 +8,8 @@ import type { SingleHolderLease } from './single-holder-lease.ts';
 
 /**
  * The sweep (DESIGN.md section 8): every sync period, one instance at a time, list our objects and Jobs,
- * reconcile every object with a finished un-bookkept Job, delete per-run Secrets whose Job is gone, and give
- * every object a requeue. This is how the system heals after lost events or a flushed Redis.
+ * reconcile every object with a finished un-bookkept Job, delete the per-run Secrets bookkeeping left behind,
+ * and give every object a requeue. This is how the system heals after lost events or a flushed Redis.
  */
 
 /**
@@ -39,6 +39,8 @@ export interface SweptJob {
   uid?: string;
   /** The Job has a deletionTimestamp. */
   deleting?: boolean;
+  /** When its Complete or Failed condition became true, ms since the epoch. */
+  finishedAtMs?: number;
 }
 
 /** One of our Job pods that carries our result finalizer (`captf.io/result`). */
@@ -61,20 +63,15 @@ export interface SweepPods {
   releasePod(pod: HeldPod): Promise<void>;
 }
 
-/** A per-run Secret `captf-run-<job>` and the Job it belongs to (its owner reference). */
-export interface RunSecret {
-  namespace: string;
-  name: string;
-  jobName: string;
-}
-
 /** Live reads and the one delete the sweep makes; each throws UnavailableError on an outage. */
 export interface SweepListers {
   listObjects(): Promise<SweptObject[]>;
   listJobs(): Promise<SweptJob[]>;
-  listRunSecrets(): Promise<RunSecret[]>;
-  /** Deletes one per-run Secret; a Secret already gone is not an error. */
-  deleteRunSecret(secret: RunSecret): Promise<void>;
+  /**
+   * Deletes the per-run Secret `captf-run-<job>` of one Job by its name (the controller may not list
+   * Secrets): `absent` when it is gone already, the usual answer.
+   */
+  deleteRunSecret(job: SweptJob): Promise<'deleted' | 'absent'>;
 }
 
 export interface SweepDeps {
@@ -139,10 +136,27 @@ export function objectsNeedingBookkeeping(
   return [...wanted.values()];
 }
 
-/** Per-run Secrets whose Job is not in the list. */
-export function orphanedRunSecrets(secrets: readonly RunSecret[], jobs: readonly SweptJob[]): RunSecret[] {
-  const jobKeys = new Set(jobs.map((job) => `${job.namespace}/${job.name}`));
-  return secrets.filter((secret) => !jobKeys.has(`${secret.namespace}/${secret.jobName}`));
+/**
+ * How long after a Job finished the sweep still looks for its per-run Secret, ms. Bookkeeping follows a
+ * finish within seconds while the controller runs, so a step that died between the mark and the delete left
+ * its Secret behind recently; older leftovers go with their Job (garbage collector). Without the window every
+ * retained Job would cost a DELETE every sync period, and a resting fleet is not to cost the API server.
+ */
+export const LEFTOVER_RUN_SECRET_WINDOW_MS = 3_600_000;
+
+/**
+ * Jobs whose per-run Secret may have outlived bookkeeping (a step that died between the `bookkept` mark and
+ * the Secret's delete): bookkept Jobs not being deleted that finished within the window (or whose finish time
+ * is not known). A Secret whose Job is gone needs no sweep: its owner reference names the Job, so the garbage
+ * collector deletes it (DESIGN.md section 9).
+ */
+export function jobsWithLeftoverRunSecrets(jobs: readonly SweptJob[], nowMs: number): SweptJob[] {
+  return jobs.filter(
+    (job) =>
+      job.bookkept &&
+      job.deleting !== true &&
+      (job.finishedAtMs === undefined || nowMs - job.finishedAtMs <= LEFTOVER_RUN_SECRET_WINDOW_MS),
+  );
 }
 
 /**
@@ -186,12 +200,9 @@ export async function runSweepIfDue(deps: SweepDeps): Promise<SweepReport> {
 }
 
 async function sweep(deps: SweepDeps): Promise<SweepReport> {
-  // Secrets and pods before Jobs: a Job is created before its Secret and its pods, so every one listed first
-  // has its Job in the later Job list unless that Job is really gone (nothing fresh is mistaken for an orphan).
-  const [secrets, heldPods] = await Promise.all([
-    deps.listers.listRunSecrets(),
-    deps.pods?.listHeldPods() ?? Promise.resolve([]),
-  ]);
+  // Pods before Jobs: a Job is created before its pods, so every pod listed first has its Job in the later Job
+  // list unless that Job is really gone (nothing fresh is mistaken for an orphan).
+  const heldPods = (await deps.pods?.listHeldPods()) ?? [];
   const [objects, jobs] = await Promise.all([deps.listers.listObjects(), deps.listers.listJobs()]);
   // Requeues first: whatever fails later in this sweep, every object has its next look (DESIGN.md section 8:
   // this is how a flushed Redis heals). An object changed since its last step (its event was lost) is due now;
@@ -227,18 +238,20 @@ async function sweep(deps: SweepDeps): Promise<SweepReport> {
   for (const r of results) {
     if (r.state === 'failed') deps.logger.warn({ err: r.error, ...r.item }, 'sweep step: failed');
   }
-  const orphans = orphanedRunSecrets(secrets, jobs);
   const secretsDeleted = await eachCounted(
     deps,
-    orphans,
-    (secret) => deps.listers.deleteRunSecret(secret),
-    'delete orphaned per-run Secret',
+    jobsWithLeftoverRunSecrets(jobs, nowMs),
+    async (job) => (await deps.listers.deleteRunSecret(job)) === 'deleted',
+    'delete leftover per-run Secret',
   );
   const released = deps.pods ? podsToReleaseInSweep(heldPods, jobs) : [];
   const podsReleased = await eachCounted(
     deps,
     released,
-    (pod) => deps.pods?.releasePod(pod) ?? Promise.resolve(),
+    async (pod) => {
+      await deps.pods?.releasePod(pod);
+      return true;
+    },
     'release pod finalizer',
   );
   return {
@@ -257,19 +270,18 @@ async function sweep(deps: SweepDeps): Promise<SweepReport> {
 
 /**
  * Runs `action` on each item one after another; a failure is logged and skipped, so one refused delete
- * cannot stop the rest of the cleanup. Returns how many succeeded.
+ * cannot stop the rest of the cleanup. Returns how many did something (`action` answered true).
  */
 async function eachCounted<T extends object>(
   deps: SweepDeps,
   items: readonly T[],
-  action: (item: T) => Promise<void>,
+  action: (item: T) => Promise<boolean>,
   what: string,
 ): Promise<number> {
   let done = 0;
   for (const item of items) {
     try {
-      await action(item);
-      done += 1;
+      if (await action(item)) done += 1;
     } catch (error) {
       const fields: Record<string, unknown> = { err: error, ...item };
       deps.logger.warn(fields, `sweep: ${what}: failed`);

@@ -54,7 +54,7 @@ async function planHmacKey(
       metadata: {
         name,
         namespace: ref.namespace,
-        // Not `captf.io/managed`: the sweep deletes managed Secrets whose Job is gone, and this one has none.
+        // Not `captf.io/managed`: that label marks a Job's things, and this Secret is the object's own.
         labels: { [LABELS.ownerKind]: ref.kind, [LABELS.ownerName]: ref.name, [LABELS.ownerUid]: uid },
         ownerReferences: [
           ownerReference({ apiVersion: OUR_API_VERSION, kind: ref.kind, name: ref.name, uid }),

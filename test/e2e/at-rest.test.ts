@@ -29,8 +29,8 @@ const MINUTE = 60_000;
 const WATCH_MS = 75_000;
 /**
  * Steps are counted from this long after a wait was entered: the run that led into it (a failed apply,
- * a blocked plan) ends with Job, pod and Secret events of its own cleanup (the bookkept mark, the per-run
- * Secret deleted, the pod released and collected), each delivered and each a step that finds nothing to do.
+ * a blocked plan) ends with Job and pod events of its own cleanup (the bookkept mark, the pod released and
+ * collected), each delivered and each a step that finds nothing to do.
  */
 const SETTLE_MS = 10_000;
 

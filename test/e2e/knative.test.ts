@@ -18,7 +18,7 @@ import { describeSampleLifecycle, SAMPLE_OVERRIDES } from './sample-lifecycle.ts
 
 // Issue 12: the sample's whole life with Knative Eventing's own adapters as the only event path: the
 // ApiServerSource receive adapter (from infra/knative/apiserversource.yaml: all namespaces, our kinds and
-// the managed Jobs, Pods and Secrets, Reference mode) sends every event to /events, and the PingSource
+// the managed Jobs and Pods, Reference mode) sends every event to /events, and the PingSource
 // adapter mtping (infra/knative/pingsource.yaml, on a 1 s schedule) calls /tick. No relay, no local timer.
 
 const MINUTE = 60_000;

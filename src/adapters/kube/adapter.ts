@@ -2,6 +2,7 @@ import type { Clock } from '../clock.ts';
 import { type KubeConfigSource, loadKubeConfig, makeKubeApis } from './connection.ts';
 import { ApiKubeReader, DEFAULT_PAGE_SIZE, type KubeReader } from './reader.ts';
 import { RequestCounter, type RequestCounts } from './request-count.ts';
+import { ApiTokenReviewer, type KubeTokenReviewer } from './token-review.ts';
 import { ApiKubeWriter, type EventReporter, type KubeWriter } from './writer.ts';
 
 /**
@@ -11,6 +12,8 @@ import { ApiKubeWriter, type EventReporter, type KubeWriter } from './writer.ts'
 export interface KubeAdapter {
   reader: KubeReader;
   writer: KubeWriter;
+  /** TokenReviews: who a bearer token sent to our handlers belongs to (src/http/auth.ts). */
+  tokenReviews: KubeTokenReviewer;
   /** Requests sent (on the wire, list pages included) since creation or the last `takeRequestCounts()`. */
   requestCounts(): RequestCounts;
   /** Returns the counts and resets them to zero. */
@@ -40,6 +43,7 @@ export function createKubeAdapter(options: KubeAdapterOptions): KubeAdapter {
   return {
     reader: new ApiKubeReader(apis, { pageSize: options.pageSize ?? DEFAULT_PAGE_SIZE }),
     writer: new ApiKubeWriter(apis, { reporter: options.reporter, clock: options.clock }),
+    tokenReviews: new ApiTokenReviewer(apis),
     requestCounts: () => counter.snapshot(),
     takeRequestCounts: () => counter.take(),
   };

@@ -1,4 +1,5 @@
 import {
+  AuthenticationV1Api,
   BatchV1Api,
   CoreV1Api,
   CustomObjectsApi,
@@ -36,6 +37,7 @@ export interface KubeApis {
   batch: BatchV1Api;
   custom: CustomObjectsApi;
   events: EventsV1Api;
+  authentication: AuthenticationV1Api;
 }
 
 /**
@@ -81,5 +83,6 @@ export function makeKubeApis(
     batch: new BatchV1Api(configuration),
     custom: new CustomObjectsApi(configuration),
     events: new EventsV1Api(configuration),
+    authentication: new AuthenticationV1Api(configuration),
   };
 }

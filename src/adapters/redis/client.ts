@@ -49,6 +49,8 @@ export function createRedisClient(options: RedisClientOptions): RedisClient {
   const topology = topologyOf(options);
   // Every connection, whichever topology it belongs to.
   const connection: RedisOptions = {
+    // AUTH on every connection to a data node (a Cluster's nodes, Sentinel's master). Not the sentinels'.
+    ...topology.credentials,
     // 0: a command in flight when the connection drops fails at once instead of waiting for a reconnect.
     maxRetriesPerRequest: 0,
     autoResendUnfulfilledCommands: false,

@@ -6,10 +6,20 @@ import { z } from 'zod';
  * run on all three. Read from the environment by src/config.ts and src/relay/config.ts through
  * {@link REDIS_ENV_SHAPE} and {@link redisTopologyOf}.
  */
-export type RedisTopology =
+export type RedisTopology = (
   | { kind: 'single'; url: string }
   | { kind: 'cluster'; nodes: HostPort[] }
-  | { kind: 'sentinel'; sentinels: HostPort[]; masterName: string };
+  | { kind: 'sentinel'; sentinels: HostPort[]; masterName: string }
+) & {
+  /** AUTH of every data node (Redis `requirepass`, or an ACL user); absent: no AUTH. */
+  credentials?: RedisCredentials;
+};
+
+/** Who the client authenticates as: the `default` user unless an ACL `username` is given. */
+export interface RedisCredentials {
+  username?: string;
+  password: string;
+}
 
 /** One `host:port` address. */
 export interface HostPort {
@@ -58,7 +68,9 @@ function parseHostPort(entry: string): HostPort {
  * - `REDIS_CLUSTER_NODES`: Redis Cluster, comma-separated `host:port` seed nodes (any reachable one will
  *   do; the client learns the rest from the cluster);
  * - `REDIS_SENTINELS` and `REDIS_SENTINEL_MASTER`: comma-separated `host:port` of the sentinels, and the
- *   name they monitor the master under.
+ *   name they monitor the master under;
+ * - with any of them, `REDIS_PASSWORD` (and `REDIS_USERNAME` for an ACL user): the data nodes' AUTH (issue
+ *   16). A single node's URL may carry them instead (`redis://user:password@host`), not both.
  */
 export const REDIS_ENV_SHAPE = {
   REDIS_URL: z
@@ -71,6 +83,8 @@ export const REDIS_ENV_SHAPE = {
     .string()
     .regex(/^[A-Za-z0-9._-]{1,64}$/, 'REDIS_SENTINEL_MASTER: 1-64 of A-Z, a-z, 0-9, ".", "_", "-"')
     .optional(),
+  REDIS_USERNAME: z.string().min(1, 'REDIS_USERNAME: empty').optional(),
+  REDIS_PASSWORD: z.string().min(1, 'REDIS_PASSWORD: empty').optional(),
 };
 
 /** The parsed Redis variables. */
@@ -79,6 +93,8 @@ export interface RedisEnv {
   REDIS_CLUSTER_NODES?: HostPort[] | undefined;
   REDIS_SENTINELS?: HostPort[] | undefined;
   REDIS_SENTINEL_MASTER?: string | undefined;
+  REDIS_USERNAME?: string | undefined;
+  REDIS_PASSWORD?: string | undefined;
 }
 
 const ONE_OF =
@@ -100,28 +116,67 @@ export function redisTopologyOf(
     problems.push('REDIS_SENTINEL_MASTER: required with REDIS_SENTINELS (the monitored master name)');
   if (env.REDIS_SENTINELS === undefined && env.REDIS_SENTINEL_MASTER !== undefined)
     problems.push('REDIS_SENTINEL_MASTER: only with REDIS_SENTINELS');
+  if (env.REDIS_USERNAME !== undefined && env.REDIS_PASSWORD === undefined)
+    problems.push('REDIS_USERNAME: only with REDIS_PASSWORD');
+  if (env.REDIS_PASSWORD !== undefined && env.REDIS_URL !== undefined && urlHasCredentials(env.REDIS_URL))
+    problems.push('REDIS_PASSWORD: the REDIS_URL carries credentials already; set one of them');
   if (problems.length > 0) return { ok: false, problems };
+  const credentials: { credentials?: RedisCredentials } =
+    env.REDIS_PASSWORD === undefined
+      ? {}
+      : {
+          credentials: {
+            ...(env.REDIS_USERNAME === undefined ? {} : { username: env.REDIS_USERNAME }),
+            password: env.REDIS_PASSWORD,
+          },
+        };
   if (env.REDIS_CLUSTER_NODES !== undefined)
-    return { ok: true, topology: { kind: 'cluster', nodes: env.REDIS_CLUSTER_NODES } };
+    return { ok: true, topology: { kind: 'cluster', nodes: env.REDIS_CLUSTER_NODES, ...credentials } };
   if (env.REDIS_SENTINELS !== undefined && env.REDIS_SENTINEL_MASTER !== undefined)
     return {
       ok: true,
-      topology: { kind: 'sentinel', sentinels: env.REDIS_SENTINELS, masterName: env.REDIS_SENTINEL_MASTER },
+      topology: {
+        kind: 'sentinel',
+        sentinels: env.REDIS_SENTINELS,
+        masterName: env.REDIS_SENTINEL_MASTER,
+        ...credentials,
+      },
     };
-  if (env.REDIS_URL !== undefined) return { ok: true, topology: { kind: 'single', url: env.REDIS_URL } };
+  if (env.REDIS_URL !== undefined)
+    return { ok: true, topology: { kind: 'single', url: env.REDIS_URL, ...credentials } };
   return { ok: false, problems: [`REDIS_URL: ${ONE_OF}`] };
+}
+
+/** Whether a `redis://` URL names a user or password (`redis://[user][:password]@host`). */
+function urlHasCredentials(url: string): boolean {
+  try {
+    const parsed = new URL(url);
+    return parsed.username !== '' || parsed.password !== '';
+  } catch {
+    return false;
+  }
 }
 
 /** The environment that names `topology` (the inverse of {@link redisTopologyOf}, for child processes). */
 export function redisEnvOf(topology: RedisTopology): Record<string, string> {
   const list = (addresses: HostPort[]) =>
     addresses.map((a) => (a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`)).join(',');
+  const credentials: Record<string, string> = {
+    ...(topology.credentials?.username === undefined
+      ? {}
+      : { REDIS_USERNAME: topology.credentials.username }),
+    ...(topology.credentials === undefined ? {} : { REDIS_PASSWORD: topology.credentials.password }),
+  };
   switch (topology.kind) {
     case 'single':
-      return { REDIS_URL: topology.url };
+      return { REDIS_URL: topology.url, ...credentials };
     case 'cluster':
-      return { REDIS_CLUSTER_NODES: list(topology.nodes) };
+      return { REDIS_CLUSTER_NODES: list(topology.nodes), ...credentials };
     case 'sentinel':
-      return { REDIS_SENTINELS: list(topology.sentinels), REDIS_SENTINEL_MASTER: topology.masterName };
+      return {
+        REDIS_SENTINELS: list(topology.sentinels),
+        REDIS_SENTINEL_MASTER: topology.masterName,
+        ...credentials,
+      };
   }
 }

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { bearerAuthHook } from '../auth.ts';
+import type { AuthHook } from '../auth.ts';
 import { parseCloudEvent } from '../cloudevent.ts';
 import type { AppDeps, OwnerLookup } from '../deps.ts';
 import { AppError } from '../errors.ts';
@@ -13,13 +13,13 @@ import { acceptRawText } from '../raw-body.ts';
  * a resource-mode event carries its `uid@resourceVersion`; a reference-mode event about one of our kinds
  * carries neither, so its object's version is read (one GET). After a step, the version the step left is
  * remembered too, so the events its own writes cause (and the `add` replay of a restarted source) end at
- * that check. Events about Jobs, Pods, Secrets and plans in reference mode always reach the step: their
+ * that check. Events about Jobs, Pods and plans in reference mode always reach the step: their
  * change is not visible in the owner's version.
  */
-export function eventsRoutes(deps: AppDeps, inFlight: InFlight): FastifyPluginAsync {
+export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: AuthHook): FastifyPluginAsync {
   return async (app) => {
     acceptRawText(app, deps.config.bodyLimitBytes);
-    app.addHook('onRequest', bearerAuthHook(deps.config.auth));
+    app.addHook('onRequest', authenticate);
     app.post('/events', async (request, reply) => {
       const body = typeof request.body === 'string' ? request.body : '';
       const parsed = parseCloudEvent(request.headers, body);

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { formatIssues } from '../../schemas/cloudevents.ts';
 import { kindFromPath, ReconcileParamsSchema, ReconcileQuerySchema } from '../../schemas/http.ts';
-import { bearerAuthHook } from '../auth.ts';
+import type { AuthHook } from '../auth.ts';
 import type { AppDeps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import type { InFlight } from '../in-flight.ts';
@@ -11,10 +11,14 @@ import { acceptRawText } from '../raw-body.ts';
  * `POST /reconcile/{kind}/{namespace}/{name}` (DESIGN.md section 13): one step, answered as the StepOutcome;
  * `?dryRun=true` explains the decision without acting (and schedules nothing).
  */
-export function reconcileRoutes(deps: AppDeps, inFlight: InFlight): FastifyPluginAsync {
+export function reconcileRoutes(
+  deps: AppDeps,
+  inFlight: InFlight,
+  authenticate: AuthHook,
+): FastifyPluginAsync {
   return async (app) => {
     acceptRawText(app, deps.config.bodyLimitBytes);
-    app.addHook('onRequest', bearerAuthHook(deps.config.auth));
+    app.addHook('onRequest', authenticate);
     app.post('/reconcile/:kind/:namespace/:name', async (request, reply) => {
       const params = ReconcileParamsSchema.safeParse(request.params);
       if (!params.success)

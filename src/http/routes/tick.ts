@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { isIdleTick, runTick } from '../../schedule/tick.ts';
 import { formatIssues } from '../../schemas/cloudevents.ts';
 import { TickBodySchema } from '../../schemas/http.ts';
-import { bearerAuthHook } from '../auth.ts';
+import type { AuthHook } from '../auth.ts';
 import type { AppDeps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import type { InFlight } from '../in-flight.ts';
@@ -16,10 +16,10 @@ export const PING_EVENT_TYPE = 'dev.knative.sources.ping';
  * `POST /tick` (DESIGN.md section 8): the timer's call (PingSource or any scheduler). Runs due requeues
  * within the budget, then the sweep when due; answers counts only.
  */
-export function tickRoutes(deps: AppDeps, inFlight: InFlight): FastifyPluginAsync {
+export function tickRoutes(deps: AppDeps, inFlight: InFlight, authenticate: AuthHook): FastifyPluginAsync {
   return async (app) => {
     acceptRawText(app, deps.config.bodyLimitBytes);
-    app.addHook('onRequest', bearerAuthHook(deps.config.auth));
+    app.addHook('onRequest', authenticate);
     const tick = async (request: FastifyRequest, reply: FastifyReply) => {
       const text = typeof request.body === 'string' ? request.body.trim() : '';
       let body: unknown;

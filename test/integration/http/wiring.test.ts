@@ -109,7 +109,7 @@ describe('handlers wired to real Redis and the API server', () => {
     await app.close();
   });
 
-  it('reference-mode Job, Pod and per-run Secret events map to the owner by live reads', async () => {
+  it('reference-mode Job and Pod events map to the owner by live reads; Secrets are not routed', async () => {
     const app = appWith(redis);
     const labels = {
       'captf.io/managed': 'true',
@@ -134,20 +134,18 @@ describe('handlers wired to real Redis and the API server', () => {
       name: job.metadata?.name ?? '',
       uid: job.metadata?.uid ?? '',
     };
-    await kc.makeApiClient(CoreV1Api).createNamespacedSecret({
+    // A Job's pod carries our labels only through its Job: its owner reference leads there.
+    await kc.makeApiClient(CoreV1Api).createNamespacedPod({
       namespace,
       body: {
-        metadata: {
-          name: 'captf-run-captf-m-m1-apply-a1-abcdef',
-          labels: { 'captf.io/managed': 'true' },
-          ownerReferences: [ownerRef],
-        },
+        metadata: { name: 'captf-m-m1-apply-a1-abcdef-pod', ownerReferences: [ownerRef] },
+        spec: { containers: [{ name: 'x', image: 'example.invalid/x:1' }] },
       },
     });
     calls.length = 0;
     for (const [apiVersion, kind, name] of [
       ['batch/v1', 'Job', 'captf-m-m1-apply-a1-abcdef'],
-      ['v1', 'Secret', 'captf-run-captf-m-m1-apply-a1-abcdef'],
+      ['v1', 'Pod', 'captf-m-m1-apply-a1-abcdef-pod'],
     ] as const) {
       const response = await app.inject({
         method: 'POST',
@@ -162,6 +160,13 @@ describe('handlers wired to real Redis and the API server', () => {
       ...refEvent('v1', 'Pod', 'no-such-pod'),
     });
     expect(gone.json()).toEqual({ handled: false, reason: 'ObjectGone' });
+    // Issue 16: the sources watch no Secrets, so a Secret event is not one of ours.
+    const secret = await app.inject({
+      method: 'POST',
+      url: '/events',
+      ...refEvent('v1', 'Secret', 'captf-run-captf-m-m1-apply-a1-abcdef'),
+    });
+    expect(secret.statusCode, secret.body).toBe(400);
     expect(calls).toEqual([
       { kind: 'TerraformMachine', namespace, name: 'm1' },
       { kind: 'TerraformMachine', namespace, name: 'm1' },
@@ -190,7 +195,7 @@ describe('handlers wired to real Redis and the API server', () => {
     await app.close();
   });
 
-  it('the sweep gives every object a requeue and deletes per-run Secrets whose Job is gone', async () => {
+  it('the sweep gives every object a requeue and deletes, by name, a per-run Secret left by a bookkept Job', async () => {
     const fresh = createRedisAdapter({
       url: testStack().redisUrl,
       keyPrefix: `sweep-${randomBytes(3).toString('hex')}`,
@@ -211,16 +216,30 @@ describe('handlers wired to real Redis and the API server', () => {
       },
     });
     const core = kc.makeApiClient(CoreV1Api);
-    await core.createNamespacedSecret({
+    // A step that died between the `bookkept` mark and the Secret's delete left this one.
+    await kc.makeApiClient(BatchV1Api).createNamespacedJob({
       namespace,
-      body: { metadata: { name: 'captf-run-ghost-job', labels: { 'captf.io/managed': 'true' } } },
+      body: {
+        metadata: {
+          name: 'left-job',
+          labels: { 'captf.io/managed': 'true' },
+          annotations: { 'captf.io/bookkept': 'true' },
+        },
+        spec: {
+          suspend: true,
+          template: {
+            spec: { restartPolicy: 'Never', containers: [{ name: 'x', image: 'example.invalid/x:1' }] },
+          },
+        },
+      },
     });
+    await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'captf-run-left-job' } } });
     const tick = await app.inject({ method: 'POST', url: '/tick', headers: auth });
     expect(tick.json().sweep).toMatchObject({ state: 'ran', secretsDeleted: 1 });
     expect((await fresh.schedule.scheduledAt(`TerraformCluster/${namespace}/swept`)).kind).toBe('scheduled');
-    await expect(core.readNamespacedSecret({ namespace, name: 'captf-run-ghost-job' })).rejects.toMatchObject(
-      { code: 404 },
-    );
+    await expect(core.readNamespacedSecret({ namespace, name: 'captf-run-left-job' })).rejects.toMatchObject({
+      code: 404,
+    });
     const again = await app.inject({ method: 'POST', url: '/tick', headers: auth });
     expect(again.json().sweep).toEqual({ state: 'skipped', reason: 'NotDueOrHeldElsewhere' });
     await app.close();

@@ -46,7 +46,7 @@ const blocks = bashBlocks(readFileSync(DOC, 'utf8'));
 let workDir = '';
 let session: { status: number | null; output: string };
 /** What the shared stack had before the doc ran: the test puts it back that way. */
-let before: { namespace: boolean; policy: boolean };
+let before: { namespace: boolean; policy: boolean; podPolicy: boolean };
 
 async function kubectl(args: string[]): Promise<string> {
   const stack = testStack();
@@ -64,6 +64,7 @@ beforeAll(async () => {
   before = {
     namespace: await exists(['namespace', 'captf-system']),
     policy: await exists(['-f', join(root, 'infra/admission/approval-policy.yaml')]),
+    podPolicy: await exists(['-f', join(root, 'infra/admission/controller-pod-patch-policy.yaml')]),
   };
   await applyKnativeCrds(stack);
   workDir = mkdtempSync(join(tmpdir(), 'captf-install-doc-'));
@@ -90,7 +91,7 @@ beforeAll(async () => {
 afterAll(async () => {
   // Put the shared stack back as it was, so no other file sees the doc's objects: the samples (finalizers
   // first: no controller runs here) and team-a; captf-system, or what the doc added to it when another file
-  // had made it; the cluster-wide approval policy, which would refuse other files' approvals. The CRDs stay:
+  // had made it; the cluster-wide admission policies, which would refuse other files' approvals and pod patches. The CRDs stay:
   // every file applies the same ones.
   for (const resource of ['terraformclusters', 'terraformmachines']) {
     const names = await kubectl(['get', resource, '-n', 'team-a', '-o', 'name']).catch(() => '');
@@ -120,6 +121,9 @@ afterAll(async () => {
       'pingsource/captf-tick',
       'deployment/captf-redis',
       'service/captf-redis',
+      'secret/captf-redis',
+      'networkpolicy/captf-redis',
+      'networkpolicy/captf-handlers',
       'configmap/captf-images',
     ]);
   } else {
@@ -127,6 +131,8 @@ afterAll(async () => {
   }
   if (!before.policy)
     await kubectl(['delete', '-f', join(root, 'infra/admission/approval-policy.yaml'), ...gone]);
+  if (!before.podPolicy)
+    await kubectl(['delete', '-f', join(root, 'infra/admission/controller-pod-patch-policy.yaml'), ...gone]);
 }, 300_000);
 
 describe('docs/install.md against the local control plane', () => {
@@ -139,10 +145,11 @@ describe('docs/install.md against the local control plane', () => {
         'needs AWS',
         'needs running controllers',
         'needs running controllers',
+        'needs running controllers',
         'needs the Prometheus operator',
       ].sort(),
     );
-    expect(blocks.length - skipped.length).toBe(7);
+    expect(blocks.length - skipped.length).toBe(8);
   });
 
   it('the Knative path is installed with the image references of infra/kustomization.yaml', async () => {

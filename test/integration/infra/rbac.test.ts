@@ -29,7 +29,8 @@ const kubectl = (args: string[]) =>
 
 /**
  * Asks the API server's authorizer directly (SubjectAccessReview), so resources whose CRD is not installed
- * here (Cluster API's Cluster) are checked too. `resource` is `plural[.group][/subresource]`.
+ * here (Cluster API's Cluster) are checked too. `resource` is `plural[.group][/subresource]`; namespace ''
+ * asks about all namespaces at once (a cluster-wide list or watch).
  */
 async function canI(user: string, verb: string, resource: string, namespace = 'default'): Promise<boolean> {
   const [typed = '', subresource] = resource.split('/');
@@ -90,6 +91,7 @@ describe('controller ClusterRole', () => {
     { id: 'pod-list', name: 'list Pods', verb: 'list', resource: 'pods' },
     { id: 'pod-patch', name: 'patch Pods (release the result finalizer)', verb: 'patch', resource: 'pods' },
     { id: 'secret-create', name: 'create per-run Secrets', verb: 'create', resource: 'secrets' },
+    { id: 'secret-get', name: 'get a Secret by name', verb: 'get', resource: 'secrets' },
     { id: 'secret-delete', name: 'delete per-run Secrets', verb: 'delete', resource: 'secrets' },
     {
       id: 'status',
@@ -111,6 +113,12 @@ describe('controller ClusterRole', () => {
     },
     { id: 'events', name: 'create events.k8s.io Events', verb: 'create', resource: 'events.events.k8s.io' },
     { id: 'capi', name: 'get Cluster API Clusters', verb: 'get', resource: 'clusters.cluster.x-k8s.io' },
+    {
+      id: 'tokenreviews',
+      name: "create TokenReviews (the sources' OIDC tokens)",
+      verb: 'create',
+      resource: 'tokenreviews.authentication.k8s.io',
+    },
   ];
   const denied = [
     {
@@ -141,6 +149,7 @@ describe('controller ClusterRole', () => {
       verb: 'watch',
       resource: 'secrets',
     },
+    { id: 'no-secret-list', name: 'list Secrets in a namespace', verb: 'list', resource: 'secrets' },
     {
       id: 'no-update',
       name: 'update TerraformMachines (writes are patches)',
@@ -166,12 +175,19 @@ describe('controller ClusterRole', () => {
   it.each(denied)('$id may not $name', async ({ verb, resource }) => {
     expect(await canI(CONTROLLER, verb, resource)).toBe(false);
   });
+  it('no-secret-list-cluster: may not list Secrets cluster-wide (issue 16)', async () => {
+    expect(await canI(CONTROLLER, 'list', 'secrets', '')).toBe(false);
+    expect(await canI(CONTROLLER, 'list', 'pods', '')).toBe(true);
+  });
 
   it('the handlers wiring (sweep lists and delete, owner reads, readiness) works bound only to it', async () => {
     const namespace = `rbac-${randomBytes(3).toString('hex')}`;
     await kubectl(['create', 'namespace', namespace]);
-    await kubectl(['-n', namespace, 'create', 'secret', 'generic', 'captf-run-gone-job']);
-    await kubectl(['-n', namespace, 'label', 'secret', 'captf-run-gone-job', 'captf.io/managed=true']);
+    // A per-run Secret a bookkept Job left behind: the sweep deletes it by name, with no Secret list.
+    await kubectl(['-n', namespace, 'create', 'job', 'left-job', '--image=example.invalid/x:1']);
+    await kubectl(['-n', namespace, 'label', 'job', 'left-job', 'captf.io/managed=true']);
+    await kubectl(['-n', namespace, 'annotate', 'job', 'left-job', 'captf.io/bookkept=true']);
+    await kubectl(['-n', namespace, 'create', 'secret', 'generic', 'captf-run-left-job']);
     const stack = testStack();
     const read = readConfig({
       REDIS_URL: stack.redisUrl,
@@ -257,8 +273,18 @@ describe('event-source ClusterRole (ApiServerSource and the relay)', () => {
       resource: 'terraformclusters.infrastructure.cluster.x-k8s.io/status',
     },
     { id: 'no-delete', name: 'delete Secrets', verb: 'delete', resource: 'secrets' },
+    { id: 'no-secret-get', name: 'get Secrets', verb: 'get', resource: 'secrets' },
   ])('$id: may not $name', async ({ verb, resource }) => {
     expect(await canI(EVENT_SOURCE, verb, resource)).toBe(false);
+  });
+
+  it('no-secret-watch: may neither list nor watch Secrets, in a namespace or cluster-wide (issue 16)', async () => {
+    for (const namespace of ['default', '']) {
+      for (const verb of ['list', 'watch']) {
+        expect(await canI(EVENT_SOURCE, verb, 'secrets', namespace), `${verb} in '${namespace}'`).toBe(false);
+      }
+    }
+    expect(await canI(EVENT_SOURCE, 'watch', 'pods', '')).toBe(true);
   });
 });
 

@@ -72,7 +72,6 @@ async function sweepNamespace(): Promise<unknown> {
     listers: {
       listObjects: async () => [],
       listJobs: async () => here(await listers.listJobs()),
-      listRunSecrets: async () => here(await listers.listRunSecrets()),
       deleteRunSecret: listers.deleteRunSecret,
     },
     pods: {

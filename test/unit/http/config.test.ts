@@ -154,10 +154,120 @@ describe('Redis topology: one node, a Redis Cluster or Sentinel (issue 12)', () 
       ],
     },
     { kind: 'sentinel', sentinels: [{ host: 's1', port: 26379 }], masterName: 'captf' },
+    {
+      kind: 'cluster',
+      nodes: [{ host: 'r', port: 7000 }],
+      credentials: { username: 'captf', password: 'p@ss:word' },
+    },
   ])('the environment a child process gets names the same $kind topology back', (topology) => {
-    expect(readConfig({ ...noRedis, ...redisEnvOf(topology) })).toMatchObject({
+    expect(readConfig({ ...noRedis, ...redisEnvOf(topology) })).toEqual({
       ok: true,
-      config: { redis: topology },
+      config: expect.objectContaining({ redis: topology }),
     });
+  });
+});
+
+describe('Redis AUTH (issue 16): REDIS_PASSWORD and REDIS_USERNAME for every topology', () => {
+  const { REDIS_URL: _url, ...noRedis } = base;
+  const password = 's3cret-from-a-Secret';
+
+  it.each([
+    { name: 'one node', env: { REDIS_URL: 'redis://r:6379' }, kind: 'single' },
+    { name: 'a Cluster', env: { REDIS_CLUSTER_NODES: 'r:7000' }, kind: 'cluster' },
+    {
+      name: 'Sentinel (the master and its replicas)',
+      env: { REDIS_SENTINELS: 's1:26379', REDIS_SENTINEL_MASTER: 'captf' },
+      kind: 'sentinel',
+    },
+  ])('$name: the password reaches the topology; no username is the default user', ({ env, kind }) => {
+    const result = readConfig({ ...noRedis, ...env, REDIS_PASSWORD: password });
+    expect(result).toMatchObject({ ok: true, config: { redis: { kind, credentials: { password } } } });
+    if (result.ok) expect(result.config.redis.credentials).toEqual({ password });
+  });
+
+  it('an ACL user comes with its password', () => {
+    const result = readConfig({ ...base, REDIS_USERNAME: 'captf', REDIS_PASSWORD: password });
+    expect(result).toMatchObject({
+      ok: true,
+      config: { redis: { credentials: { username: 'captf', password } } },
+    });
+  });
+
+  it('without REDIS_PASSWORD there is no AUTH (a password in the URL stays in the URL)', () => {
+    const result = readConfig({ ...noRedis, REDIS_URL: 'redis://:inurl@r:6379' });
+    expect(result).toMatchObject({ ok: true, config: { redis: { url: 'redis://:inurl@r:6379' } } });
+    if (result.ok) expect(result.config.redis.credentials).toBeUndefined();
+  });
+
+  it.each([
+    {
+      name: 'a username without a password',
+      env: { REDIS_USERNAME: 'captf' },
+      says: 'REDIS_USERNAME: only with',
+    },
+    { name: 'an empty password', env: { REDIS_PASSWORD: '' }, says: 'REDIS_PASSWORD: empty' },
+    {
+      name: 'a password both in the URL and in REDIS_PASSWORD',
+      env: { REDIS_URL: 'redis://:a@r:6379', REDIS_PASSWORD: 'b' },
+      says: 'REDIS_PASSWORD: the REDIS_URL carries credentials already',
+    },
+  ])('rejects $name', ({ env, says }) => {
+    const result = readConfig({ ...base, ...env });
+    expect(result.ok).toBe(false);
+    if (!result.ok) {
+      expect(result.message).toContain(says);
+      expect(result.message).not.toContain(password);
+    }
+  });
+});
+
+describe('handlers auth (issue 16): static token, audience-bound tokens, or both', () => {
+  const audience = 'captf.captf-system';
+
+  it('an audience alone turns bearer auth on without a static token', () => {
+    const result = readConfig({ ...base, CAPTF_AUTH_TOKEN: undefined, CAPTF_AUTH_AUDIENCE: audience });
+    expect(result).toMatchObject({ ok: true, config: { auth: { mode: 'bearer', oidc: { audience } } } });
+    if (result.ok && result.config.auth.mode === 'bearer') expect(result.config.auth.token).toBeUndefined();
+  });
+
+  it('allowed users are a comma-separated list of user names', () => {
+    const result = readConfig({
+      ...base,
+      CAPTF_AUTH_AUDIENCE: audience,
+      CAPTF_AUTH_ALLOWED_USERS: 'system:serviceaccount:a:b , system:serviceaccount:a:c',
+    });
+    expect(result).toMatchObject({
+      ok: true,
+      config: {
+        auth: {
+          mode: 'bearer',
+          token: 'x'.repeat(32),
+          oidc: { audience, allowedUsers: ['system:serviceaccount:a:b', 'system:serviceaccount:a:c'] },
+        },
+      },
+    });
+  });
+
+  it.each([
+    {
+      name: 'allowed users without an audience',
+      env: { CAPTF_AUTH_ALLOWED_USERS: 'system:serviceaccount:a:b' },
+      says: 'CAPTF_AUTH_ALLOWED_USERS: only with CAPTF_AUTH_AUDIENCE',
+    },
+    { name: 'an empty audience', env: { CAPTF_AUTH_AUDIENCE: '' }, says: 'CAPTF_AUTH_AUDIENCE: empty' },
+    {
+      name: 'an empty list of users',
+      env: { CAPTF_AUTH_AUDIENCE: audience, CAPTF_AUTH_ALLOWED_USERS: ' , ' },
+      says: 'CAPTF_AUTH_ALLOWED_USERS: at least one',
+    },
+  ])('rejects $name', ({ env, says }) => {
+    const result = readConfig({ ...base, ...env });
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.message).toContain(says);
+  });
+
+  it('the explicit opt-out wins over an audience (the local Knative adapters send no token)', () => {
+    const result = readConfig({ ...base, CAPTF_AUTH_DISABLED: 'true', CAPTF_AUTH_AUDIENCE: audience });
+    expect(result).toMatchObject({ ok: true, config: { auth: { mode: 'disabled' } } });
   });
 });

@@ -2,8 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { ObjectRef } from '../../../src/core/object-ref.ts';
 import type { SingleHolderLease } from '../../../src/schedule/single-holder-lease.ts';
 import {
+  jobsWithLeftoverRunSecrets,
+  LEFTOVER_RUN_SECRET_WINDOW_MS,
   objectsNeedingBookkeeping,
-  orphanedRunSecrets,
   runSweepIfDue,
   type SweepListers,
   type SweptJob,
@@ -148,15 +149,23 @@ describe('sweep', () => {
     expect(objectsNeedingBookkeeping([c('a'), c('b'), c('c')], jobs)).toEqual([c('a')]);
   });
 
-  it('finds per-run Secrets whose Job is gone', () => {
-    const secrets = [
-      { namespace: 'team-a', name: 'captf-run-j1', jobName: 'j1' },
-      { namespace: 'team-a', name: 'captf-run-j9', jobName: 'j9' },
-      { namespace: 'team-b', name: 'captf-run-j1', jobName: 'j1' },
+  it('looks for leftover per-run Secrets of bookkept Jobs only, not of running or deleting ones', () => {
+    const jobs = [
+      job('running', 'a', false, false),
+      job('unrecorded', 'a', true, false),
+      job('bookkept', 'a', true, true),
+      { ...job('deleting', 'a', true, true), deleting: true },
     ];
-    expect(
-      orphanedRunSecrets(secrets, [job('j1', 'a', false, false)]).map((s) => `${s.namespace}/${s.name}`),
-    ).toEqual(['team-a/captf-run-j9', 'team-b/captf-run-j1']);
+    expect(jobsWithLeftoverRunSecrets(jobs, T0).map((j) => j.name)).toEqual(['bookkept']);
+  });
+
+  it('looks only at Jobs that finished within the window: a resting fleet costs no DELETE each period', () => {
+    const jobs = [
+      { ...job('recent', 'a', true, true), finishedAtMs: T0 - 60_000 },
+      { ...job('old', 'a', true, true), finishedAtMs: T0 - LEFTOVER_RUN_SECRET_WINDOW_MS - 1 },
+      job('unknown-finish', 'a', true, true),
+    ];
+    expect(jobsWithLeftoverRunSecrets(jobs, T0).map((j) => j.name)).toEqual(['recent', 'unknown-finish']);
   });
 
   function lease(held: boolean): SingleHolderLease & { released: number } {
@@ -175,10 +184,10 @@ describe('sweep', () => {
     return {
       deleted,
       listObjects: async () => [listed('a'), listed('b')],
-      listJobs: async () => [job('j1', 'a', true, false)],
-      listRunSecrets: async () => [{ namespace: 'team-a', name: 'captf-run-old', jobName: 'old' }],
-      deleteRunSecret: async (s) => {
-        deleted.push(s.name);
+      listJobs: async () => [job('j1', 'a', true, false), job('old', 'a', true, true)],
+      deleteRunSecret: async (j) => {
+        deleted.push(j.name);
+        return 'deleted';
       },
       ...over,
     };
@@ -191,7 +200,7 @@ describe('sweep', () => {
     error: () => undefined,
   };
 
-  it('with the lease: reconciles, deletes orphaned Secrets, and gives every object a requeue', async () => {
+  it('with the lease: reconciles, deletes leftover per-run Secrets, and gives every object a requeue', async () => {
     const schedule = new MemorySchedule();
     const { step, calls } = recordingStep(() => ({
       action: 'bookkept',
@@ -215,7 +224,7 @@ describe('sweep', () => {
       state: 'ran',
       reason: 'SyncPeriodElapsed',
       objects: 2,
-      jobs: 1,
+      jobs: 2,
       reconciled: 1,
       secretsDeleted: 1,
       requeued: 2,
@@ -223,7 +232,7 @@ describe('sweep', () => {
       stepFailures: 0,
     });
     expect(calls.map((call) => call.ref)).toEqual([c('a')]);
-    expect(l.deleted).toEqual(['captf-run-old']);
+    expect(l.deleted).toEqual(['old']);
     expect(schedule.dueAt(c('a'))).toBe(T0 + 30_000);
     expect(schedule.dueAt(c('b'))).toBe(T0 + 600_000);
   });
@@ -257,9 +266,10 @@ describe('sweep', () => {
     const schedule = new MemorySchedule();
     const warnings: string[] = [];
     const l = listers({
-      listRunSecrets: async () => [
-        { namespace: 'team-a', name: 'captf-run-refused', jobName: 'gone-1' },
-        { namespace: 'team-a', name: 'captf-run-old', jobName: 'gone-2' },
+      listJobs: async () => [
+        job('refused', 'a', true, true),
+        job('gone', 'a', true, true),
+        job('old', 'a', true, true),
       ],
     });
     const deleteRunSecret = l.deleteRunSecret;
@@ -268,9 +278,11 @@ describe('sweep', () => {
       holder: 'i1',
       listers: {
         ...l,
-        deleteRunSecret: async (secret) => {
-          if (secret.name === 'captf-run-refused') throw new Error('delete secrets: Forbidden');
-          await deleteRunSecret(secret);
+        deleteRunSecret: async (j) => {
+          if (j.name === 'refused') throw new Error('delete secrets: Forbidden');
+          // Bookkeeping deleted this one already: not counted.
+          if (j.name === 'gone') return 'absent';
+          return deleteRunSecret(j);
         },
       },
       settle: memorySettle(recordingStep().step, schedule),
@@ -282,8 +294,8 @@ describe('sweep', () => {
       concurrency: 2,
     });
     expect(report).toMatchObject({ state: 'ran', secretsDeleted: 1, requeued: 2 });
-    expect(l.deleted).toEqual(['captf-run-old']);
-    expect(warnings).toContain('sweep: delete orphaned per-run Secret: failed');
+    expect(l.deleted).toEqual(['old']);
+    expect(warnings).toContain('sweep: delete leftover per-run Secret: failed');
     expect(schedule.dueAt(c('b'))).toBe(T0 + 600_000);
   });
 

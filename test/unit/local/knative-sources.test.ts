@@ -30,7 +30,6 @@ describe('the ApiServerSource receive adapter config from infra/knative/apiserve
         { gvr: { Group: group, Version: 'v1alpha1', Resource: 'terraformplans' } },
         { gvr: { Group: 'batch', Version: 'v1', Resource: 'jobs' }, selector: 'captf.io/managed=true' },
         { gvr: { Group: '', Version: 'v1', Resource: 'pods' }, selector: 'captf.io/managed=true' },
-        { gvr: { Group: '', Version: 'v1', Resource: 'secrets' }, selector: 'captf.io/managed=true' },
       ],
       mode: 'Reference',
     });
