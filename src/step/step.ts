@@ -11,6 +11,7 @@ import { FailpointAbort } from './failpoints.ts';
 import { ObjectWrites, perform } from './perform.ts';
 import { readPods, readSnapshot, runSecretExists } from './read.ts';
 import { type KeptStepLock, keepStepLock } from './step-lock.ts';
+import { objectFiguresOf } from './step-metrics.ts';
 
 /**
  * The reconcile step (DESIGN.md section 5) as read → plan → perform: take the step lock, read the object
@@ -126,11 +127,28 @@ async function reconcile(deps: StepDeps, ref: ObjectRef, lock: KeptStepLock): Pr
     const planned = await planWithReads(deps, facts);
     if ('outcome' in planned) return planned.outcome;
     const performed = await perform({ deps, snap: snapshot, plan: planned.plan, writes, lock });
-    if (performed.kind === 'done') return observed(performed.outcome, snapshot, writes);
+    if (performed.kind === 'done') {
+      if (stillOurs(planned.plan, performed.outcome))
+        await deps.metrics.objectSeen(objectFiguresOf(snapshot, writes.current));
+      return observed(performed.outcome, snapshot, writes);
+    }
     // Section 7: a recording the API server refuses for good is recorded without the refused fields.
     facts = { ...facts, refusedOutputs: planned.plan.redactor.redact(performed.message) };
   }
   return outcomeOf(ref, 'WriteRefused', { message: 'the API server refused the recording twice' });
+}
+
+/**
+ * The object stays in our care after this step, so its figures are worth recording: not once our finalizer
+ * went (its series were just forgotten, src/step/perform.ts) or when someone else manages it.
+ */
+function stillOurs(plan: StepPlan, outcome: StepOutcome): boolean {
+  return (
+    !(plan.move.kind === 'finalizers' && plan.move.gone) &&
+    outcome.action !== 'finalized' &&
+    outcome.reason !== 'ExternallyManaged' &&
+    outcome.reason !== 'DeletingWithoutFinalizer'
+  );
 }
 
 /**
