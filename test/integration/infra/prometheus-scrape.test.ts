@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
@@ -16,6 +16,7 @@ import { findPrometheus, PROMETHEUS_RULE, ruleGroupsOf } from './prometheus.ts';
 // on the real API server and Redis) and evaluates the shipped rules. The rules load, evaluate without error,
 // raise nothing for a healthy object, and the per-object figures the alerts join on arrive as series.
 
+const DASHBOARD = join(import.meta.dirname, '..', '..', '..', 'infra/monitoring/dashboard.json');
 const namespace = `scrape-${randomBytes(3).toString('hex')}`;
 const GROUP = 'infrastructure.cluster.x-k8s.io';
 const TOKEN = randomBytes(24).toString('hex');
@@ -184,4 +185,33 @@ it('the per-object figures the alerts join on arrive from the running step', asy
   expect(await single(`captf_run_inputs_bytes{${object}}`)).toBeGreaterThan(100);
   // The exporter's own counters, initialised at 0 so the first error is an increase.
   expect(await single('captf_reconcile_steps_total{action="error"}')).toBe(0);
+});
+
+it('every query of the Grafana dashboard is valid PromQL and the five views of issue 15 are there', async () => {
+  const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as {
+    panels: { title: string; targets: { expr: string }[] }[];
+  };
+  const titles = dashboard.panels.map((panel) => panel.title).join('\n');
+  for (const view of [
+    /Jobs finished by result/,
+    /Job duration/,
+    /Active Jobs/,
+    /waiting, by reason/,
+    /Age of the last success/,
+  ])
+    expect(titles).toMatch(view);
+  for (const panel of dashboard.panels)
+    for (const { expr } of panel.targets) {
+      // Grafana's own variable, as it would fill it in.
+      const query = expr.replaceAll('$__rate_interval', '1m');
+      const response = await fetch(`${prometheusUrl}/api/v1/query?query=${encodeURIComponent(query)}`);
+      const body = (await response.json()) as { status: string; error?: string };
+      expect(body, `${panel.title}: ${expr}`).toMatchObject({ status: 'success' });
+    }
+  // A panel the running step feeds: the object's apply Job runs.
+  expect(
+    await single(
+      'count by (op) (max by (kind, namespace, name, op) (captf_active_job_start_timestamp_seconds))',
+    ),
+  ).toBeGreaterThan(0);
 });
