@@ -356,7 +356,6 @@ async function performMove(performance: Performance, move: Move): Promise<StepOu
     case 'finalizers': {
       await writes.finalizers(move.finalizers);
       deps.failpoints.hit('after-finalizer-patch');
-      if (move.gone) await deps.metrics.objectGone(snap.ref);
       return plan.outcome;
     }
     case 'delete-job': {

@@ -37,7 +37,7 @@ export interface StepMetrics {
   forceUnlocked(): void;
   /** A finished Job was bookkept. */
   jobBookkept(run: BookkeptJob): Promise<void>;
-  /** The object is gone from our care (finalizer removed): its per-object series go. */
+  /** The object left our care (finalizer removed, deleted, or managed elsewhere): its per-object series go. */
   objectGone(object: ObjectRef): Promise<void>;
   /** What a step left of the object (src/step/step-metrics.ts `objectFiguresOf`). */
   objectSeen(figures: ObjectFigures): Promise<void>;

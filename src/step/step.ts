@@ -120,7 +120,11 @@ function factsOf(deps: StepDeps, snapshot: Snapshot): PlanFacts {
 
 async function reconcile(deps: StepDeps, ref: ObjectRef, lock: KeptStepLock): Promise<StepOutcome> {
   const snapshot = await readSnapshot(deps.kube.reader, ref);
-  if (!snapshot) return outcomeOf(ref, 'ObjectGone');
+  if (!snapshot) {
+    // Gone without our finalizer's removal (removed by hand): its per-object series go now.
+    await deps.metrics.objectGone(ref);
+    return outcomeOf(ref, 'ObjectGone');
+  }
   const writes = new ObjectWrites(deps, snapshot);
   let facts = factsOf(deps, snapshot);
   for (let round = 0; round < MAX_PLANS; round += 1) {
@@ -130,6 +134,7 @@ async function reconcile(deps: StepDeps, ref: ObjectRef, lock: KeptStepLock): Pr
     if (performed.kind === 'done') {
       if (stillOurs(planned.plan, performed.outcome))
         await deps.metrics.objectSeen(objectFiguresOf(snapshot, writes.current));
+      else await deps.metrics.objectGone(snapshot.ref);
       return observed(performed.outcome, snapshot, writes);
     }
     // Section 7: a recording the API server refuses for good is recorded without the refused fields.
@@ -139,8 +144,8 @@ async function reconcile(deps: StepDeps, ref: ObjectRef, lock: KeptStepLock): Pr
 }
 
 /**
- * The object stays in our care after this step, so its figures are worth recording: not once our finalizer
- * went (its series were just forgotten, src/step/perform.ts) or when someone else manages it.
+ * The object stays in our care after this step, so its figures are worth recording; once our finalizer went,
+ * or when someone else manages it, its per-object series go instead.
  */
 function stillOurs(plan: StepPlan, outcome: StepOutcome): boolean {
   return (
