@@ -59,23 +59,55 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 
   throw new Error(`${what}: not within ${ms} ms (${String(last)}); prometheus said:\n${output.slice(-2000)}`);
 }
 
-/** The value of an instant query with exactly one result, once Prometheus has it. */
-async function single(query: string): Promise<number> {
+/**
+ * The value of an instant query with exactly one result, once Prometheus has it (and, with `accept`, once
+ * the value passes: a scrape a second later may bring the step's newest write).
+ */
+async function single(query: string, accept: (value: number) => boolean = () => true): Promise<number> {
   return until(query, async () => {
     const data = await api<{ result: { value: [number, string] }[] }>(
       `/api/v1/query?query=${encodeURIComponent(query)}`,
     );
-    return data.result.length === 1 ? Number(data.result[0]?.value[1]) : undefined;
+    const value = data.result.length === 1 ? Number(data.result[0]?.value[1]) : undefined;
+    return value !== undefined && accept(value) ? value : undefined;
   });
 }
 
-async function reconcile(name: string): Promise<{ action: string }> {
+let custom: CustomObjectsApi;
+
+async function createCluster(name: string, spec: Record<string, unknown>): Promise<void> {
+  await custom.createNamespacedCustomObject({
+    group: GROUP,
+    version: 'v1alpha1',
+    namespace,
+    plural: 'terraformclusters',
+    body: {
+      apiVersion: `${GROUP}/v1alpha1`,
+      kind: 'TerraformCluster',
+      metadata: { name, namespace },
+      spec: { source: { image: 'registry.example.com/modules/demo:1.0.0' }, ...spec },
+    },
+  });
+}
+
+/** Steps the object until it created its Job (the finalizer comes first). */
+async function untilCreated(name: string): Promise<void> {
+  const actions: string[] = [];
+  for (let i = 0; i < 4; i += 1) {
+    const { action, reason } = await reconcile(name);
+    if (action === 'created') return;
+    actions.push(`${action}/${reason}`);
+  }
+  throw new Error(`${name}: no Job created (${actions.join(', ')})`);
+}
+
+async function reconcile(name: string): Promise<{ action: string; reason: string }> {
   const response = await fetch(`${server.url}/reconcile/TerraformCluster/${namespace}/${name}`, {
     method: 'POST',
     headers: { authorization: `Bearer ${TOKEN}` },
   });
   expect(response.status).toBe(200);
-  return (await response.json()) as { action: string };
+  return ((await response.json()) as { outcome: { action: string; reason: string } }).outcome;
 }
 
 beforeAll(async () => {
@@ -98,20 +130,10 @@ beforeAll(async () => {
     productionStep,
     { handleSignals: false },
   );
-  await kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
-    group: GROUP,
-    version: 'v1alpha1',
-    namespace,
-    plural: 'terraformclusters',
-    body: {
-      apiVersion: `${GROUP}/v1alpha1`,
-      kind: 'TerraformCluster',
-      metadata: { name: 'scraped', namespace },
-      spec: { source: { image: 'registry.example.com/modules/demo:1.0.0' }, driftCheck: { enabled: false } },
-    },
-  });
+  custom = kc.makeApiClient(CustomObjectsApi);
+  await createCluster('scraped', { driftCheck: { enabled: false } });
   // The finalizer, then the first apply's Job: the step records the object's figures and its inputs size.
-  for (let i = 0; i < 4 && (await reconcile('scraped')).action !== 'created'; i += 1);
+  await untilCreated('scraped');
 
   dir = mkdtempSync(join(tmpdir(), 'captf-prometheus-'));
   writeFileSync(join(dir, 'rules.yaml'), stringify({ groups: ruleGroupsOf(PROMETHEUS_RULE) }));
@@ -214,4 +236,41 @@ it('every query of the Grafana dashboard is valid PromQL and the five views of i
       'count by (op) (max by (kind, namespace, name, op) (captf_active_job_start_timestamp_seconds))',
     ),
   ).toBeGreaterThan(0);
+});
+
+it('CAPTFInputsNearLimit fires from the real step for run inputs near 1 MiB, and not once the object is paused', async () => {
+  // 900 kB of variables: the per-run Secret is over 80 % of 1 MiB. The alert has no `for`: it fires at once.
+  const big = { variables: { blob: 'x'.repeat(900_000) } };
+  await createCluster('big', big);
+  await createCluster('big-paused', big);
+  await untilCreated('big');
+  await untilCreated('big-paused');
+  const { PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
+  await custom.patchNamespacedCustomObject(
+    {
+      group: GROUP,
+      version: 'v1alpha1',
+      namespace,
+      plural: 'terraformclusters',
+      name: 'big-paused',
+      body: { metadata: { annotations: { 'cluster.x-k8s.io/paused': '' } } },
+    },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
+  await reconcile('big-paused');
+  await single(`captf_object_paused{namespace="${namespace}",name="big-paused"}`, (paused) => paused === 1);
+
+  // Once a rule evaluation has seen the pause: firing for `big` alone (the paused one fired before its pause).
+  let last = '';
+  const firing = await until('CAPTFInputsNearLimit firing for big alone', async () => {
+    const data = await api<{ alerts: { labels: Record<string, string>; state: string }[] }>('/api/v1/alerts');
+    const mine = data.alerts.filter(
+      (alert) => alert.labels.alertname === 'CAPTFInputsNearLimit' && alert.state === 'firing',
+    );
+    last = mine.map((alert) => alert.labels.name).join(',');
+    return last === 'big' ? mine : undefined;
+  }).catch((error: Error) => {
+    throw new Error(`${error.message.split(';')[0]}; firing for: ${last || 'none'}`);
+  });
+  expect(firing[0]?.labels).toMatchObject({ kind: 'TerraformCluster', namespace, severity: 'warning' });
 });
