@@ -147,7 +147,7 @@ export function createRedisFleetStore(redis: Redis | Cluster, prefix: string): F
         const [kind, namespace, name] = field.split(SEP);
         const parsed = StoredFiguresSchema.safeParse(parseJson(value));
         if (!isTargetKind(kind) || namespace === undefined || name === undefined || !parsed.success) continue;
-        rows.push({ kind, namespace, name, ...parsed.data } as ObjectFigures);
+        rows.push({ kind, namespace, name, ...parsed.data });
       }
       return rows;
     },
