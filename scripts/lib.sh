@@ -24,11 +24,25 @@ ensure_debian_packages() {
   local missing=()
   command -v redis-server >/dev/null || missing+=(redis-server)
   command -v openssl >/dev/null || missing+=(openssl)
+  # promtool and prometheus: the alert tests (test/integration/infra/alerts.test.ts, prometheus-scrape.test.ts).
+  { command -v promtool && command -v prometheus; } >/dev/null || missing+=(prometheus)
   ((${#missing[@]} == 0)) && return 0
   say "installing Debian packages: ${missing[*]}"
   as_root apt-get update -qq || die "apt-get update failed"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
     die "apt-get install ${missing[*]} failed"
+  [[ " ${missing[*]} " == *" prometheus "* ]] && stop_packaged_prometheus
+  return 0
+}
+
+# The package starts a Prometheus service where an init system runs one; the tests start their own, so the
+# packaged one would only hold port 9090. Stopped and disabled; where no init system runs, nothing started.
+stop_packaged_prometheus() {
+  if command -v systemctl >/dev/null && systemctl is-system-running >/dev/null 2>&1; then
+    as_root systemctl disable --now prometheus >/dev/null 2>&1 || true
+  elif command -v service >/dev/null; then
+    as_root service prometheus stop >/dev/null 2>&1 || true
+  fi
 }
 
 ensure_go_binaries() {

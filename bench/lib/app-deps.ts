@@ -88,7 +88,13 @@ export function benchAppDeps(): AppDeps {
   const schedule = new MemorySchedule();
   const dedupe = new BoundedDedupe();
   const metrics = createMetrics(
-    { jobTotals: async () => [], jobsActive: async () => 0, lastSuccesses: async () => [] },
+    {
+      jobTotals: async () => [],
+      jobsActive: async () => 0,
+      lastSuccesses: async () => [],
+      objects: async () => [],
+      sizes: async () => [],
+    },
     () => undefined,
   );
   return {

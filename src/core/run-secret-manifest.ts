@@ -33,16 +33,39 @@ export interface RunConfigSource {
   planHmacKey: string;
 }
 
+/** The kubernetes backend's settings unless the spec sets them: the object's namespace and UID. */
+function kubernetesBackendDefaults(
+  source: Pick<RunConfigSource, 'namespace' | 'uid'>,
+): Record<string, string | boolean> {
+  return { secret_suffix: source.uid, namespace: source.namespace, in_cluster_config: true };
+}
+
+/** Terraform's name for the state Secret of the `default` workspace of the kubernetes backend. */
+const STATE_SECRET_PREFIX = 'tfstate-default-';
+
+/**
+ * Where the kubernetes backend keeps the object's state (`tfstate-default-<secret_suffix>`, with the
+ * defaults of `buildRunConfig` under the spec's `backend.config`); undefined for any other backend, whose
+ * state no Secret size limit applies to.
+ */
+export function stateSecretOf(
+  source: Pick<RunConfigSource, 'backend' | 'namespace' | 'uid'>,
+): { namespace: string; name: string } | undefined {
+  if ((source.backend?.type ?? 'kubernetes') !== 'kubernetes') return undefined;
+  const config = { ...kubernetesBackendDefaults(source), ...source.backend?.config };
+  return {
+    namespace: String(config.namespace),
+    name: `${STATE_SECRET_PREFIX}${String(config.secret_suffix)}`,
+  };
+}
+
 /**
  * The run config of one run. The default backend is Terraform's `kubernetes` backend in the object's
  * namespace with the object UID as state suffix (DESIGN.md section 2).
  */
 export function buildRunConfig(source: RunConfigSource): RunConfigInput {
   const type = source.backend?.type ?? 'kubernetes';
-  const defaults: Record<string, string | boolean> =
-    type === 'kubernetes'
-      ? { secret_suffix: source.uid, namespace: source.namespace, in_cluster_config: true }
-      : {};
+  const defaults = type === 'kubernetes' ? kubernetesBackendDefaults(source) : {};
   return {
     version: 1,
     ...(source.kind ? { kind: source.kind } : {}),

@@ -1,7 +1,16 @@
 import type { Cluster, Redis } from 'ioredis';
+import { z } from 'zod';
 import { isTargetKind } from '../schemas/kinds/api-group.ts';
+import { WaitReasonSchema } from '../schemas/kinds/wait-reason.ts';
 import { OpSchema, RunResultSchema } from '../schemas/result.ts';
-import type { FleetMetricsStore, JobTotal, LastSuccess } from './fleet.ts';
+import type {
+  FleetMetricsStore,
+  JobTotal,
+  LastSuccess,
+  ObjectFigures,
+  ObjectSize,
+  SizeFigure,
+} from './fleet.ts';
 
 /**
  * The fleet metrics store in Redis (DESIGN.md section 14). All keys share the `{metrics}` hash tag so the
@@ -24,12 +33,45 @@ return 0`;
 
 const SEP = '|';
 
+const SIZE_FIGURES: readonly SizeFigure[] = ['state', 'inputs'];
+
+/**
+ * An object's figures as stored (JSON, without the identity, which is the field name). Parsed on read:
+ * a field written by another version that does not fit is skipped, never exported half-read.
+ */
+const StoredFiguresSchema = z.object({
+  paused: z.boolean(),
+  deletingSinceSeconds: z.number().optional(),
+  driftDetected: z.boolean(),
+  schedules: z.object({ drift: z.boolean(), refresh: z.boolean() }),
+  waitReason: WaitReasonSchema.optional(),
+  activeJob: z
+    .object({ op: OpSchema, startedAtSeconds: z.number(), deadlineSeconds: z.number().optional() })
+    .optional(),
+});
+
+/** The JSON of an object's figures without its identity (the field name carries it). */
+function storedFigures(figures: ObjectFigures): string {
+  const { kind: _kind, namespace: _namespace, name: _name, ...stored } = figures;
+  return JSON.stringify(stored);
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Builds the store over an ioredis client; `prefix` is the configured key prefix. */
 export function createRedisFleetStore(redis: Redis | Cluster, prefix: string): FleetMetricsStore {
   const keys = {
     active: `${prefix}:{metrics}:jobs-active`,
     totals: `${prefix}:{metrics}:jobs-total`,
     success: `${prefix}:{metrics}:last-success`,
+    objects: `${prefix}:{metrics}:objects`,
+    sizes: `${prefix}:{metrics}:sizes`,
   };
   return {
     async jobStarted(job) {
@@ -54,9 +96,25 @@ export function createRedisFleetStore(redis: Redis | Cluster, prefix: string): F
         String(s.timestampSeconds),
       );
     },
+    async objectSeen(figures) {
+      await redis.hset(
+        keys.objects,
+        [figures.kind, figures.namespace, figures.name].join(SEP),
+        storedFigures(figures),
+      );
+    },
+    async sizeMeasured(size) {
+      await redis.hset(
+        keys.sizes,
+        [size.kind, size.namespace, size.name, size.what].join(SEP),
+        String(size.bytes),
+      );
+    },
     async forget(object) {
-      const fields = OpSchema.options.map((op) => [object.kind, object.namespace, object.name, op].join(SEP));
-      await redis.hdel(keys.success, ...fields);
+      const id = [object.kind, object.namespace, object.name];
+      await redis.hdel(keys.success, ...OpSchema.options.map((op) => [...id, op].join(SEP)));
+      await redis.hdel(keys.objects, id.join(SEP));
+      await redis.hdel(keys.sizes, ...SIZE_FIGURES.map((what) => [...id, what].join(SEP)));
     },
     async jobsActive() {
       return redis.scard(keys.active);
@@ -80,6 +138,27 @@ export function createRedisFleetStore(redis: Redis | Cluster, prefix: string): F
         if (!isTargetKind(kind) || namespace === undefined || name === undefined || !parsedOp.success)
           continue;
         rows.push({ kind, namespace, name, op: parsedOp.data, timestampSeconds: Number(value) });
+      }
+      return rows;
+    },
+    async objects() {
+      const rows: ObjectFigures[] = [];
+      for (const [field, value] of Object.entries(await redis.hgetall(keys.objects))) {
+        const [kind, namespace, name] = field.split(SEP);
+        const parsed = StoredFiguresSchema.safeParse(parseJson(value));
+        if (!isTargetKind(kind) || namespace === undefined || name === undefined || !parsed.success) continue;
+        rows.push({ kind, namespace, name, ...parsed.data });
+      }
+      return rows;
+    },
+    async sizes() {
+      const rows: ObjectSize[] = [];
+      for (const [field, value] of Object.entries(await redis.hgetall(keys.sizes))) {
+        const [kind, namespace, name, what] = field.split(SEP);
+        const figure = SIZE_FIGURES.find((known) => known === what);
+        if (!isTargetKind(kind) || namespace === undefined || name === undefined || figure === undefined)
+          continue;
+        rows.push({ kind, namespace, name, what: figure, bytes: Number(value) });
       }
       return rows;
     },

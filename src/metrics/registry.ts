@@ -1,11 +1,11 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { FleetMetricsReader } from './fleet.ts';
+import type { FleetMetricsReader, ObjectFigures, ObjectSize } from './fleet.ts';
 
 /**
  * The controller's metrics (DESIGN.md section 14; names as CAPTF's). Per-instance figures are plain
  * prom-client metrics that Prometheus sums across instances; fleet figures (`captf_jobs_total`,
- * `captf_jobs_active`, `captf_last_success_timestamp_seconds`) are read from the shared store at collect
- * time. One registry per app: no global default registry.
+ * `captf_jobs_active`, `captf_last_success_timestamp_seconds` and the per-object gauges the alerts join on)
+ * are read from the shared store at collect time. One registry per app: no global default registry.
  */
 export interface Metrics {
   registry: Registry;
@@ -23,10 +23,140 @@ export interface Metrics {
   forceUnlocks: Counter;
 }
 
+/** The per-object label names: fleet gauges carry the object (one series per object, never per Job). */
+const OBJECT_LABELS = ['kind', 'namespace', 'name'] as const;
+type ObjectLabels = Record<(typeof OBJECT_LABELS)[number], string>;
+
+function objectLabels(row: { kind: string; namespace: string; name: string }): ObjectLabels {
+  return { kind: row.kind, namespace: row.namespace, name: row.name };
+}
+
+/**
+ * Reads a store figure once per scrape for all the gauges drawn from it, and reports its outage once:
+ * `registry.metrics()` starts every metric's collect at once, so the gauges share the read in flight, and
+ * the next scrape reads anew. Undefined when the store is down.
+ */
+function oncePerScrape<T>(
+  read: () => Promise<T>,
+  onError: (error: unknown) => void,
+): () => Promise<T | undefined> {
+  let inFlight: Promise<T | undefined> | undefined;
+  return () => {
+    inFlight ??= read()
+      .catch((error: unknown) => {
+        onError(error);
+        return undefined;
+      })
+      .finally(() => {
+        inFlight = undefined;
+      });
+    return inFlight;
+  };
+}
+
 /** Builds the metrics on a fresh registry; `onCollectError` hears a store outage (the series stay empty). */
 export function createMetrics(fleet: FleetMetricsReader, onCollectError: (error: unknown) => void): Metrics {
   const registry = new Registry();
   const registers = [registry];
+  const objects = oncePerScrape(() => fleet.objects(), onCollectError);
+  const sizes = oncePerScrape(() => fleet.sizes(), onCollectError);
+  /** A gauge of one value per object (or per object and op/reason), rebuilt from the store every scrape. */
+  const objectGauge = <L extends string>(
+    name: string,
+    help: string,
+    extraLabels: readonly L[],
+    fill: (gauge: Gauge<(typeof OBJECT_LABELS)[number] | L>, row: ObjectFigures) => void,
+  ) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: [...OBJECT_LABELS, ...extraLabels],
+      registers,
+      async collect() {
+        const rows = await objects();
+        if (rows === undefined) return;
+        this.reset();
+        for (const row of rows) fill(this, row);
+      },
+    });
+  const sizeGauge = (name: string, help: string, what: ObjectSize['what']) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: OBJECT_LABELS,
+      registers,
+      async collect() {
+        const rows = await sizes();
+        if (rows === undefined) return;
+        this.reset();
+        for (const row of rows) if (row.what === what) this.set(objectLabels(row), row.bytes);
+      },
+    });
+  objectGauge(
+    'captf_object_paused',
+    'Whether Cluster API pause holds the object (1) or not (0), across the fleet.',
+    [],
+    (gauge, row) => gauge.set(objectLabels(row), row.paused ? 1 : 0),
+  );
+  objectGauge(
+    'captf_schedule_enabled',
+    'Whether the object has drift checks or health refreshes scheduled (1) or not (0), by op.',
+    ['op'],
+    (gauge, row) => {
+      gauge.set({ ...objectLabels(row), op: 'drift' }, row.schedules.drift ? 1 : 0);
+      gauge.set({ ...objectLabels(row), op: 'refresh' }, row.schedules.refresh ? 1 : 0);
+    },
+  );
+  objectGauge(
+    'captf_deletion_timestamp_seconds',
+    'Unix time the deletion of the object began; present only while it is being deleted.',
+    [],
+    (gauge, row) => {
+      if (row.deletingSinceSeconds !== undefined) gauge.set(objectLabels(row), row.deletingSinceSeconds);
+    },
+  );
+  objectGauge(
+    'captf_drift_detected',
+    'Whether the newest drift check of the object found drift (1) or not (0).',
+    [],
+    (gauge, row) => gauge.set(objectLabels(row), row.driftDetected ? 1 : 0),
+  );
+  objectGauge(
+    'captf_object_waiting',
+    'The object waits for the reason in `reason` (status.waitReason); absent when it does not wait.',
+    ['reason'],
+    (gauge, row) => {
+      if (row.waitReason !== undefined) gauge.set({ ...objectLabels(row), reason: row.waitReason }, 1);
+    },
+  );
+  objectGauge(
+    'captf_active_job_start_timestamp_seconds',
+    'Unix time the running Job of the object started (status.activeJob), by op.',
+    ['op'],
+    (gauge, row) => {
+      if (row.activeJob !== undefined)
+        gauge.set({ ...objectLabels(row), op: row.activeJob.op }, row.activeJob.startedAtSeconds);
+    },
+  );
+  objectGauge(
+    'captf_active_job_deadline_seconds',
+    'activeDeadlineSeconds of the running Job of the object, by op.',
+    ['op'],
+    (gauge, row) => {
+      if (row.activeJob?.deadlineSeconds !== undefined)
+        gauge.set({ ...objectLabels(row), op: row.activeJob.op }, row.activeJob.deadlineSeconds);
+    },
+  );
+  sizeGauge(
+    'captf_state_bytes',
+    "Size of the object's Terraform state Secret (kubernetes backend) after its newest successful run.",
+    'state',
+  );
+  sizeGauge(
+    'captf_run_inputs_bytes',
+    "Size of the run config in the object's newest per-run Secret.",
+    'inputs',
+  );
   new Counter({
     name: 'captf_jobs_total',
     help: 'Finished Jobs across the fleet, by object kind, op and result.',
@@ -74,14 +204,26 @@ export function createMetrics(fleet: FleetMetricsReader, onCollectError: (error:
       }
     },
   });
+  const stepsTotal = new Counter({
+    name: 'captf_reconcile_steps_total',
+    help: 'Reconcile steps run by this instance, by action.',
+    labelNames: ['action'] as const,
+    registers,
+  });
+  const jobErrors = new Counter({
+    name: 'captf_job_errors_total',
+    help: 'Failed Jobs by classified error kind and runner step.',
+    labelNames: ['error_kind', 'step'] as const,
+    registers,
+  });
+  // The series the alerts take `increase`/`rate` of exist from the start at 0: a series that first appears
+  // at 1 has no increase, so the first error of an instance would go unseen.
+  stepsTotal.inc({ action: 'error' }, 0);
+  stepsTotal.inc({ action: 'unavailable' }, 0);
+  jobErrors.inc({ error_kind: 'step', step: 'init' }, 0);
   return {
     registry,
-    stepsTotal: new Counter({
-      name: 'captf_reconcile_steps_total',
-      help: 'Reconcile steps run by this instance, by action.',
-      labelNames: ['action'] as const,
-      registers,
-    }),
+    stepsTotal,
     stepDuration: new Histogram({
       name: 'captf_reconcile_step_duration_seconds',
       help: 'Wall time of one reconcile step.',
@@ -95,12 +237,7 @@ export function createMetrics(fleet: FleetMetricsReader, onCollectError: (error:
       buckets: [30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 86400],
       registers,
     }),
-    jobErrors: new Counter({
-      name: 'captf_job_errors_total',
-      help: 'Failed Jobs by classified error kind and runner step.',
-      labelNames: ['error_kind', 'step'] as const,
-      registers,
-    }),
+    jobErrors,
     leaseWaits: new Counter({
       name: 'captf_lease_waits_total',
       help: 'Steps that waited for a lease or a Job slot, by wait reason.',

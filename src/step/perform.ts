@@ -5,6 +5,7 @@ import { bookkeptAnnotations } from '../core/job-record.ts';
 import { mergePatchOf } from '../core/merge-patch.ts';
 import { runSecretName } from '../core/names.ts';
 import { buildPlanManifest } from '../core/plan-manifest.ts';
+import { stateSecretOf } from '../core/run-secret-manifest.ts';
 import type { Snapshot } from '../core/snapshot.ts';
 import { outcomeOf, type StepOutcome, UNAVAILABLE_RETRY_SECONDS } from '../core/step-outcome.ts';
 import type { Move, PlanWrite, StepPlan } from '../core/step-plan.ts';
@@ -59,6 +60,11 @@ export class ObjectWrites {
   /** The object's version after the step's own writes so far. */
   get resourceVersion(): string {
     return this.#resourceVersion;
+  }
+
+  /** The object's status after the step's own writes so far. */
+  get current(): TargetStatus {
+    return this.#status;
   }
 
   #target() {
@@ -225,6 +231,25 @@ async function markBookkept(performance: Performance, run: StepPlan['bookkept'][
   }
 }
 
+/**
+ * Reports the size of the object's state Secret after a successful run changed or read it
+ * (`captf_state_bytes`): the API server refuses a Secret over 1 MiB, and the state then no longer saves.
+ * Best effort: a Secret that cannot be read (another backend setting, an outage) costs the figure, never
+ * the step.
+ */
+async function measureState(performance: Performance): Promise<void> {
+  const { deps, snap } = performance;
+  const where = stateSecretOf({ backend: snap.spec?.backend, namespace: snap.ref.namespace, uid: snap.uid });
+  if (where === undefined) return;
+  const secret = await deps.kube.reader.getSecret(where.namespace, where.name).catch(() => undefined);
+  if (secret?.data === undefined) return;
+  const bytes = Object.values(secret.data).reduce(
+    (sum, base64) => sum + Buffer.from(base64, 'base64').length,
+    0,
+  );
+  await deps.metrics.sizeMeasured({ ...snap.ref, what: 'state', bytes });
+}
+
 /** The outcome of a status write that lost a Conflict: read again at once. */
 export function conflict(performance: Performance, job?: string): StepOutcome {
   return outcomeOf(performance.snap.ref, 'Conflict', {
@@ -279,6 +304,8 @@ async function performWrites(performance: Performance): Promise<Performed | unde
     });
     deps.failpoints.hit('after-bookkept-mark');
   }
+  if (plan.bookkept.some((run) => run.classification.success && run.record.op !== 'destroy'))
+    await measureState(performance);
   for (const run of plan.bookkept) {
     await deps.kube.writer.deleteSecret(snap.ref.namespace, runSecretName(run.record.name));
     deps.failpoints.hit('after-run-secret-delete');
@@ -329,7 +356,6 @@ async function performMove(performance: Performance, move: Move): Promise<StepOu
     case 'finalizers': {
       await writes.finalizers(move.finalizers);
       deps.failpoints.hit('after-finalizer-patch');
-      if (move.gone) await deps.metrics.objectGone(snap.ref);
       return plan.outcome;
     }
     case 'delete-job': {
@@ -356,8 +382,9 @@ async function performMove(performance: Performance, move: Move): Promise<StepOu
         const job = await deps.kube.reader.getJob(snap.ref.namespace, move.job.name);
         if (job) {
           const config = await runConfigOf(deps.kube, { ref: snap.ref, uid: snap.uid }, move.adopt);
-          await createRunSecret(deps.kube, snap.ref.namespace, job, config);
+          const bytes = await createRunSecret(deps.kube, snap.ref.namespace, job, config);
           deps.failpoints.hit('after-run-secret-create');
+          await deps.metrics.sizeMeasured({ ...snap.ref, what: 'inputs', bytes });
         }
       }
       if (move.status !== undefined) {

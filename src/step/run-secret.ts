@@ -8,13 +8,15 @@ import type { RunConfigInput } from '../schemas/run-config.ts';
 /**
  * Creates the per-run Secret `captf-run-<job>` of a created (or adopted, C02) Job, owned by the Job so the
  * garbage collector removes it with the Job. A Secret that exists already is the repeat of a crashed step.
+ * Answers the size of the Secret's data in bytes (`captf_run_inputs_bytes`: the API server refuses a Secret
+ * over 1 MiB, so a growing run config is worth an alert before it stops every run).
  */
 export async function createRunSecret(
   kube: { reader: KubeReader; writer: KubeWriter },
   namespace: string,
   job: V1Job,
   config: RunConfigInput,
-): Promise<void> {
+): Promise<number> {
   const secret = buildRunSecret({
     job: {
       name: job.metadata?.name ?? '',
@@ -24,6 +26,7 @@ export async function createRunSecret(
     },
     config,
   });
+  const bytes = Object.values(secret.stringData).reduce((sum, text) => sum + Buffer.byteLength(text), 0);
   const { reader, writer } = kube;
   try {
     await writer.createSecret(secret);
@@ -40,4 +43,5 @@ export async function createRunSecret(
       await writer.createSecret(secret);
     }
   }
+  return bytes;
 }

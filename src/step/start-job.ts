@@ -91,8 +91,9 @@ export async function performStart(performance: Performance, start: PlannedStart
   deps.failpoints.hit('after-job-create');
 
   const config = await runConfigOf(deps.kube, { ref: snap.ref, uid: snap.uid }, start.inputs);
-  await createRunSecret(deps.kube, snap.ref.namespace, created.job, config);
+  const bytes = await createRunSecret(deps.kube, snap.ref.namespace, created.job, config);
   deps.failpoints.hit('after-run-secret-create');
+  await deps.metrics.sizeMeasured({ ...snap.ref, what: 'inputs', bytes });
 
   if ((await writes.status(start.status)) === 'conflict') return conflict(performance, start.name);
   deps.failpoints.hit('after-active-status');

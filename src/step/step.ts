@@ -16,6 +16,7 @@ import { FailpointAbort } from './failpoints.ts';
 import { ObjectWrites, perform } from './perform.ts';
 import { readPods, readSnapshot, runSecretExists } from './read.ts';
 import { type KeptStepLock, keepStepLock } from './step-lock.ts';
+import { objectFiguresOf } from './step-metrics.ts';
 
 /**
  * The reconcile step (DESIGN.md section 5) as read → plan → perform: take the step lock, read the object
@@ -124,18 +125,40 @@ function factsOf(deps: StepDeps, snapshot: Snapshot): PlanFacts {
 
 async function reconcile(deps: StepDeps, ref: ObjectRef, lock: KeptStepLock): Promise<StepOutcome> {
   const snapshot = await readSnapshot(deps.kube.reader, ref);
-  if (!snapshot) return outcomeOf(ref, 'ObjectGone');
+  if (!snapshot) {
+    // Gone without our finalizer's removal (removed by hand): its per-object series go now.
+    await deps.metrics.objectGone(ref);
+    return outcomeOf(ref, 'ObjectGone');
+  }
   const writes = new ObjectWrites(deps, snapshot);
   let facts = factsOf(deps, snapshot);
   for (let round = 0; round < MAX_PLANS; round += 1) {
     const planned = await planWithReads(deps, facts);
     if ('outcome' in planned) return planned.outcome;
     const performed = await perform({ deps, snap: snapshot, plan: planned.plan, writes, lock });
-    if (performed.kind === 'done') return observed(performed.outcome, snapshot, writes);
+    if (performed.kind === 'done') {
+      if (stillOurs(planned.plan, performed.outcome))
+        await deps.metrics.objectSeen(objectFiguresOf(snapshot, writes.current));
+      else await deps.metrics.objectGone(snapshot.ref);
+      return observed(performed.outcome, snapshot, writes);
+    }
     // Section 7: a recording the API server refuses for good is recorded without the refused fields.
     facts = { ...facts, refusedOutputs: planned.plan.redactor.redact(performed.message) };
   }
   return outcomeOf(ref, 'WriteRefused', { message: 'the API server refused the recording twice' });
+}
+
+/**
+ * The object stays in our care after this step, so its figures are worth recording; once our finalizer went,
+ * or when someone else manages it, its per-object series go instead.
+ */
+function stillOurs(plan: StepPlan, outcome: StepOutcome): boolean {
+  return (
+    !(plan.move.kind === 'finalizers' && plan.move.gone) &&
+    outcome.action !== 'finalized' &&
+    outcome.reason !== 'ExternallyManaged' &&
+    outcome.reason !== 'DeletingWithoutFinalizer'
+  );
 }
 
 /**

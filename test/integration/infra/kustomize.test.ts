@@ -54,7 +54,7 @@ describe('infra/ renders', () => {
     }
   });
 
-  it('the PrometheusRule carries CAPTFJobFailing (kind, op) and CAPTFNoRecentSuccess (namespace, name)', async () => {
+  it('the PrometheusRule keeps CAPTFJobFailing (kind, op) and CAPTFNoRecentSuccess (namespace, name, 6 h for 30 m)', async () => {
     const rule = parse(readFileSync(join(root, 'infra/monitoring/prometheusrule.yaml'), 'utf8'));
     const rules = rule.spec.groups.flatMap(
       (g: { rules: Array<{ alert: string; expr: string; for?: string }> }) => g.rules,
@@ -64,9 +64,30 @@ describe('infra/ renders', () => {
     expect(failing.expr).toContain('by (kind, op)');
     expect(failing.expr).toContain('[30m]');
     expect(failing.expr).toContain('> 2');
-    expect(stale.expr).toContain('by (namespace, name)');
+    expect(stale.expr).toContain('by (kind, namespace, name, op)');
     expect(stale.expr).toContain('6 * 3600');
     expect(stale.for).toBe('30m');
+  });
+
+  it('kubectl kustomize infra/monitoring/ renders the PrometheusRule, the PodMonitor and the dashboard ConfigMap', async () => {
+    const { stdout } = await run(testStack().kubectlPath, ['kustomize', join(root, 'infra/monitoring')]);
+    const docs = parseAllDocuments(stdout).map(
+      (doc) =>
+        doc.toJSON() as Manifest & {
+          metadata: { labels?: Record<string, string> };
+          data?: Record<string, string>;
+        },
+    );
+    expect(docs.map((doc) => doc.kind).sort()).toEqual(['ConfigMap', 'PodMonitor', 'PrometheusRule']);
+    const dashboard = docs.find((doc) => doc.kind === 'ConfigMap');
+    expect(dashboard?.metadata.labels?.grafana_dashboard).toBe('1');
+    expect(JSON.parse(dashboard?.data?.['dashboard.json'] ?? '{}').uid).toBe('captf');
+    const monitor = docs.find((doc) => doc.kind === 'PodMonitor') as unknown as {
+      spec: { selector: { matchLabels: Record<string, string> }; podMetricsEndpoints: { path: string }[] };
+    };
+    // The Knative Service's pods (infra/knative/service.yaml names it captf).
+    expect(monitor.spec.selector.matchLabels).toEqual({ 'serving.knative.dev/service': 'captf' });
+    expect(monitor.spec.podMetricsEndpoints[0]?.path).toBe('/metrics');
   });
 
   it('Redis runs with maxmemory-policy noeviction', () => {

@@ -57,7 +57,13 @@ export function assertSameDecision(ref: ObjectRef, dry: StepOutcome, real: StepO
 /** An app whose `/reconcile` runs `step` (only dry runs are sent to it: nothing is scheduled). */
 function dryRunApp(step: ReconcileStep): FastifyInstance {
   const metrics = createMetrics(
-    { jobTotals: async () => [], jobsActive: async () => 0, lastSuccesses: async () => [] },
+    {
+      jobTotals: async () => [],
+      jobsActive: async () => 0,
+      lastSuccesses: async () => [],
+      objects: async () => [],
+      sizes: async () => [],
+    },
     () => undefined,
   );
   const nothing = async () => undefined;

@@ -1,9 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CUSTOM_RESOURCES } from '../../../src/adapters/kube/resources.ts';
 import type { ObjectRef } from '../../../src/core/object-ref.ts';
 import { createRedisFleetStore } from '../../../src/metrics/redis-fleet-store.ts';
 import { createMetrics, type Metrics } from '../../../src/metrics/registry.ts';
 import { type StepMetrics, stepMetricsOf } from '../../../src/step/step-metrics.ts';
-import { createObject, createStepEnv, finishJob, podOf, result, type StepEnv, stepUntil } from './harness.ts';
+import {
+  createObject,
+  createSecret,
+  createStepEnv,
+  finishJob,
+  podOf,
+  readObject,
+  result,
+  type StepEnv,
+  stepUntil,
+} from './harness.ts';
 
 // DESIGN.md section 14 through the step: the real Redis fleet store and a fresh registry, read as
 // Prometheus text the way `/metrics` serves it. Each transition counts once, however often the step runs.
@@ -117,6 +128,73 @@ describe('step metrics', () => {
     expect(await sample('captf_job_errors_total', { error_kind: 'unknown', step: '' })).toBe(1);
     expect(await sample('captf_job_errors_total', { error_kind: 'step', step: 'plan' })).toBe(1);
     expect(await sample('captf_jobs_active')).toBe(1);
+    expect(storeErrors).toEqual([]);
+  });
+
+  it('per-object figures: schedules, the active Job, the run inputs and state sizes, pause and deletion', async () => {
+    const ref = await createObject(env, 'TerraformCluster', 'c-metrics-figures', {
+      driftCheck: { enabled: false },
+      refresh: { interval: '1h' },
+    });
+    const labels = objectLabels(ref);
+    const created = await stepUntil(step(), ref, 'created');
+    expect(await sample('captf_schedule_enabled', { ...labels, op: 'drift' })).toBe(0);
+    expect(await sample('captf_schedule_enabled', { ...labels, op: 'refresh' })).toBe(1);
+    expect(await sample('captf_object_paused', labels)).toBe(0);
+    const started = await sample('captf_active_job_start_timestamp_seconds', { ...labels, op: 'apply' });
+    expect(started).toBeGreaterThan(Date.now() / 1000 - 600);
+    expect(await sample('captf_active_job_deadline_seconds', { ...labels, op: 'apply' })).toBe(3600);
+    expect(await sample('captf_run_inputs_bytes', labels)).toBeGreaterThan(100);
+
+    // The kubernetes backend's state Secret, as the runner's Terraform would leave it.
+    const uid = (await readObject(env, ref)).metadata?.uid ?? '';
+    await createSecret(env, `tfstate-default-${uid}`, { tfstate: 'x'.repeat(4000) });
+    await finishJob(env, created.job ?? '', { exitCode: 0, result: result('apply', 'succeeded') });
+    expect(await step()(ref)).toMatchObject({ action: 'bookkept', reason: 'ApplySucceeded' });
+    expect(await sample('captf_state_bytes', labels)).toBe(4000);
+    expect(
+      await sample('captf_active_job_start_timestamp_seconds', { ...labels, op: 'apply' }),
+    ).toBeUndefined();
+    expect(await sample('captf_drift_detected', labels)).toBe(0);
+
+    const { PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
+    await env.custom.patchNamespacedCustomObject(
+      {
+        ...CUSTOM_RESOURCES.TerraformCluster,
+        namespace: env.namespace,
+        name: ref.name,
+        body: { metadata: { annotations: { 'cluster.x-k8s.io/paused': '' } } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    await step()(ref);
+    expect(await sample('captf_object_paused', labels)).toBe(1);
+
+    await env.custom.deleteNamespacedCustomObject({
+      ...CUSTOM_RESOURCES.TerraformCluster,
+      namespace: env.namespace,
+      name: ref.name,
+    });
+    await step()(ref);
+    const deleting = await sample('captf_deletion_timestamp_seconds', labels);
+    expect(deleting).toBeGreaterThan(Date.now() / 1000 - 600);
+
+    // Unpaused, the destroy runs; once the finalizer is gone, so are the object's series.
+    await env.custom.patchNamespacedCustomObject(
+      {
+        ...CUSTOM_RESOURCES.TerraformCluster,
+        namespace: env.namespace,
+        name: ref.name,
+        body: { metadata: { annotations: { 'cluster.x-k8s.io/paused': null } } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    const destroy = await stepUntil(step(), ref, 'created');
+    expect(await sample('captf_object_paused', labels)).toBe(0);
+    await finishJob(env, destroy.job ?? '', { exitCode: 0, result: result('destroy', 'succeeded') });
+    await step()(ref);
+    for (const name of ['captf_object_paused', 'captf_deletion_timestamp_seconds', 'captf_state_bytes'])
+      expect(await sample(name, labels), name).toBeUndefined();
     expect(storeErrors).toEqual([]);
   });
 });

@@ -84,7 +84,13 @@ async function sweepNamespace(): Promise<unknown> {
       dedupe: { remember: async () => undefined },
       dependents: NO_DEPENDENTS,
       metrics: createMetrics(
-        { jobTotals: async () => [], jobsActive: async () => 0, lastSuccesses: async () => [] },
+        {
+          jobTotals: async () => [],
+          jobsActive: async () => 0,
+          lastSuccesses: async () => [],
+          objects: async () => [],
+          sizes: async () => [],
+        },
         () => undefined,
       ),
       clock: () => Date.now(),

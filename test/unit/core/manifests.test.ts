@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ownerLabels } from '../../../src/core/job-labels.ts';
 import { buildJobManifest, type JobManifestInput } from '../../../src/core/job-manifest.ts';
-import { buildRunConfig, buildRunSecret } from '../../../src/core/run-secret-manifest.ts';
+import { buildRunConfig, buildRunSecret, stateSecretOf } from '../../../src/core/run-secret-manifest.ts';
 import { RUN_DEFAULTS } from '../../../src/runner/cli.ts';
 import {
   JOB_RUN_AS_USER,
@@ -203,5 +203,27 @@ describe('buildRunConfig and buildRunSecret', () => {
       ownerReferences: [{ kind: 'Job', uid: 'job-uid', controller: true, blockOwnerDeletion: false }],
     });
     expect(Object.keys(secret.stringData)).toEqual(['run.json']);
+  });
+});
+
+describe('stateSecretOf: where captf_state_bytes is measured (DESIGN.md section 14)', () => {
+  it("is the kubernetes backend's tfstate-default-<uid> in the object's namespace, or the spec's own settings", () => {
+    expect(stateSecretOf({ backend: undefined, namespace: 'team-a', uid: 'u-1' })).toEqual({
+      namespace: 'team-a',
+      name: 'tfstate-default-u-1',
+    });
+    expect(
+      stateSecretOf({
+        backend: { type: 'kubernetes', config: { secret_suffix: 'shared', namespace: 'states' } },
+        namespace: 'team-a',
+        uid: 'u-1',
+      }),
+    ).toEqual({ namespace: 'states', name: 'tfstate-default-shared' });
+  });
+
+  it('is undefined for any other backend: no Secret size limit applies to its state', () => {
+    expect(stateSecretOf({ backend: { type: 's3', config: {} }, namespace: 'team-a', uid: 'u-1' })).toBe(
+      undefined,
+    );
   });
 });

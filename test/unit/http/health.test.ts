@@ -40,6 +40,15 @@ const METRIC_NAMES = [
   'captf_last_success_timestamp_seconds',
   'captf_reconcile_steps_total',
   'captf_reconcile_step_duration_seconds',
+  'captf_object_paused',
+  'captf_schedule_enabled',
+  'captf_deletion_timestamp_seconds',
+  'captf_drift_detected',
+  'captf_object_waiting',
+  'captf_active_job_start_timestamp_seconds',
+  'captf_active_job_deadline_seconds',
+  'captf_state_bytes',
+  'captf_run_inputs_bytes',
 ];
 
 it('GET /metrics exposes every metric of DESIGN.md section 14 with fleet figures from the store', async () => {
@@ -56,6 +65,23 @@ it('GET /metrics exposes every metric of DESIGN.md section 14 with fleet figures
             op: 'drift',
             timestampSeconds: 1764417600,
           },
+        ],
+        objects: async () => [
+          {
+            kind: 'TerraformCluster',
+            namespace: 'team-a',
+            name: 'c1',
+            paused: true,
+            deletingSinceSeconds: 1764417000,
+            driftDetected: true,
+            schedules: { drift: true, refresh: false },
+            waitReason: 'WaitingForJobSlot',
+            activeJob: { op: 'apply', startedAtSeconds: 1764417100, deadlineSeconds: 3600 },
+          },
+        ],
+        sizes: async () => [
+          { kind: 'TerraformCluster', namespace: 'team-a', name: 'c1', what: 'state', bytes: 2048 },
+          { kind: 'TerraformCluster', namespace: 'team-a', name: 'c1', what: 'inputs', bytes: 512 },
         ],
       },
       () => undefined,
@@ -78,6 +104,23 @@ it('GET /metrics exposes every metric of DESIGN.md section 14 with fleet figures
     'captf_last_success_timestamp_seconds{kind="TerraformMachine",namespace="team-a",name="m1",op="drift"} 1764417600',
   );
   expect(response.body).toContain('captf_reconcile_steps_total{action="none"} 1');
+  const c1 = 'kind="TerraformCluster",namespace="team-a",name="c1"';
+  for (const line of [
+    `captf_object_paused{${c1}} 1`,
+    `captf_schedule_enabled{${c1},op="drift"} 1`,
+    `captf_schedule_enabled{${c1},op="refresh"} 0`,
+    `captf_deletion_timestamp_seconds{${c1}} 1764417000`,
+    `captf_drift_detected{${c1}} 1`,
+    `captf_object_waiting{${c1},reason="WaitingForJobSlot"} 1`,
+    `captf_active_job_start_timestamp_seconds{${c1},op="apply"} 1764417100`,
+    `captf_active_job_deadline_seconds{${c1},op="apply"} 3600`,
+    `captf_state_bytes{${c1}} 2048`,
+    `captf_run_inputs_bytes{${c1}} 512`,
+    // Zero from the start, so the alerts' `increase` sees the first error.
+    'captf_reconcile_steps_total{action="error"} 0',
+    'captf_job_errors_total{error_kind="step",step="init"} 0',
+  ])
+    expect(response.body).toContain(line);
 });
 
 it('GET /metrics still answers when the fleet store is down, and reports the outage', async () => {
@@ -86,12 +129,16 @@ it('GET /metrics still answers when the fleet store is down, and reports the out
     throw new Error('Connection is closed.');
   };
   const t = testApp({
-    metrics: createMetrics({ jobTotals: down, jobsActive: down, lastSuccesses: down }, (e) => errors.push(e)),
+    metrics: createMetrics(
+      { jobTotals: down, jobsActive: down, lastSuccesses: down, objects: down, sizes: down },
+      (e) => errors.push(e),
+    ),
   });
   const response = await t.app.inject({ method: 'GET', url: '/metrics' });
   expect(response.statusCode).toBe(200);
   expect(response.body).toContain('# TYPE captf_reconcile_steps_total counter');
-  expect(errors).toHaveLength(3);
+  // Once per store read: the per-object gauges share one read of the figures and one of the sizes.
+  expect(errors).toHaveLength(5);
 });
 
 it('a lease or slot wait counts toward captf_lease_waits_total; other waits do not', async () => {

@@ -166,6 +166,8 @@ export const emptyFleet: FleetMetricsReader = {
   jobTotals: async () => [],
   jobsActive: async () => 0,
   lastSuccesses: async () => [],
+  objects: async () => [],
+  sizes: async () => [],
 };
 
 export interface TestApp {

@@ -1,0 +1,108 @@
+import { execFile } from 'node:child_process';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse, stringify } from 'yaml';
+import { findPromtool, PROMETHEUS_RULE, ruleGroupsOf } from './prometheus.ts';
+
+// DESIGN.md section 14: the shipped PrometheusRule's groups, checked and unit-tested by Prometheus's own
+// promtool against infra/monitoring/tests/alerts.test.yaml (each alert fires, and stays quiet for a paused
+// object, a disabled schedule, a blocked or plan-changed run).
+
+const run = promisify(execFile);
+const root = join(import.meta.dirname, '..', '..', '..');
+const TESTS = join(root, 'infra/monitoring/tests/alerts.test.yaml');
+
+/** The eleven alerts of issue 15 item 6. */
+const ALERTS = [
+  'CAPTFJobFailing',
+  'CAPTFDestroyStuck',
+  'CAPTFClusterDrift',
+  'CAPTFStateUnreadable',
+  'CAPTFForceUnlocks',
+  'CAPTFReconcileErrors',
+  'CAPTFJobSlow',
+  'CAPTFJobQueueSlow',
+  'CAPTFStateNearSecretLimit',
+  'CAPTFInputsNearLimit',
+  'CAPTFNoRecentSuccess',
+];
+
+interface RuleTest {
+  alertname: string;
+  exp_alerts: unknown[];
+}
+
+let promtool: string;
+let dir: string;
+
+/** Runs promtool on `groups` as rules.yaml next to the shipped test cases; never throws. */
+async function promtoolTest(groups: unknown): Promise<{ ok: boolean; output: string }> {
+  writeFileSync(join(dir, 'rules.yaml'), stringify({ groups }));
+  try {
+    const { stdout, stderr } = await run(promtool, ['test', 'rules', join(dir, 'alerts.test.yaml')]);
+    return { ok: true, output: stdout + stderr };
+  } catch (error) {
+    const failed = error as { stdout?: string; stderr?: string };
+    return { ok: false, output: `${failed.stdout ?? ''}${failed.stderr ?? ''}` };
+  }
+}
+
+beforeAll(() => {
+  promtool = findPromtool();
+  dir = mkdtempSync(join(tmpdir(), 'captf-alerts-'));
+  copyFileSync(TESTS, join(dir, 'alerts.test.yaml'));
+});
+
+afterAll(() => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('the shipped alerts (promtool)', () => {
+  it('the PrometheusRule carries the eleven alerts and `promtool check rules` accepts them', async () => {
+    const groups = ruleGroupsOf(PROMETHEUS_RULE);
+    const alerts = groups.flatMap((group) => group.rules.map((rule) => rule.alert));
+    expect(alerts.sort()).toEqual([...ALERTS].sort());
+    writeFileSync(join(dir, 'rules.yaml'), stringify({ groups }));
+    const { stdout } = await run(promtool, ['check', 'rules', join(dir, 'rules.yaml')]);
+    expect(stdout).toContain(`SUCCESS: ${ALERTS.length} rules found`);
+  });
+
+  it('the test cases cover every alert firing and quiet', () => {
+    const cases = parse(readFileSync(TESTS, 'utf8')) as { tests: { alert_rule_test: RuleTest[] }[] };
+    const checks = cases.tests.flatMap((test) => test.alert_rule_test);
+    for (const alert of ALERTS) {
+      const mine = checks.filter((check) => check.alertname === alert);
+      expect(
+        mine.some((check) => check.exp_alerts.length > 0),
+        `${alert} fires`,
+      ).toBe(true);
+      expect(
+        mine.some((check) => check.exp_alerts.length === 0),
+        `${alert} stays quiet`,
+      ).toBe(true);
+    }
+  });
+
+  it('`promtool test rules` passes every case', async () => {
+    const { ok, output } = await promtoolTest(ruleGroupsOf(PROMETHEUS_RULE));
+    expect(output).toContain('SUCCESS');
+    expect(ok, output).toBe(true);
+  });
+
+  it('the quiet cases hold the rules to their joins: without the pause join, paused objects alert', async () => {
+    const paused =
+      /\s*unless on \([a-z, ]+\) \(max by \([a-z, ]+\) \(captf_object_paused(\{[^}]*\})?\) == 1\)/g;
+    const groups = ruleGroupsOf(PROMETHEUS_RULE).map((group) => ({
+      ...group,
+      rules: group.rules.map((rule) => ({ ...rule, expr: rule.expr.replace(paused, '') })),
+    }));
+    const { ok, output } = await promtoolTest(groups);
+    expect(ok).toBe(false);
+    for (const alert of ['CAPTFDestroyStuck', 'CAPTFClusterDrift', 'CAPTFJobSlow', 'CAPTFNoRecentSuccess'])
+      expect(output).toContain(`alertname: ${alert}`);
+    expect(output).toContain('name="paused"');
+  });
+});
