@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { REDIS_ENV_SHAPE, type RedisTopology, redisTopologyOf } from './adapters/redis/topology.ts';
 import { DEFAULT_CLUSTER_MAX_ACTIVE_JOBS, DEFAULT_MAX_ACTIVE_JOBS } from './core/slot-shares.ts';
+import { commaList } from './schemas/comma-list.ts';
 
 /**
  * The controller's configuration, read once from the environment at start, validated by zod and passed in
@@ -33,14 +34,7 @@ const EnvSchema = z
      * `system:serviceaccount:<namespace>:<name>`); absent: any user the API server authenticates for the
      * audience. Only with CAPTF_AUTH_AUDIENCE.
      */
-    CAPTF_AUTH_ALLOWED_USERS: z
-      .string()
-      .transform((text) =>
-        text
-          .split(',')
-          .map((part) => part.trim())
-          .filter(Boolean),
-      )
+    CAPTF_AUTH_ALLOWED_USERS: commaList()
       .pipe(z.array(z.string()).min(1, 'CAPTF_AUTH_ALLOWED_USERS: at least one user name'))
       .optional(),
     /** Explicit opt-out of bearer auth for cluster-local use only (DESIGN.md section 13). */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { commaList } from '../../schemas/comma-list.ts';
 
 /**
  * Where Redis is: one node, a Redis Cluster (reached through seed nodes), or a master watched by Sentinel.
@@ -31,14 +32,7 @@ export interface HostPort {
 const HOST_PORT = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):([0-9]{1,5})$/;
 
 function hostPortList(name: string) {
-  return z
-    .string()
-    .transform((text) =>
-      text
-        .split(',')
-        .map((part) => part.trim())
-        .filter(Boolean),
-    )
+  return commaList()
     .pipe(
       z
         .array(
