@@ -168,10 +168,18 @@ function expectStep2(object: ObservedObject, reason: string): void {
   expect(conditionOf(object, 'Ready')).toMatchObject({ status: 'False', reason });
 }
 
-/** Step 5's block; its first command describes the Job's pods, the second lists the object's Events. */
-async function step5(name: string, job: string): Promise<string> {
-  const { stdout, stderr } = await runbook(block('Step 5'), vars(name, job));
+/**
+ * Step 5's first block (its first command describes the Job's pods, the second lists the object's Events),
+ * or with `index` 1 the Events naming the Job, for a Job whose pods are gone.
+ */
+async function step5(name: string, job: string, index = 0): Promise<string> {
+  const { stdout, stderr } = await runbook(block('Step 5', index), vars(name, job));
   return `${stdout}\n${stderr}`;
+}
+
+/** Step 4's log block for a Job killed at its deadline: it has no pod left, as the runbook says. */
+async function expectNoLogLeft(name: string): Promise<void> {
+  await expect(runbook(block('Step 4'), vars(name))).rejects.toThrow(/timed out waiting for the condition/);
 }
 
 /** Machines of the run, one per failure the runbook covers. */
@@ -222,7 +230,7 @@ describe('the runbook text', () => {
       .split(/\s+/)
       .map((word) => word.split('=')[0]);
     expect(assignments).toEqual(['NS', 'KIND', 'NAME']);
-    // Steps 1, 3 (two), 4 (two) and 5; a new block would need its answer checked here.
+    // Steps 1, 3 (two), 4 (two) and 5 (two); a new block would need its answer checked here.
     expect(blocks.map((b) => b.section.split(':')[0])).toEqual([
       'Symptoms',
       'Step 1',
@@ -231,6 +239,7 @@ describe('the runbook text', () => {
       'Step 3',
       'Step 4',
       'Step 4',
+      'Step 5',
       'Step 5',
     ]);
   });
@@ -300,23 +309,44 @@ describe.concurrent('each failure through the runbook, on the real stack', () =>
       const inFlight = await step3Retries(M.apply);
       expect(inFlight.waitReason).toBe('JobActive');
       expect(inFlight.attempts?.apply?.failures).toBe(1);
+      // The retry's pod is held: Pending, waiting for the label.
+      const retryJob = retrying.status?.activeJob?.name ?? '';
+      const held = JSON.parse(
+        await run.kubectl.run([
+          'get',
+          'pods',
+          '-n',
+          run.namespace,
+          '-l',
+          `job-name=${retryJob}`,
+          '-o',
+          'json',
+        ]),
+      ) as { items: { spec: { nodeSelector?: Record<string, string> }; status: { phase: string } }[] };
+      expect(held.items.map((p) => [p.spec.nodeSelector?.[HOLD_LABEL], p.status.phase])).toEqual([
+        ['released', 'Pending'],
+      ]);
       expect((await step3LastRun(M.apply)).attempt).toBe(1);
 
       await run.kubectl.run(['label', 'node', run.nodeName, `${HOLD_LABEL}=released`, '--overwrite']);
       // Every look while the retry runs still lists the failure, until the retry's own failure is recorded.
+      let looksInFlight = 0;
       await waitFor(
         'the retry bookkept, listed as ApplyFailed at every look',
         async () => {
           const object = await readObject(run, RESOURCE.TerraformMachine, M.apply);
           const row = (await step1Failing()).get(M.apply);
           expect(row?.slice(2, 4)).toEqual(['ApplyJobSucceeded', 'ApplyFailed']);
+          if (object?.status?.activeJob?.name === retryJob) looksInFlight++;
           return object;
         },
         (o) => o?.status?.lastRun?.attempt === 2 && o.status.activeJob === undefined,
         3 * MINUTE,
         1000,
       );
+      expect(looksInFlight).toBeGreaterThan(0);
       const second = await step3LastRun(M.apply);
+      expect(second.job).toBe(retryJob);
       expect(second).toMatchObject({ attempt: 2, result: 'failed', reason: 'ApplyFailed' });
       expect(second.error).toMatchObject({ kind: 'step', step: 'plan' });
       expect((await step3Retries(M.apply)).attempts?.apply?.failures).toBe(2);
@@ -325,7 +355,7 @@ describe.concurrent('each failure through the runbook, on the real stack', () =>
   );
 
   it(
-    'ImagePullFailed: error kind unknown, the pull errors in the pod Events, JobFailed from the controller',
+    'ImagePullFailed: error kind unknown, no pod left, the pull errors in the Events naming the Job',
     async () => {
       const failed = await waitReason(M.pull, 'ImagePullFailed', 3 * MINUTE);
       expectStep2(failed, 'ImagePullFailed');
@@ -340,9 +370,15 @@ describe.concurrent('each failure through the runbook, on the real stack', () =>
       // The source container never started: no step ran.
       expect(lastRun.steps).toEqual([]);
 
+      // The Job controller deleted the pod at the deadline: nothing to describe, nothing to log.
       const answer = await step5(M.pull, lastRun.job);
-      expect(answer).toMatch(/ErrImagePull|ImagePullBackOff/);
-      expect(answer).toMatch(/JobFailed/);
+      expect(answer).toMatch(/No resources found/);
+      expect(answer).toMatch(/JobFailed .*\(ImagePullFailed\)/);
+      await expectNoLogLeft(M.pull);
+      // The pod's Events outlive it: the pull errors and the deadline.
+      const events = await step5(M.pull, lastRun.job, 1);
+      expect(events).toMatch(/ErrImagePull/);
+      expect(events).toMatch(/DeadlineExceeded/);
     },
     5 * MINUTE,
   );
@@ -372,7 +408,7 @@ describe.concurrent('each failure through the runbook, on the real stack', () =>
   );
 
   it(
-    'JobDeadlineExceeded: error kind interrupted, the killed run in the log, the deadline Event',
+    'JobDeadlineExceeded: error kind interrupted, no pod or log left, the deadline in the Events',
     async () => {
       const failed = await waitReason(M.deadline, 'JobDeadlineExceeded', 4 * MINUTE);
       expectStep2(failed, 'JobDeadlineExceeded');
@@ -391,11 +427,13 @@ describe.concurrent('each failure through the runbook, on the real stack', () =>
       expect(lastRun.error?.kind).toBe('interrupted');
       expect((await step3Retries(M.deadline)).waitReason).toBe('Backoff');
 
-      const log = (await runbook(block('Step 4'), vars(M.deadline))).stdout;
-      expect(log).toMatch(/captf-runner: step init: .*started/);
+      await expectNoLogLeft(M.deadline);
 
       const answer = await step5(M.deadline, lastRun.job);
+      expect(answer).toMatch(/No resources found/);
       expect(answer).toMatch(/JobDeadlineExceeded/);
+      const events = await step5(M.deadline, lastRun.job, 1);
+      expect(events).toMatch(/DeadlineExceeded .*Job was active longer than specified deadline/);
     },
     6 * MINUTE,
   );
@@ -416,9 +454,10 @@ describe.concurrent('each failure through the runbook, on the real stack', () =>
           o.status?.lastRun?.reason === 'DestructivePlanBlocked' && o.status.pendingPlanRef !== undefined,
         3 * MINUTE,
       );
+      // Not a failure: Unknown, with the wait's reason while the TerraformPlan waits (step 1's note).
       expect(conditionOf(blocked, 'ApplyJobSucceeded')).toMatchObject({
         status: 'Unknown',
-        reason: 'DestructivePlanBlocked',
+        reason: 'AwaitingApproval',
       });
       const plan = blocked.status?.pendingPlanRef?.name ?? '';
       expect(plan).not.toBe('');
