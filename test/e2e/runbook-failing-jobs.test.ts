@@ -12,6 +12,7 @@ import {
   machine,
   type ObservedObject,
   patchObject,
+  podsOfJob,
   RESOURCE,
   readObject,
   startE2eRun,
@@ -177,8 +178,17 @@ async function step5(name: string, job: string, index = 0): Promise<string> {
   return `${stdout}\n${stderr}`;
 }
 
-/** Step 4's log block for a Job killed at its deadline: it has no pod left, as the runbook says. */
-async function expectNoLogLeft(name: string): Promise<void> {
+/**
+ * A Job killed at its deadline: once the Job controller's deletion of its pods has gone through (a reader
+ * comes minutes later; the test waits for it, bounded), step 4's log block finds no pod, as the runbook says.
+ */
+async function expectNoPodLeft(name: string, job: string): Promise<void> {
+  await waitFor(
+    `the pods of ${job} deleted`,
+    () => podsOfJob(run, job),
+    (pods) => pods.length === 0,
+    MINUTE,
+  );
   await expect(runbook(block('Step 4'), vars(name))).rejects.toThrow(/timed out waiting for the condition/);
 }
 
@@ -370,11 +380,11 @@ describe.concurrent('each failure through the runbook, on the real stack', () =>
       // The source container never started: no step ran.
       expect(lastRun.steps).toEqual([]);
 
-      // The Job controller deleted the pod at the deadline: nothing to describe, nothing to log.
+      // The Job controller deleted the pod at the deadline: nothing to log, nothing to describe.
+      await expectNoPodLeft(M.pull, lastRun.job);
       const answer = await step5(M.pull, lastRun.job);
       expect(answer).toMatch(/No resources found/);
       expect(answer).toMatch(/JobFailed .*\(ImagePullFailed\)/);
-      await expectNoLogLeft(M.pull);
       // The pod's Events outlive it: the pull errors and the deadline.
       const events = await step5(M.pull, lastRun.job, 1);
       expect(events).toMatch(/ErrImagePull/);
@@ -427,7 +437,7 @@ describe.concurrent('each failure through the runbook, on the real stack', () =>
       expect(lastRun.error?.kind).toBe('interrupted');
       expect((await step3Retries(M.deadline)).waitReason).toBe('Backoff');
 
-      await expectNoLogLeft(M.deadline);
+      await expectNoPodLeft(M.deadline, lastRun.job);
 
       const answer = await step5(M.deadline, lastRun.job);
       expect(answer).toMatch(/No resources found/);
@@ -451,7 +461,10 @@ describe.concurrent('each failure through the runbook, on the real stack', () =>
         M.blocked,
         'the destructive plan blocked, its TerraformPlan waiting',
         (o) =>
-          o.status?.lastRun?.reason === 'DestructivePlanBlocked' && o.status.pendingPlanRef !== undefined,
+          o.status?.lastRun?.reason === 'DestructivePlanBlocked' &&
+          o.status.pendingPlanRef !== undefined &&
+          o.status.activeJob === undefined &&
+          o.status.waitReason === 'AwaitingApproval',
         3 * MINUTE,
       );
       // Not a failure: Unknown, with the wait's reason while the TerraformPlan waits (step 1's note).
