@@ -24,6 +24,8 @@ ensure_debian_packages() {
   local missing=()
   command -v redis-server >/dev/null || missing+=(redis-server)
   command -v openssl >/dev/null || missing+=(openssl)
+  # jq: the runbook's commands, run verbatim by test/e2e/runbook-failing-jobs.test.ts.
+  command -v jq >/dev/null || missing+=(jq)
   # promtool and prometheus: the alert tests (test/integration/infra/alerts.test.ts, prometheus-scrape.test.ts).
   { command -v promtool && command -v prometheus; } >/dev/null || missing+=(prometheus)
   ((${#missing[@]} == 0)) && return 0
