@@ -389,14 +389,38 @@ export async function waitObject(
   done: (object: ObservedObject) => boolean,
   timeoutMs: number,
 ): Promise<ObservedObject> {
-  const object = await waitFor(
-    what,
-    () => readObject(run, resource, name),
-    (o) => o !== undefined && done(o),
-    timeoutMs,
+  const object = await explained(run, () =>
+    waitFor(
+      what,
+      () => readObject(run, resource, name),
+      (o) => o !== undefined && done(o),
+      timeoutMs,
+    ),
   );
   if (!object) throw new Error(`${name}: gone`);
   return object;
+}
+
+/**
+ * Runs a wait; when it fails, adds what the namespace shows (its Jobs, pods and newest Events, with the
+ * nodes the pods are bound to), so a wait that timed out in CI says whether a pod never ran, never got
+ * created or never got scheduled.
+ */
+async function explained<T>(run: E2eScope, wait: () => Promise<T>): Promise<T> {
+  try {
+    return await wait();
+  } catch (error) {
+    const show = (args: string[]) =>
+      run.kubectl.run(args).catch((cause: unknown) => `(${args.join(' ')}: ${String(cause).slice(0, 200)})`);
+    const [workloads, events] = await Promise.all([
+      show(['get', 'jobs,pods', '-n', run.namespace, '-o', 'wide']),
+      show(['get', 'events', '-n', run.namespace, '--sort-by=.lastTimestamp']),
+    ]);
+    const newest = events.trim().split('\n').slice(-25).join('\n');
+    throw new Error(
+      `${error instanceof Error ? error.message : String(error)}\n--- jobs and pods in ${run.namespace}:\n${workloads}\n--- newest events:\n${newest}`,
+    );
+  }
 }
 
 /** Waits until an object's Ready condition is True for its current generation's inputs. */
@@ -406,11 +430,13 @@ export async function waitReady(
   name: string,
   timeoutMs: number,
 ): Promise<ObservedObject> {
-  const object = await waitFor(
-    `${name} Ready`,
-    () => readObject(run, resource, name),
-    (o) => conditionOf(o, 'Ready')?.status === 'True' && o?.status?.activeJob === undefined,
-    timeoutMs,
+  const object = await explained(run, () =>
+    waitFor(
+      `${name} Ready`,
+      () => readObject(run, resource, name),
+      (o) => conditionOf(o, 'Ready')?.status === 'True' && o?.status?.activeJob === undefined,
+      timeoutMs,
+    ),
   );
   if (!object) throw new Error(`${name}: gone`);
   return object;
