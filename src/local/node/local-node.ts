@@ -35,6 +35,13 @@ export interface LocalNodeOptions {
   kubeConfig?: KubeConfig;
   /** Node name; default `captf-local-node`. */
   nodeName?: string;
+  /**
+   * Run only pods whose `nodeSelector` names this node (`kubernetes.io/hostname`); others the scheduler
+   * bound here are left alone. On a test API server shared by many files, pods that no node ran before
+   * (Jobs of tests that need no node) are all bound to the first node that registers: unpinned, they would
+   * load it with everyone's leftovers.
+   */
+  pinnedOnly?: boolean;
   /** Directories holding `<name>/` image roots, searched in order (infra/local/images/README.md). */
   imageDirs: string[];
   /** Registry host that maps to the image dirs; default `captf.local`. */
@@ -242,6 +249,7 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
       if (known.finished) deleteOnce(known, pod);
       return;
     }
+    if (options.pinnedOnly && pod.spec?.nodeSelector?.['kubernetes.io/hostname'] !== nodeName) return;
     const record: PodRecord = { pod, finished: false, deleteRequested: false };
     records.set(uid, record);
     if (isTerminalPhase(pod.status?.phase)) {
