@@ -117,8 +117,8 @@ export interface LocalNodeOptions {
   /** The control plane's certificates for the node's kubelet API (`kubectl logs`). */
   kubeletTls: StackInfo['kubeletTls'];
   nodeName: string;
-  /** Run only pods pinned to this node by name (`--pinned-only`): a test run's own node on a shared stack. */
-  pinnedOnly?: boolean;
+  /** Taint the node so only pods tolerating it run there (`--dedicated`): a test run's node on a shared stack. */
+  dedicated?: boolean;
   /** The node keeps its pod directories under `<workDir>/node`. */
   workDir: string;
   logDir: string;
@@ -150,7 +150,7 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<Managed
       options.kubeletTls.keyPath,
       '--client-ca-file',
       options.kubeletTls.caPath,
-      ...(options.pinnedOnly ? ['--pinned-only'] : []),
+      ...(options.dedicated ? ['--dedicated'] : []),
     ],
     options.logDir,
     childEnv({}),
@@ -204,7 +204,7 @@ export async function startLocalController(options: LocalControllerOptions): Pro
         kubeletTls: stack.kubeletTls,
         nodeName,
         // A test run names its own node and pins its Jobs to it; the main job's node runs every pod.
-        pinnedOnly: options.nodeName !== undefined,
+        dedicated: options.nodeName !== undefined,
         workDir: options.workDir,
         logDir,
       }),

@@ -10,6 +10,7 @@ import {
   type E2eRun,
   machine,
   patchObject,
+  pinnedJobs,
   RESOURCE,
   readObject,
   startE2eRun,
@@ -251,7 +252,7 @@ describe('a system at rest', () => {
             source: { image: 'captf.local/sample-cluster:1' },
             variables: { name },
             backend: { secretRef: { name: 'captf-local-backend' } },
-            jobs: { nodeSelector: { 'kubernetes.io/hostname': run.nodeName } },
+            jobs: pinnedJobs(run),
             ...spec,
           },
         });
@@ -265,7 +266,7 @@ describe('a system at rest', () => {
         await applyObjects(run, [
           machine(run, 'w-backoff', {
             variables: { index: 100000 },
-            jobs: { failedJobsHistoryLimit: 1, nodeSelector: { 'kubernetes.io/hostname': run.nodeName } },
+            jobs: { failedJobsHistoryLimit: 1, ...pinnedJobs(run) },
           }),
           machine(run, 'w-approval', {}),
           {
@@ -287,7 +288,7 @@ describe('a system at rest', () => {
         await applyObjects(run, [
           inCluster(
             machine(run, 'w-policy', {
-              jobs: { activeDeadlineSeconds: 300, nodeSelector: { 'kubernetes.io/hostname': run.nodeName } },
+              jobs: { activeDeadlineSeconds: 300, ...pinnedJobs(run) },
             }),
             'pol',
           ),

@@ -12,6 +12,7 @@ import {
   type LocalEventPath,
   startLocalController,
 } from '../../src/local/local-controller.ts';
+import { dedicatedToleration } from '../../src/local/node/node-registration.ts';
 import { prepareWorkloadNamespace } from '../../src/local/workload-namespace.ts';
 import { testStack } from '../env/index.ts';
 
@@ -189,6 +190,20 @@ export async function startE2eRun(label: string, options: E2eRunOptions = {}): P
 }
 
 /**
+ * The `spec.jobs` scheduling that pins a run's pods to its own node: the node's hostname (plus any extra
+ * `nodeSelector` labels) and the toleration of its dedicated taint.
+ */
+export function pinnedJobs(
+  run: Pick<E2eScope, 'nodeName'>,
+  nodeSelector: Record<string, string> = {},
+): { nodeSelector: Record<string, string>; tolerations: object[] } {
+  return {
+    nodeSelector: { 'kubernetes.io/hostname': run.nodeName, ...nodeSelector },
+    tolerations: [dedicatedToleration(run.nodeName)],
+  };
+}
+
+/**
  * The sample documents of the main job, moved to `namespace` and pinned to the test's node (other test
  * files register nodes of their own), with `overrides` merged into each object's spec by name.
  */
@@ -204,7 +219,7 @@ export function sampleDocuments(
     object.metadata.namespace = run.namespace;
     object.spec = {
       ...object.spec,
-      jobs: { ...object.spec.jobs, nodeSelector: { 'kubernetes.io/hostname': run.nodeName } },
+      jobs: { ...object.spec.jobs, ...pinnedJobs(run) },
       ...overrides[object.metadata.name],
     };
     return object;
@@ -229,7 +244,7 @@ export function machine(
       source: { image: image ?? 'captf.local/sample-machine:1' },
       variables: { name, ...variables },
       backend: { secretRef: { name: 'captf-local-backend' } },
-      jobs: { nodeSelector: { 'kubernetes.io/hostname': run.nodeName }, ...jobs },
+      jobs: { ...pinnedJobs(run), ...jobs },
       ...rest,
     },
   };

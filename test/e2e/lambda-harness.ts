@@ -111,8 +111,8 @@ export async function startLambdaRun(label: string): Promise<LambdaRun> {
         kubeconfigPath: stack.kubeconfigPath,
         kubeletTls: stack.kubeletTls,
         nodeName,
-        // Only this run's pods (pinned by sampleDocuments), not other files' leftovers on the shared stack.
-        pinnedOnly: true,
+        // Only this run's pods (they tolerate its taint: sampleDocuments), not other files' leftovers.
+        dedicated: true,
         workDir,
         logDir,
       }),

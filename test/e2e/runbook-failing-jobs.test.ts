@@ -12,6 +12,7 @@ import {
   machine,
   type ObservedObject,
   patchObject,
+  pinnedJobs,
   podsOfJob,
   RESOURCE,
   readObject,
@@ -303,7 +304,7 @@ describe.concurrent('each failure through the runbook, on the real stack', () =>
       // flight for as long as it needs, without racing a short plan.
       await patchObject(run, RESOURCE.TerraformMachine, M.apply, {
         spec: {
-          jobs: { nodeSelector: { 'kubernetes.io/hostname': run.nodeName, [HOLD_LABEL]: 'released' } },
+          jobs: pinnedJobs(run, { [HOLD_LABEL]: 'released' }),
         },
       });
       const retrying = await waitObject(

@@ -36,12 +36,11 @@ export interface LocalNodeOptions {
   /** Node name; default `captf-local-node`. */
   nodeName?: string;
   /**
-   * Run only pods whose `nodeSelector` names this node (`kubernetes.io/hostname`); others the scheduler
-   * bound here are left alone. On a test API server shared by many files, pods that no node ran before
-   * (Jobs of tests that need no node) are all bound to the first node that registers: unpinned, they would
-   * load it with everyone's leftovers.
+   * Taint the node `captf.io/dedicated=<node>:NoSchedule` (node-registration.ts), so only pods that
+   * tolerate it are scheduled here. On a test API server shared by many files, Pending pods of tests that
+   * need no node would otherwise all be bound to the first node that registers and load it. Default false.
    */
-  pinnedOnly?: boolean;
+  dedicated?: boolean;
   /** Directories holding `<name>/` image roots, searched in order (infra/local/images/README.md). */
   imageDirs: string[];
   /** Registry host that maps to the image dirs; default `captf.local`. */
@@ -216,6 +215,7 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
     options.capacity ?? { cpu: '2', memory: '8Gi', pods: '110' },
     kubeletVersionOf(),
     kubelet?.port ?? 0,
+    options.dedicated ?? false,
     log,
   ).catch(async (cause: unknown) => {
     await kubelet?.close();
@@ -249,7 +249,6 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
       if (known.finished) deleteOnce(known, pod);
       return;
     }
-    if (options.pinnedOnly && pod.spec?.nodeSelector?.['kubernetes.io/hostname'] !== nodeName) return;
     const record: PodRecord = { pod, finished: false, deleteRequested: false };
     records.set(uid, record);
     if (isTerminalPhase(pod.status?.phase)) {

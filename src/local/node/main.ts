@@ -5,7 +5,7 @@ import { startLocalNode } from './local-node.ts';
 
 const usage = `usage: node src/local/node/main.ts --kubeconfig <path> --images <dir> [--images <dir> ...]
   [--node-name captf-local-node] [--registry captf.local] [--tool name=/host/path ...]
-  [--state-dir <dir>] [--unregister-on-stop] [--pinned-only] [--keep-pod-dirs]
+  [--state-dir <dir>] [--unregister-on-stop] [--dedicated] [--keep-pod-dirs]
   [--tls-cert-file <pem> --tls-private-key-file <pem> --client-ca-file <pem>]  (the kubelet API, for kubectl logs)`;
 
 async function main(): Promise<void> {
@@ -18,7 +18,7 @@ async function main(): Promise<void> {
       tool: { type: 'string', multiple: true },
       'state-dir': { type: 'string' },
       'unregister-on-stop': { type: 'boolean' },
-      'pinned-only': { type: 'boolean' },
+      dedicated: { type: 'boolean' },
       'keep-pod-dirs': { type: 'boolean' },
       'tls-cert-file': { type: 'string' },
       'tls-private-key-file': { type: 'string' },
@@ -61,7 +61,7 @@ async function main(): Promise<void> {
     ...(values['state-dir'] ? { stateDir: values['state-dir'] } : {}),
     ...(certPath && keyPath && clientCaPath ? { kubeletTls: { certPath, keyPath, clientCaPath } } : {}),
     unregisterOnStop: values['unregister-on-stop'] ?? false,
-    pinnedOnly: values['pinned-only'] ?? false,
+    dedicated: values.dedicated ?? false,
     keepPodDirs: values['keep-pod-dirs'] ?? false,
   });
   let stopping = false;

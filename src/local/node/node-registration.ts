@@ -7,15 +7,33 @@ import {
   V1MicroTime,
   type V1Node,
   type V1NodeCondition,
+  type V1Taint,
+  type V1Toleration,
 } from '@kubernetes/client-node';
 import { httpStatusOf } from './node-api.ts';
 import { localNodeIp } from './pod-status.ts';
 
 /**
- * Registers the local node and keeps it Ready like a kubelet: a `v1.Node` (no taints, so the real
- * kube-scheduler binds Job pods to it), its Lease in `kube-node-lease` renewed every 10 s (the kubelet's
+ * Registers the local node and keeps it Ready like a kubelet: a `v1.Node` (untainted, so the real
+ * kube-scheduler binds Job pods to it, unless it is dedicated), its Lease in `kube-node-lease` renewed every 10 s (the kubelet's
  * `nodeLeaseRenewIntervalFraction` 0.25 of 40 s), and its Ready condition heartbeat every 60 s.
  */
+
+/**
+ * Taint key of a dedicated node (Kubernetes' "dedicated nodes" pattern): `captf.io/dedicated=<node>:NoSchedule`.
+ * The scheduler binds only pods that tolerate it, so a test run's node on a shared API server runs that
+ * run's pods and never the Pending leftovers of other files.
+ */
+export const DEDICATED_TAINT_KEY = 'captf.io/dedicated';
+
+/** The toleration a pod needs to be scheduled on dedicated node `nodeName`. */
+export function dedicatedToleration(nodeName: string): V1Toleration {
+  return { key: DEDICATED_TAINT_KEY, operator: 'Equal', value: nodeName, effect: 'NoSchedule' };
+}
+
+function dedicatedTaint(nodeName: string): V1Taint {
+  return { key: DEDICATED_TAINT_KEY, value: nodeName, effect: 'NoSchedule' };
+}
 
 /** Capacity the node advertises; the scheduler fits pods against it. */
 export interface NodeCapacity {
@@ -57,16 +75,23 @@ function conditions(now: Date, since: Date): V1NodeCondition[] {
 /**
  * The API server's TaintNodesByCondition admission plugin taints every new Node
  * `node.kubernetes.io/not-ready:NoSchedule`; the node lifecycle controller lifts it once the node is
- * Ready. The local control plane does not run that controller, so the node lifts its own taint.
+ * Ready. The local control plane does not run that controller, so the node lifts its own taint. A node
+ * taken over from an earlier run gets (or loses) the dedicated taint here too.
  */
-async function removeNotReadyTaint(core: CoreV1Api, nodeName: string): Promise<void> {
+async function settleTaints(core: CoreV1Api, nodeName: string, dedicated: boolean): Promise<void> {
   for (let attempt = 1; attempt <= 5; attempt++) {
     const live = await core.readNode({ name: nodeName });
     const taints = live.spec?.taints ?? [];
-    const kept = taints.filter((taint) => taint.key !== 'node.kubernetes.io/not-ready');
-    if (kept.length === taints.length) return;
+    const others = taints.filter(
+      (taint) => taint.key !== 'node.kubernetes.io/not-ready' && taint.key !== DEDICATED_TAINT_KEY,
+    );
+    const wanted = dedicated ? [...others, dedicatedTaint(nodeName)] : others;
+    const same =
+      wanted.length === taints.length &&
+      wanted.every((taint) => taints.some((t) => t.key === taint.key && t.value === taint.value));
+    if (same) return;
     try {
-      await core.replaceNode({ name: nodeName, body: { ...live, spec: { ...live.spec, taints: kept } } });
+      await core.replaceNode({ name: nodeName, body: { ...live, spec: { ...live.spec, taints: wanted } } });
       return;
     } catch (error) {
       if (httpStatusOf(error) !== 409) throw error;
@@ -77,7 +102,7 @@ async function removeNotReadyTaint(core: CoreV1Api, nodeName: string): Promise<v
 /**
  * Creates (or takes over) Node `nodeName` and starts its heartbeats. `kubeletVersion` is what the node
  * reports in `nodeInfo`; `kubeletPort` is where its kubelet API listens on the InternalIP (0: none), which
- * the API server dials for `pods/log`. Throws when the API server refuses the Node or its status.
+ * the API server dials for `pods/log`; a `dedicated` node carries {@link DEDICATED_TAINT_KEY}. Throws when the API server refuses the Node or its status.
  */
 export async function registerNode(
   config: KubeConfig,
@@ -85,6 +110,7 @@ export async function registerNode(
   capacity: NodeCapacity,
   kubeletVersion: string,
   kubeletPort: number,
+  dedicated: boolean,
   log: (line: string) => void,
 ): Promise<NodeRegistration> {
   const core = config.makeApiClient(CoreV1Api);
@@ -102,7 +128,7 @@ export async function registerNode(
         'captf.io/local-node': 'true',
       },
     },
-    spec: {},
+    spec: dedicated ? { taints: [dedicatedTaint(nodeName)] } : {},
   };
   let node: V1Node;
   try {
@@ -175,7 +201,7 @@ export async function registerNode(
     }
   };
   await writeStatus();
-  await removeNotReadyTaint(core, nodeName);
+  await settleTaints(core, nodeName, dedicated);
   await renewLease();
   log(`node ${nodeName} registered and Ready`);
   const beat = (what: string, action: () => Promise<void>) => async () => {

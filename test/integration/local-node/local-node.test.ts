@@ -2,11 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoordinationV1Api, CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { BatchV1Api, CoordinationV1Api, CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pullLocalImage } from '../../../src/local/node/image-store.ts';
 import { type LocalNode, startLocalNode } from '../../../src/local/node/local-node.ts';
 import { httpStatusOf } from '../../../src/local/node/node-api.ts';
+import { DEDICATED_TAINT_KEY, dedicatedToleration } from '../../../src/local/node/node-registration.ts';
 import { parseRunnerResult } from '../../../src/schemas/result.ts';
 import { testStack } from '../../env/index.ts';
 import {
@@ -101,6 +102,74 @@ describe('node registration', () => {
     expect(new Date(String(renewed.spec?.renewTime)).getTime()).toBeGreaterThan(
       new Date(String(lease.spec?.renewTime)).getTime(),
     );
+  });
+});
+
+describe("a dedicated node (a test run's own node on the shared API server)", () => {
+  it('carries captf.io/dedicated=<node>:NoSchedule: the scheduler binds a pod that tolerates it, not one that does not', async () => {
+    const dedicatedName = `${nodeName}-dedicated`;
+    const dedicated = await startLocalNode({
+      kubeConfig: config,
+      nodeName: dedicatedName,
+      dedicated: true,
+      imageDirs,
+      unregisterOnStop: true,
+      log: (line) => nodeLog.push(line),
+    });
+    try {
+      const registered = await core.readNode({ name: dedicatedName });
+      expect(registered.spec?.taints).toEqual([
+        { key: DEDICATED_TAINT_KEY, value: dedicatedName, effect: 'NoSchedule' },
+      ]);
+      const pinned = { 'kubernetes.io/hostname': dedicatedName };
+      const exitZero = [container('source', ['/captf/report.sh', '/dev/termination-log', 'ok', '0'])];
+      const stray = await createJob(
+        config,
+        core,
+        namespace,
+        job('stray', podSpec({ nodeSelector: pinned, containers: exitZero })),
+      );
+      const tolerating = await createJob(
+        config,
+        core,
+        namespace,
+        job(
+          'tolerating',
+          podSpec({
+            nodeSelector: pinned,
+            tolerations: [dedicatedToleration(dedicatedName)],
+            containers: exitZero,
+          }),
+        ),
+      );
+      const done = await podUntil(
+        core,
+        namespace,
+        tolerating.metadata?.name ?? '',
+        'the tolerating pod Succeeded',
+        (p) => p.status?.phase === 'Succeeded',
+      );
+      expect(done.spec?.nodeName).toBe(dedicatedName);
+      const refused = await podUntil(
+        core,
+        namespace,
+        stray.metadata?.name ?? '',
+        'the stray pod found unschedulable',
+        (p) =>
+          p.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.reason === 'Unschedulable') ??
+          false,
+      );
+      expect(refused.spec?.nodeName).toBeUndefined();
+      expect(refused.status?.conditions?.find((c) => c.type === 'PodScheduled')?.message).toMatch(
+        /untolerated taint/,
+      );
+    } finally {
+      await config
+        .makeApiClient(BatchV1Api)
+        .deleteCollectionNamespacedJob({ namespace, propagationPolicy: 'Background' })
+        .catch(() => undefined);
+      await dedicated.stop();
+    }
   });
 });
 
