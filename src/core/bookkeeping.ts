@@ -139,6 +139,7 @@ export function planBookkeeping(
       now,
       deleting: snap.meta.deletionTimestamp !== undefined,
       spec: snap.spec ?? {},
+      capiDriven: snap.capi !== undefined,
       ...(snap.pendingPlan ? { pendingPlan: snap.pendingPlan } : {}),
       redact: redactor,
       records: snap.records,

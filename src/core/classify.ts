@@ -36,6 +36,7 @@ export const EVIDENCE = [
   'plan-changed',
   'lock-contended',
   'outputs-invalid',
+  'provider-id-change',
   'unknown',
 ] as const;
 export type Evidence = (typeof EVIDENCE)[number];
@@ -74,6 +75,8 @@ export const RUN_REASONS = {
     'The state lock is held by another live pod of this object; retried 30 s later, uncounted, from the fifth in a row on after the backoff.',
   OutputsInvalid:
     'The run finished, but an output the Cluster API contract fields refuse could not be recorded (the summary names it).',
+  ProviderIDChange:
+    "The plan would change a provisioned machine's providerID; nothing was applied (Cluster API replaces Machines, it never re-identifies one).",
 } as const satisfies Record<string, string>;
 export type RunReason = keyof typeof RUN_REASONS;
 
@@ -231,6 +234,16 @@ export const EVIDENCE_TABLE: Readonly<Record<Evidence, EvidenceRow>> = {
     conditionStatus: 'False',
     errorKind: 'step',
     reason: SAME('OutputsInvalid'),
+  },
+  // Refused before anything was applied; retried after the backoff in case the inputs change back.
+  'provider-id-change': {
+    result: 'failed',
+    counted: true,
+    interruption: false,
+    success: false,
+    conditionStatus: 'False',
+    errorKind: 'step',
+    reason: SAME('ProviderIDChange'),
   },
   unknown: {
     result: 'failed',
@@ -438,6 +451,7 @@ function fromResult(
       const withError = { ...base, step: result.error.step, summary: result.error.summary };
       if (result.error.kind === 'image-layout') return { ...withError, evidence: 'image-layout' };
       if (result.error.reason === 'OutputsInvalid') return { ...withError, evidence: 'outputs-invalid' };
+      if (result.error.reason === 'ProviderIDChange') return { ...withError, evidence: 'provider-id-change' };
       if (result.lock && lockBlocksRun) return { ...withError, evidence: 'lock-contended' };
       return { ...withError, evidence: 'step-failed' };
     }

@@ -19,6 +19,7 @@ export const CONDITION_TYPES = {
   ApplyJobSucceeded: 'How the newest apply or destroy ended, or why the next one waits.',
   DriftJobSucceeded: 'How the newest drift check or refresh ended, or why the next one waits.',
   DriftDetected: "The newest successful drift check's finding.",
+  Paused: 'Cluster API v1beta2 contract: True while pause is set (the annotation or `Cluster.spec.paused`).',
 } as const satisfies Record<string, string>;
 export type ConditionType = keyof typeof CONDITION_TYPES;
 
@@ -44,6 +45,8 @@ export const OWN_REASONS = {
     message: 'the infrastructure differs from the module',
   },
   NoDrift: { type: 'DriftDetected', status: 'False', message: 'the infrastructure matches the module' },
+  Paused: { type: 'Paused', status: 'True', message: 'Cluster API pause is set: nothing starts' },
+  NotPaused: { type: 'Paused', status: 'False', message: 'Cluster API pause is not set' },
   DriftResolved: {
     type: 'DriftDetected',
     status: 'False',
@@ -103,6 +106,15 @@ export function setCondition(
       existing && existing.status === update.status ? existing.lastTransitionTime : at.now.toISOString(),
   };
   return existing ? conditions.map((c) => (c.type === update.type ? next : c)) : [...conditions, next];
+}
+
+/** `conditions` with the v1beta2 `Paused` condition set from Cluster API's pause (DESIGN.md section 2). */
+export function withPausedCondition(
+  conditions: readonly Condition[],
+  paused: boolean,
+  at: WriteContext,
+): Condition[] {
+  return setCondition(conditions, ownCondition(paused ? 'Paused' : 'NotPaused'), at);
 }
 
 /**

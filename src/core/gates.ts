@@ -6,6 +6,7 @@ import {
   retryStateOf,
   retryVerdict,
 } from './backoff.ts';
+import type { CapiWait } from './cluster-api.ts';
 import type { StartDecision } from './decide.ts';
 import { type JobRecord, newestFirst } from './job-record.ts';
 import { hasJobSlot, type SlotUsage } from './slot-shares.ts';
@@ -36,12 +37,18 @@ export interface GateInput {
   approval: ApprovalState;
   /** Cluster API pause (annotation or Cluster.spec.paused). */
   paused: boolean;
-  /** What this object builds on is ready (a machine's cluster infrastructure); a sentence when not. */
-  dependencies: { ready: true } | { ready: false; message: string };
+  /**
+   * What this object builds on is ready (a machine's cluster infrastructure, its Cluster API owner and
+   * bootstrap data); the wait reason (default `WaitingForDependencies`) and a sentence when not.
+   */
+  dependencies: { ready: true } | { ready: false; reason?: DependencyWait; message: string };
   slots: SlotUsage;
   /** Problems of the merged Job policy (`jobsPolicyProblems`); empty when valid. */
   policyProblems: readonly string[];
 }
+
+/** The waits of the dependency gate. */
+export type DependencyWait = 'WaitingForDependencies' | CapiWait['reason'];
 
 /** The gates' answer: start the Job, or wait. */
 export type GateDecision = StartDecision | WaitDecision;
@@ -110,7 +117,8 @@ export function applyGates(start: StartDecision, input: GateInput): GateDecision
     });
   }
   if (!input.dependencies.ready) {
-    return waitFor('WaitingForDependencies', { ...context, message: input.dependencies.message });
+    const reason = input.dependencies.reason ?? 'WaitingForDependencies';
+    return waitFor(reason, { ...context, message: input.dependencies.message });
   }
   if (!hasJobSlot(op, input.slots)) {
     return waitFor('WaitingForJobSlot', {

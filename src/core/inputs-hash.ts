@@ -23,6 +23,8 @@ export interface Inputs {
    * computed by the shell; so a rotated Secret is an input change. Absent when nothing is referenced.
    */
   referencedDataDigest?: string;
+  /** A digest of the Cluster API contract inputs (src/core/module-inputs.ts); absent when there are none. */
+  contractInputsDigest?: string;
 }
 
 /** Re-exported: the step hashes referenced data with the same canonical text. */
@@ -38,6 +40,7 @@ export function inputsOf(
     jobs?: { env?: EnvVar[] };
   },
   referencedDataDigest?: string,
+  contractInputsDigest?: string,
 ): Inputs {
   return {
     image: spec.source.image,
@@ -46,6 +49,7 @@ export function inputsOf(
     ...(spec.backend ? { backend: spec.backend } : {}),
     ...(spec.jobs?.env ? { env: spec.jobs.env } : {}),
     ...(referencedDataDigest ? { referencedDataDigest } : {}),
+    ...(contractInputsDigest ? { contractInputsDigest } : {}),
   };
 }
 

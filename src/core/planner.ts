@@ -10,7 +10,8 @@ import type { PlanSituation } from './approval.ts';
 import { nextAttemptOf, retryStatesOf, withStarted } from './attempts.ts';
 import type { RetryState } from './backoff.ts';
 import { type Bookkeeping, jobsToBookkeep, planBookkeeping, recordLostActiveJob } from './bookkeeping.ts';
-import { findCondition, OP_CONDITION } from './conditions.ts';
+import { capiWait } from './cluster-api.ts';
+import { findCondition, OP_CONDITION, withPausedCondition } from './conditions.ts';
 import { decideOp, type StartDecision } from './decide.ts';
 import { type RunEvent, runEvent } from './event-spec.ts';
 import { applyGates, type GateInput } from './gates.ts';
@@ -124,7 +125,9 @@ function bare(planning: Planning, move: Move, result: StepOutcome): StepPlan {
  */
 export function planStep(facts: PlanFacts): Planned {
   const { snap } = facts;
-  const redactor = createRedactor(inputSecretTexts(snap.spec, snap.referencedSecrets));
+  const redactor = createRedactor(
+    inputSecretTexts(snap.spec, snap.referencedSecrets, snap.capi?.bootstrapData),
+  );
   const policy = resolveJobsPolicy(snap.spec?.jobs, snap.owningCluster?.defaultsJobs);
   const planning: Planning = {
     facts,
@@ -408,13 +411,22 @@ function finish(base: Base, status: TargetStatus, move: Move, result: StepOutcom
     plans: base.planWrites,
     spec: bookkeeping && Object.keys(bookkeeping.spec).length > 0 ? bookkeeping.spec : undefined,
     // Written only when something changed; a write always names the generation it saw.
-    status: withGeneration(changed(snap.status, status), snap.generation),
+    status: withGeneration(changed(snap.status, pausedStatus(planning, status)), snap.generation),
     events: base.events,
     prune,
     releasePods: released,
     move,
     outcome: ready ? { ...result, wakesDependents: true } : result,
   };
+}
+
+/** `status` with the Paused condition of the snapshot (every status a step writes carries it). */
+function pausedStatus(planning: Planning, status: TargetStatus): TargetStatus {
+  const conditions = withPausedCondition(status.conditions ?? [], planning.snap.paused, {
+    now: planning.facts.now,
+    generation: planning.snap.generation,
+  });
+  return { ...status, conditions };
 }
 
 /** A wait or idle step: the status, pruning, and a stale lease healed. */
@@ -526,7 +538,7 @@ function planWatch(base: Base, watched: Extract<Watched, { kind: 'verdict' }>): 
       kind: 'watch',
       job: { ...ref, op: record.op, attempt: activeJob.attempt },
       guard,
-      status: { ...watching, observedGeneration: snap.generation },
+      status: pausedStatus(planning, { ...watching, observedGeneration: snap.generation }),
       ...(adopt ? { adopt } : {}),
     },
     outcome(planning, verdict.reason, {
@@ -570,11 +582,14 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
   const { snap, facts, policy } = planning;
   const op = decision.op;
   const cluster = snap.owningCluster;
-  // Machines and pools build on their cluster's infrastructure; a destroy never waits for it.
-  const dependencies =
-    op !== 'destroy' && cluster !== undefined && !cluster.ready
-      ? { ready: false as const, message: `TerraformCluster ${cluster.name} is not ready yet` }
-      : { ready: true as const };
+  // Machines and pools build on their cluster's infrastructure, and under Cluster API on their owner and
+  // bootstrap data; a destroy never waits for any of it.
+  const capiHold = op === 'destroy' ? undefined : capiWait(snap.ref.kind, snap.capi);
+  const dependencies: GateInput['dependencies'] = capiHold
+    ? { ready: false, reason: capiHold.reason, message: capiHold.message }
+    : op !== 'destroy' && cluster !== undefined && !cluster.ready
+      ? { ready: false, message: `TerraformCluster ${cluster.name} is not ready yet` }
+      : { ready: true };
   const gateInput = (slots: { installation: number; cluster: number }): GateInput => ({
     now: facts.now,
     uid: snap.uid,
@@ -606,7 +621,10 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
   if (gated.kind === 'wait') {
     // Waiting for the cluster's infrastructure: the cluster's step wakes this one when it is ready.
     const waitsFor =
-      gated.reason === 'WaitingForDependencies' && cluster !== undefined && !cluster.ready
+      gated.reason === 'WaitingForDependencies' &&
+      capiHold === undefined &&
+      cluster !== undefined &&
+      !cluster.ready
         ? {
             waitsFor: {
               kind: 'TerraformCluster' as const,
@@ -695,7 +713,12 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
     annotations: decisionAnnotations(decisions),
     inputs: inputs.source,
     guard: guardOf(op, name, policy.activeDeadlineSeconds),
-    status: { ...running, observedGeneration: snap.generation },
+    // The suffix this run names its state by, kept for every later run (src/core/state-identity.ts).
+    status: pausedStatus(planning, {
+      ...running,
+      observedGeneration: snap.generation,
+      stateSuffix: inputs.source.stateSuffix,
+    }),
     createdEvent: runEvent('JobCreated', {
       action: 'CreateJob',
       note: planning.redactor.redact(`${op} Job ${name} (attempt ${attempt}, ${gated.reason})`),
@@ -714,10 +737,10 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
     held: (held) => {
       const wait = waitFor(held.reason, { now: facts.now, uid: snap.uid, op, message: held.message });
       return {
-        status: {
+        status: pausedStatus(planning, {
           ...waitStatus(planning.statusContext, base.status, wait),
           observedGeneration: snap.generation,
-        },
+        }),
         outcome: {
           ...waitOutcome(base, wait),
           ...(held.reason === 'WaitingForForeignJob' ? { job: name } : {}),

@@ -39,6 +39,11 @@ export interface RunContext {
   deleting: boolean;
   /** The object's spec as read (contract fields are compared against it). */
   spec: { image?: string; controlPlaneEndpoint?: unknown; providerID?: string; providerIDList?: string[] };
+  /**
+   * Cluster API drives the object (an owner Machine or MachinePool): a machine is provisioned only once its
+   * providerID is known, as the InfraMachine contract requires.
+   */
+  capiDriven?: boolean;
   /** The live TerraformPlan of `status.pendingPlanRef`, if any. */
   pendingPlan?: TerraformPlan;
   redact: Redactor;
@@ -69,6 +74,7 @@ export const RUN_EVENTS: Readonly<Record<Evidence, EventReason>> = {
   'plan-changed': 'PlanChanged',
   'lock-contended': 'StateLocked',
   'outputs-invalid': 'JobFailed',
+  'provider-id-change': 'JobFailed',
   unknown: 'JobFailed',
 };
 
@@ -144,18 +150,27 @@ function contractFields(
   run: Classification,
   spec: RunContext['spec'],
   status: TargetStatus,
+  capiDriven: boolean | undefined,
 ): { spec: Record<string, unknown>; status: TargetStatus } {
   const outputs = run.outputs;
   const specPatch: Record<string, unknown> = {};
   const next: TargetStatus = { ...status };
   if (!outputs) return { spec: specPatch, status: next };
-  if (kind === 'TerraformCluster' && outputs.controlPlaneEndpoint) {
-    if (JSON.stringify(spec.controlPlaneEndpoint) !== JSON.stringify(outputs.controlPlaneEndpoint)) {
+  if (kind === 'TerraformCluster') {
+    if (
+      outputs.controlPlaneEndpoint &&
+      JSON.stringify(spec.controlPlaneEndpoint) !== JSON.stringify(outputs.controlPlaneEndpoint)
+    ) {
       specPatch.controlPlaneEndpoint = outputs.controlPlaneEndpoint;
     }
+    if (outputs.failureDomains) next.failureDomains = outputs.failureDomains;
+    if (outputs.exports) next.exports = outputs.exports;
   }
   if (kind === 'TerraformMachine') {
-    if (outputs.providerID !== undefined && outputs.providerID !== spec.providerID)
+    // Under Cluster API set once, never changed (it replaces Machines; a plan that would change it is
+    // refused before apply); a standalone machine that was replaced takes its new identity.
+    const settable = spec.providerID === undefined || capiDriven !== true;
+    if (outputs.providerID !== undefined && outputs.providerID !== spec.providerID && settable)
       specPatch.providerID = outputs.providerID;
     if (outputs.addresses) next.addresses = outputs.addresses as TargetStatus['addresses'];
   }
@@ -203,13 +218,18 @@ export function recordRun(
   if (run.success && run.op === 'apply') {
     next.appliedInputsHash = record.inputsHash;
     next.appliedGeneration = generation;
-    next.ready = true;
-    next.initialization = { ...next.initialization, provisioned: true };
     const pinned = pinnedImageOf(run, context.spec.image);
     if (pinned !== undefined) next.source = { ...next.source, pinnedImage: pinned };
-    const contract = contractFields(context.kind, run, context.spec, next);
+    const contract = contractFields(context.kind, run, context.spec, next, context.capiDriven);
     next = contract.status;
     spec = contract.spec;
+    const provisioned = !(
+      context.capiDriven === true &&
+      context.kind === 'TerraformMachine' &&
+      (context.spec.providerID ?? contract.spec.providerID) === undefined
+    );
+    next.ready = provisioned;
+    next.initialization = { ...next.initialization, provisioned };
   }
   if (run.success && run.op === 'destroy') {
     next.ready = false;

@@ -1,14 +1,17 @@
 import type { EffectiveJobsPolicy } from '../schemas/kinds/jobs-policy.ts';
 import type { TargetSpec } from '../schemas/kinds/target.ts';
+import type { BootstrapData } from './cluster-api.ts';
+import { moduleInputsOf } from './module-inputs.ts';
 import { secretTextsOfSecretValue } from './redaction.ts';
 import type { RunDecisions } from './run-decisions.ts';
 import type { RunConfigSource } from './run-secret-manifest.ts';
 import type { ReferencedSecrets, Snapshot } from './snapshot.ts';
+import { stateSuffixOf } from './state-identity.ts';
 import { envSecretRefs, firstNotOptedIn, variablesFromRefs } from './variables-opt-in.ts';
 
 /**
  * The inputs of one run (DESIGN.md section 9), resolved from the snapshot without I/O: `spec.variables`,
- * the `variablesFrom` Secret keys, the backend and its Secret, the lock timeout and the decisions of the
+ * the `variablesFrom` Secret keys, the module input contract (Cluster API inputs), the backend and its Secret, the lock timeout and the decisions of the
  * step. Only the plan HMAC key is left to the shell (it lives in a Secret of its own, created once). Also
  * the secret values a redactor must know: exactly the Secret keys the inputs reference. A Secret that
  * variables are read from must have opted in (src/core/variables-opt-in.ts).
@@ -33,7 +36,18 @@ function variableValue(text: string): unknown {
 
 /** Resolves the inputs of the next run of the snapshot's object. */
 export function resolveRunInputs(
-  snap: Pick<Snapshot, 'ref' | 'uid' | 'spec' | 'referencedSecrets' | 'variablesSecretOptIns'>,
+  snap: Pick<
+    Snapshot,
+    | 'ref'
+    | 'uid'
+    | 'status'
+    | 'spec'
+    | 'referencedSecrets'
+    | 'variablesSecretOptIns'
+    | 'clusterName'
+    | 'capi'
+    | 'owningCluster'
+  >,
   policy: EffectiveJobsPolicy,
   decisions: RunDecisions,
 ): RunInputs {
@@ -56,6 +70,15 @@ export function resolveRunInputs(
       return { kind: 'missing', message: `Secret ${name} has no key ${key} (variable ${from.name})` };
     secretVariables[from.name] = variableValue(value);
   }
+  // Under Cluster API the first apply sets it once; no later plan may change it (issue 11 item 4). A
+  // standalone machine may be replaced (approved) and re-identified.
+  const providerID =
+    snap.capi !== undefined &&
+    snap.ref.kind === 'TerraformMachine' &&
+    'providerID' in spec &&
+    typeof spec.providerID === 'string'
+      ? spec.providerID
+      : undefined;
   let backendSecretData: Record<string, string> = {};
   if (spec.backend?.secretRef) {
     const data = snap.referencedSecrets.get(spec.backend.secretRef.name);
@@ -68,27 +91,44 @@ export function resolveRunInputs(
     source: {
       kind: snap.ref.kind,
       namespace: snap.ref.namespace,
-      uid: snap.uid,
+      stateSuffix: stateSuffixOf({
+        kind: snap.ref.kind,
+        name: snap.ref.name,
+        uid: snap.uid,
+        status: snap.status,
+      }),
       variables: spec.variables ?? {},
       secretVariables,
+      contractInputs: moduleInputsOf({
+        ref: snap.ref,
+        ...(snap.clusterName !== undefined ? { clusterName: snap.clusterName } : {}),
+        ...(snap.capi ? { capi: snap.capi } : {}),
+        ...(snap.owningCluster?.exports ? { clusterExports: snap.owningCluster.exports } : {}),
+      }),
       backend: spec.backend,
       backendSecretData,
       lockTimeoutSeconds: policy.lockTimeoutSeconds,
       applyPolicy: spec.applyPolicy,
       ...(decisions.expectedPlanDigest ? { expectedPlanDigest: decisions.expectedPlanDigest } : {}),
       ...(decisions.forceUnlockId ? { forceUnlockId: decisions.forceUnlockId } : {}),
+      ...(providerID !== undefined ? { providerID } : {}),
     },
   };
 }
 
 /**
  * The secret values of the object's inputs (DESIGN.md section 13): the value of each `variablesFrom` key,
- * and every value of the backend Secret (the whole Secret is the backend's configuration), each with its
- * JSON leaves. Keys of those Secrets that no input references are not secret to us.
+ * every value of the backend Secret (the whole Secret is the backend's configuration), each with its JSON
+ * leaves, and the Cluster API bootstrap data. Keys of those Secrets that no input references are not secret
+ * to us.
  */
-export function inputSecretTexts(spec: TargetSpec | undefined, secrets: ReferencedSecrets): string[] {
-  if (!spec) return [];
-  const texts: string[] = [];
+export function inputSecretTexts(
+  spec: TargetSpec | undefined,
+  secrets: ReferencedSecrets,
+  bootstrapData?: BootstrapData,
+): string[] {
+  const texts: string[] = bootstrapData ? [bootstrapData.value] : [];
+  if (!spec) return texts;
   for (const from of spec.variablesFrom ?? []) {
     const value = secrets.get(from.secretKeyRef.name)?.[from.secretKeyRef.key];
     if (value !== undefined) texts.push(...secretTextsOfSecretValue(value));

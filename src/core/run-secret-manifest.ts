@@ -2,6 +2,7 @@ import type { TargetKind } from '../schemas/kinds/api-group.ts';
 import type { Backend } from '../schemas/kinds/spec.ts';
 import { type ApplyPolicy, RUN_CONFIG_FILE, type RunConfigInput } from '../schemas/run-config.ts';
 import { type OwnerReference, ownerReference } from './job-manifest.ts';
+import type { ModuleInputs } from './module-inputs.ts';
 import { runSecretName } from './names.ts';
 
 /**
@@ -14,12 +15,14 @@ export interface RunConfigSource {
   /** The object's kind: which contract outputs the runner checks (src/schemas/contract-outputs.ts). */
   kind?: TargetKind;
   namespace: string;
-  /** The object's UID: the kubernetes backend's state suffix, so renaming never loses state. */
-  uid: string;
+  /** The kubernetes backend's `secret_suffix` (src/core/state-identity.ts): survives move and restore. */
+  stateSuffix: string;
   /** `spec.variables`. */
   variables: Record<string, unknown>;
   /** Values of `spec.variablesFrom`, by variable name; they win over `variables` of the same name. */
   secretVariables: Record<string, unknown>;
+  /** The module input contract (src/core/module-inputs.ts), handed over as `TF_VAR_<name>`. */
+  contractInputs: ModuleInputs;
   backend: Backend | undefined;
   /** The keys of `spec.backend.secretRef`, read from the Secret; passed as secret backend config. */
   backendSecretData: Record<string, string>;
@@ -29,15 +32,17 @@ export interface RunConfigSource {
   expectedPlanDigest?: string;
   /** A stale lock id to force-unlock after init (section 12). */
   forceUnlockId?: string;
+  /** A machine's `spec.providerID` once set: its plans may not change it (src/schemas/run-config.ts). */
+  providerID?: string;
   /** The per-object HMAC key of plan digests (section 11). */
   planHmacKey: string;
 }
 
-/** The kubernetes backend's settings unless the spec sets them: the object's namespace and UID. */
+/** The kubernetes backend's settings unless the spec sets them: the object's namespace and state suffix. */
 function kubernetesBackendDefaults(
-  source: Pick<RunConfigSource, 'namespace' | 'uid'>,
+  source: Pick<RunConfigSource, 'namespace' | 'stateSuffix'>,
 ): Record<string, string | boolean> {
-  return { secret_suffix: source.uid, namespace: source.namespace, in_cluster_config: true };
+  return { secret_suffix: source.stateSuffix, namespace: source.namespace, in_cluster_config: true };
 }
 
 /** Terraform's name for the state Secret of the `default` workspace of the kubernetes backend. */
@@ -49,7 +54,7 @@ const STATE_SECRET_PREFIX = 'tfstate-default-';
  * state no Secret size limit applies to.
  */
 export function stateSecretOf(
-  source: Pick<RunConfigSource, 'backend' | 'namespace' | 'uid'>,
+  source: Pick<RunConfigSource, 'backend' | 'namespace' | 'stateSuffix'>,
 ): { namespace: string; name: string } | undefined {
   if ((source.backend?.type ?? 'kubernetes') !== 'kubernetes') return undefined;
   const config = { ...kubernetesBackendDefaults(source), ...source.backend?.config };
@@ -61,7 +66,7 @@ export function stateSecretOf(
 
 /**
  * The run config of one run. The default backend is Terraform's `kubernetes` backend in the object's
- * namespace with the object UID as state suffix (DESIGN.md section 2).
+ * namespace with the object's state suffix (DESIGN.md section 2, src/core/state-identity.ts).
  */
 export function buildRunConfig(source: RunConfigSource): RunConfigInput {
   const type = source.backend?.type ?? 'kubernetes';
@@ -71,6 +76,8 @@ export function buildRunConfig(source: RunConfigSource): RunConfigInput {
     ...(source.kind ? { kind: source.kind } : {}),
     variables: { ...source.variables, ...source.secretVariables } as RunConfigInput['variables'],
     secretInputs: Object.keys(source.secretVariables).sort(),
+    contractInputs: source.contractInputs.values as RunConfigInput['contractInputs'],
+    sensitiveContractInputs: [...source.contractInputs.sensitive].sort(),
     backend: {
       type,
       config: { ...defaults, ...source.backend?.config, ...source.backendSecretData },
@@ -80,6 +87,7 @@ export function buildRunConfig(source: RunConfigSource): RunConfigInput {
     applyPolicy: source.applyPolicy,
     ...(source.expectedPlanDigest ? { expectedPlanDigest: source.expectedPlanDigest } : {}),
     ...(source.forceUnlockId ? { forceUnlockId: source.forceUnlockId } : {}),
+    ...(source.providerID ? { providerID: source.providerID } : {}),
     planHmacKey: source.planHmacKey,
   };
 }

@@ -1,6 +1,7 @@
 import type { JobsPolicy } from '../schemas/kinds/jobs-policy.ts';
 import type { TargetSpec, TargetStatus } from '../schemas/kinds/target.ts';
 import type { TerraformPlan } from '../schemas/kinds/terraform-plan.ts';
+import type { CapiContext } from './cluster-api.ts';
 import type { JobRecord } from './job-record.ts';
 import type { ObjectRef } from './object-ref.ts';
 import type { PreambleMeta } from './preamble.ts';
@@ -23,6 +24,8 @@ export interface OwningCluster {
   defaultsJobs?: JobsPolicy;
   /** `status.ready`: machines apply only once the cluster infrastructure is there. */
   ready: boolean;
+  /** `status.exports`: the cluster module's `exports` output, handed to machine and pool modules. */
+  exports?: Record<string, unknown>;
 }
 
 /** One object and what belongs to it. */
@@ -41,6 +44,8 @@ export interface Snapshot {
   owningCluster?: OwningCluster;
   /** Cluster API pause: the object's annotation or the Cluster's `spec.paused`. */
   paused: boolean;
+  /** What Cluster API says about the object (src/core/cluster-api.ts); undefined for standalone objects. */
+  capi?: CapiContext;
   /** The object's Jobs (label `captf.io/owner-uid`). */
   jobs: JobView[];
   records: JobRecord[];

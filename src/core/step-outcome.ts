@@ -105,6 +105,7 @@ const RUN_ROWS: Readonly<Record<Exclude<RunReason, WaitReason>, ReasonRow>> = {
   PlanAwaitingApproval: BOOKKEPT,
   PlanChanged: BOOKKEPT,
   OutputsInvalid: BOOKKEPT,
+  ProviderIDChange: BOOKKEPT,
 };
 
 const STEP_ROWS: Readonly<Record<StepOnlyReason, ReasonRow>> = {

@@ -60,6 +60,27 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
     meaning:
       "Something this object builds on is not ready: a machine's or pool's TerraformCluster, or a Secret or key the spec reads.",
   },
+  // Cluster API's Machine controller sets the owner reference on our object: that write wakes it.
+  WaitingForOwner: {
+    requeueSeconds: 60,
+    jitter: false,
+    meaning:
+      'Cluster API cloned the object from a template and has not set its owner reference (Machine or MachinePool) yet.',
+  },
+  // Nothing about the Cluster API Cluster reaches the object: this requeue finds the change.
+  WaitingForClusterInfrastructure: {
+    requeueSeconds: 15,
+    jitter: true,
+    meaning:
+      "The Cluster API Cluster's infrastructure is not provisioned yet (`status.initialization.infrastructureProvisioned`).",
+  },
+  // The bootstrap provider writes the Machine, not our object: this requeue finds the data.
+  WaitingForBootstrapData: {
+    requeueSeconds: 15,
+    jitter: true,
+    meaning:
+      'The owning Machine or MachinePool has no bootstrap data yet (`spec.bootstrap.dataSecretName` unset, or its Secret missing).',
+  },
   // A person labels the Secret; no event about a Secret reaches the object, so this requeue finds it.
   VariablesSecretNotOptedIn: {
     requeueSeconds: 60,

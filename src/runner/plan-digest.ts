@@ -24,8 +24,25 @@ export interface PlannedChange {
 /** Actions that change nothing: `no-op`, and `read` (a data source read is not a change to approve). */
 const INERT_ACTIONS: ReadonlySet<string> = new Set(['no-op', 'read']);
 
-/** Parse outcome of `show -json <plan>`: a value, never a throw. */
-export type ParsedPlan = { ok: true; changes: PlannedChange[] } | { ok: false; message: string };
+/**
+ * Parse outcome of `show -json <plan>`: a value, never a throw. `changedOutputs` names the root outputs
+ * whose planned actions are not `no-op` (a replaced server changes the outputs it feeds).
+ */
+export type ParsedPlan =
+  | { ok: true; changes: PlannedChange[]; changedOutputs: string[] }
+  | { ok: false; message: string };
+
+/** Root outputs the plan changes (`output_changes` with an action other than no-op), sorted. */
+function changedOutputsOf(raw: JsonValue | undefined): string[] {
+  if (!isJsonObject(raw)) return [];
+  return Object.entries(raw)
+    .filter(([, change]) => {
+      const actions = isJsonObject(change) ? change.actions : undefined;
+      return Array.isArray(actions) && actions.some((action) => action !== 'no-op');
+    })
+    .map(([name]) => name)
+    .sort();
+}
 
 /**
  * Reads the resource changes of a `show -json` plan document, dropping inert ones (no-op, read).
@@ -49,7 +66,7 @@ export function readPlanDocument(stdout: string): ParsedPlan {
     const deposed = typeof entry.deposed === 'string' ? ` (deposed ${entry.deposed})` : '';
     changes.push({ address: `${entry.address}${deposed}`, actions, change: entry.change });
   }
-  return { ok: true, changes };
+  return { ok: true, changes, changedOutputs: changedOutputsOf(doc.output_changes) };
 }
 
 /** The digest of a set of planned changes under the per-object key (UTF-8 bytes). */

@@ -7,10 +7,17 @@ import type { RunConfig } from '../schemas/run-config.ts';
  * prints, never inside the contract outputs.
  */
 
-/** Every secret of a run config: secret inputs, secret backend settings and the plan HMAC key. */
+/**
+ * Every secret of a run config: secret inputs, sensitive contract inputs (bootstrap data), secret backend
+ * settings and the plan HMAC key.
+ */
 export function runConfigSecrets(config: RunConfig): string[] {
   const inputs = config.secretInputs.flatMap((name) => {
     const value = config.variables[name];
+    return value === undefined ? [] : secretTexts(value as SecretJson);
+  });
+  const contract = config.sensitiveContractInputs.flatMap((name) => {
+    const value = config.contractInputs[name];
     return value === undefined ? [] : secretTexts(value as SecretJson);
   });
   const backend = config.backend;
@@ -18,5 +25,5 @@ export function runConfigSecrets(config: RunConfig): string[] {
     const value = backend?.config[key];
     return value === undefined ? [] : secretTexts(value);
   });
-  return [...inputs, ...backendSecrets, config.planHmacKey];
+  return [...inputs, ...contract, ...backendSecrets, config.planHmacKey];
 }

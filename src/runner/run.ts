@@ -145,7 +145,7 @@ export async function runOp(options: RunOptions, deps: RunDeps): Promise<RunnerR
   if (workspace.backendConfigFile !== undefined) inputs.backendConfigFile = workspace.backendConfigFile;
   const forceUnlockId = options.forceUnlockId ?? config.forceUnlockId;
   if (forceUnlockId !== undefined) inputs.forceUnlockId = forceUnlockId;
-  const env = runtimeEnv(deps.env, workspace.tmpDir);
+  const env = runtimeEnv(deps.env, workspace.tmpDir, config.contractInputs);
 
   const execute = async (step: TofuStep): Promise<StepRun> => {
     const command = stepCommand(options.op, step, inputs);
@@ -217,6 +217,15 @@ export async function runOp(options: RunOptions, deps: RunDeps): Promise<RunnerR
       const parsed = readPlanDocument(run.stdout);
       if (!parsed.ok) return failure('step', step, parsed.message);
       plan = summarizePlan(parsed.changes, config.planHmacKey);
+      if (config.providerID !== undefined && parsed.changedOutputs.includes('providerID')) {
+        return failure(
+          'step',
+          step,
+          `the plan would change the providerID of this provisioned machine (${config.providerID}); Cluster API replaces Machines and never re-identifies one: roll out a new Machine instead (a new template for its MachineDeployment or MachineSet)`,
+          { plan },
+          'ProviderIDChange',
+        );
+      }
       const expectedDigest = options.expectedPlanDigest ?? config.expectedPlanDigest;
       const decision = decideGuard({
         plan,

@@ -1,16 +1,33 @@
 /**
  * The runtime's environment: the container's own (the image may set TF_CLI_CONFIG_FILE for a provider
  * mirror, the Job may set cloud credentials), minus what would change the step contract, plus automation
- * settings.
+ * settings and the module's contract inputs as `TF_VAR_<name>` (src/core/module-inputs.ts).
  */
 
 /** `TF_CLI_ARGS` and `TF_CLI_ARGS_<command>` add flags to every command (say `-lock=false`): never passed. */
 const CONTRACT_BREAKING = /^TF_CLI_ARGS(_|$)/;
 
-/** Builds the environment of every runtime process; `tmpDir` is the work dir's temp dir. */
-export function runtimeEnv(base: NodeJS.ProcessEnv, tmpDir: string): NodeJS.ProcessEnv {
+/**
+ * A contract input as `TF_VAR_` text: a string as it is; any other value as JSON, which Terraform parses as
+ * an HCL expression for a variable of a non-string type (`true`, `3`, `{"vpc": "v-1"}`).
+ */
+function tfVarText(value: unknown): string {
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+/**
+ * Builds the environment of every runtime process; `tmpDir` is the work dir's temp dir, `contractInputs`
+ * the run config's. Terraform ignores a `TF_VAR_` whose variable the module does not declare, and a value
+ * from the variables file wins over it.
+ */
+export function runtimeEnv(
+  base: NodeJS.ProcessEnv,
+  tmpDir: string,
+  contractInputs: Readonly<Record<string, unknown>> = {},
+): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(base)) if (!CONTRACT_BREAKING.test(key)) env[key] = value;
+  for (const [name, value] of Object.entries(contractInputs)) env[`TF_VAR_${name}`] = tfVarText(value);
   return {
     ...env,
     TF_IN_AUTOMATION: '1',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { TargetKind } from './kinds/api-group.ts';
-import { ApiEndpointSchema } from './kinds/terraform-cluster.ts';
+import { ApiEndpointSchema, ClusterExportsSchema, FailureDomainSchema } from './kinds/terraform-cluster.ts';
 import { MachineAddressSchema, TerraformMachineSpecSchema } from './kinds/terraform-machine.ts';
 import {
   TerraformMachinePoolSpecSchema,
@@ -17,6 +17,8 @@ import {
 /** One schema per contract output, each the schema of the field it fills. */
 export const CONTRACT_OUTPUT_SCHEMAS = {
   controlPlaneEndpoint: ApiEndpointSchema,
+  failureDomains: z.array(FailureDomainSchema).max(64),
+  exports: ClusterExportsSchema,
   providerID: TerraformMachineSpecSchema.shape.providerID.unwrap(),
   addresses: z.array(MachineAddressSchema).max(32),
   providerIDList: TerraformMachinePoolSpecSchema.shape.providerIDList.unwrap(),
@@ -29,7 +31,7 @@ export const CONTRACT_OUTPUT_NAMES = Object.keys(CONTRACT_OUTPUT_SCHEMAS) as Con
 
 /** The outputs each kind's CRD records (DESIGN.md section 2); a kind ignores the others. */
 export const CONTRACT_OUTPUTS_OF_KIND: Readonly<Record<TargetKind, readonly ContractOutputName[]>> = {
-  TerraformCluster: ['controlPlaneEndpoint'],
+  TerraformCluster: ['controlPlaneEndpoint', 'failureDomains', 'exports'],
   TerraformMachine: ['providerID', 'addresses'],
   TerraformMachinePool: ['providerIDList', 'replicas'],
 };
@@ -37,6 +39,8 @@ export const CONTRACT_OUTPUTS_OF_KIND: Readonly<Record<TargetKind, readonly Cont
 /** The contract outputs, each as the CRD accepts it. */
 export const ContractOutputsSchema = z.object({
   controlPlaneEndpoint: CONTRACT_OUTPUT_SCHEMAS.controlPlaneEndpoint.optional(),
+  failureDomains: CONTRACT_OUTPUT_SCHEMAS.failureDomains.optional(),
+  exports: CONTRACT_OUTPUT_SCHEMAS.exports.optional(),
   providerID: CONTRACT_OUTPUT_SCHEMAS.providerID.optional(),
   addresses: CONTRACT_OUTPUT_SCHEMAS.addresses.optional(),
   providerIDList: CONTRACT_OUTPUT_SCHEMAS.providerIDList.optional(),

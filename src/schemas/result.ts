@@ -67,9 +67,10 @@ export const RunErrorSchema = z.object({
   summary: z.string(),
   /**
    * Set when the failure has a reason of its own beyond its kind: `OutputsInvalid`, an output the Cluster
-   * API contract fields would refuse (src/schemas/contract-outputs.ts).
+   * API contract fields would refuse (src/schemas/contract-outputs.ts); `ProviderIDChange`, a plan that
+   * would change the providerID of a provisioned machine (refused before anything is applied).
    */
-  reason: z.enum(['OutputsInvalid']).optional(),
+  reason: z.enum(['OutputsInvalid', 'ProviderIDChange']).optional(),
 });
 export type RunError = z.infer<typeof RunErrorSchema>;
 

@@ -49,6 +49,18 @@ export const RunConfigSchema = z.object({
    * values is redacted from the result and from everything the runner prints (C15).
    */
   secretInputs: z.array(z.string()).default([]),
+  /**
+   * The module input contract (src/core/module-inputs.ts): Cluster API inputs by variable name, handed to
+   * the runtime as `TF_VAR_<name>` so a module that declares none of them still works.
+   */
+  contractInputs: z.record(z.string().regex(/^[a-z][a-z0-9_]*$/), z.json()).default({}),
+  /** Names of `contractInputs` whose values are secret (`bootstrap_data`): redacted like `secretInputs`. */
+  sensitiveContractInputs: z.array(z.string()).default([]),
+  /**
+   * The machine's `spec.providerID` once set: Cluster API never re-identifies a Machine, so an apply whose
+   * plan changes the `providerID` output is refused (issue 11 item 4).
+   */
+  providerID: z.string().min(1).max(512).optional(),
   /** Absent: the module's own configuration decides (local state); the controller always sends one. */
   backend: BackendConfigSchema.optional(),
   /** `-lock-timeout` for every locking step, in seconds (DESIGN.md section 2: default 300, 0–3600). */

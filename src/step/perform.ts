@@ -7,6 +7,7 @@ import { runSecretName } from '../core/names.ts';
 import { buildPlanManifest } from '../core/plan-manifest.ts';
 import { stateSecretOf } from '../core/run-secret-manifest.ts';
 import type { Snapshot } from '../core/snapshot.ts';
+import { stateSuffixOf } from '../core/state-identity.ts';
 import { outcomeOf, type StepOutcome, UNAVAILABLE_RETRY_SECONDS } from '../core/step-outcome.ts';
 import type { Move, PlanWrite, StepPlan } from '../core/step-plan.ts';
 import { OUR_API_VERSION } from '../schemas/kinds/registry.ts';
@@ -239,7 +240,16 @@ async function markBookkept(performance: Performance, run: StepPlan['bookkept'][
  */
 async function measureState(performance: Performance): Promise<void> {
   const { deps, snap } = performance;
-  const where = stateSecretOf({ backend: snap.spec?.backend, namespace: snap.ref.namespace, uid: snap.uid });
+  const where = stateSecretOf({
+    backend: snap.spec?.backend,
+    namespace: snap.ref.namespace,
+    stateSuffix: stateSuffixOf({
+      kind: snap.ref.kind,
+      name: snap.ref.name,
+      uid: snap.uid,
+      status: snap.status,
+    }),
+  });
   if (where === undefined) return;
   const secret = await deps.kube.reader.getSecret(where.namespace, where.name).catch(() => undefined);
   if (secret?.data === undefined) return;

@@ -5,6 +5,7 @@ import type { KubeReader } from '../adapters/kube/reader.ts';
 import { canonicalJson, inputsHash, inputsOf } from '../core/inputs-hash.ts';
 import { LABELS } from '../core/job-labels.ts';
 import { type JobRecord, jobRecord } from '../core/job-record.ts';
+import { moduleInputsDigest, moduleInputsOf } from '../core/module-inputs.ts';
 import { runSecretName } from '../core/names.ts';
 import type { ObjectKind, ObjectRef } from '../core/object-ref.ts';
 import type { OwningCluster, ReferencedSecrets, Snapshot } from '../core/snapshot.ts';
@@ -23,6 +24,7 @@ import {
   TerraformClusterStatusSchema,
 } from '../schemas/kinds/terraform-cluster.ts';
 import { TerraformPlanSchema } from '../schemas/kinds/terraform-plan.ts';
+import { readCapiContext } from './read-capi.ts';
 import { asJobView, asPodView } from './views.ts';
 
 /**
@@ -115,6 +117,7 @@ async function readOwningCluster(
     name: cluster.metadata.name,
     ...(spec.success && spec.data.defaults?.jobs ? { defaultsJobs: spec.data.defaults.jobs } : {}),
     ready: status.success && status.data.ready === true,
+    ...(status.success && status.data.exports ? { exports: status.data.exports } : {}),
   };
 }
 
@@ -142,14 +145,17 @@ export async function readSnapshot(reader: KubeReader, ref: ObjectRef): Promise<
   // The object's own env is known now; a cluster's defaults only once the cluster is read (below).
   const firstNames = [...new Set([...secretNames, ...(spec ? envSecretNames(spec, undefined) : [])])];
 
-  const [jobs, owningCluster, capiCluster, pendingPlanObject, secrets] = await Promise.all([
+  const capiClusterRead =
+    clusterName !== undefined
+      ? reader.getCapiObject('Cluster', ref.namespace, clusterName)
+      : Promise.resolve(undefined);
+  const [jobs, owningCluster, capiCluster, capi, pendingPlanObject, secrets] = await Promise.all([
     reader.listJobs({ namespace: ref.namespace, labelSelector: { [LABELS.ownerUid]: uid } }),
     clusterName !== undefined && ref.kind !== 'TerraformCluster'
       ? readOwningCluster(reader, ref, clusterName)
       : Promise.resolve(undefined),
-    clusterName !== undefined
-      ? reader.getCapiCluster(ref.namespace, clusterName)
-      : Promise.resolve(undefined),
+    capiClusterRead,
+    readCapiContext(reader, ref, object, capiClusterRead),
     pendingPlanName !== undefined
       ? reader.getCustomObject('TerraformPlan', ref.namespace, pendingPlanName)
       : Promise.resolve(undefined),
@@ -191,12 +197,28 @@ export async function readSnapshot(reader: KubeReader, ref: ObjectRef): Promise<
     ...(clusterName !== undefined ? { clusterName } : {}),
     ...(owningCluster ? { owningCluster } : {}),
     paused: annotations?.[PAUSED_ANNOTATION] !== undefined || capiPaused(capiCluster),
+    ...(capi ? { capi } : {}),
     jobs: jobViews,
     records,
     ...(plan?.success ? { pendingPlan: plan.data } : {}),
     referencedSecrets,
     variablesSecretOptIns: variablesSecretOptIns(spec, envNames, read),
-    inputsHash: spec ? inputsHash(inputsOf(spec, referencedDataDigest(spec, referencedSecrets))) : '',
+    inputsHash: spec
+      ? inputsHash(
+          inputsOf(
+            spec,
+            referencedDataDigest(spec, referencedSecrets),
+            moduleInputsDigest(
+              moduleInputsOf({
+                ref,
+                ...(clusterName !== undefined ? { clusterName } : {}),
+                ...(capi ? { capi } : {}),
+                ...(owningCluster?.exports ? { clusterExports: owningCluster.exports } : {}),
+              }),
+            ),
+          ),
+        )
+      : '',
   };
 }
 

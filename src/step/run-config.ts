@@ -15,9 +15,12 @@ import type { RunConfigInput } from '../schemas/run-config.ts';
  * its own owned by the object, read here (and created once).
  */
 
-/** The per-object plan HMAC key Secret (owned by the object, so it goes with it). */
-export function planKeySecretName(uid: string): string {
-  return `captf-plan-key-${uid}`;
+/**
+ * The per-object plan HMAC key Secret, named by the object's state suffix (src/core/state-identity.ts) like
+ * its state; owned by the object, so it goes with it.
+ */
+export function planKeySecretName(stateSuffix: string): string {
+  return `captf-plan-key-${stateSuffix}`;
 }
 
 /** The key inside the plan key Secret. */
@@ -38,10 +41,11 @@ export interface KeyOwner {
 async function planHmacKey(
   kube: { reader: KubeReader; writer: KubeWriter },
   owner: KeyOwner,
+  stateSuffix: string,
 ): Promise<string> {
   const { reader, writer } = kube;
   const { ref, uid } = owner;
-  const name = planKeySecretName(uid);
+  const name = planKeySecretName(stateSuffix);
   const existing = await reader.getSecret(ref.namespace, name);
   const stored = existing?.data?.[PLAN_KEY];
   if (stored !== undefined) return Buffer.from(stored, 'base64').toString('utf8');
@@ -78,5 +82,5 @@ export async function runConfigOf(
   owner: KeyOwner,
   inputs: Omit<RunConfigSource, 'planHmacKey'>,
 ): Promise<RunConfigInput> {
-  return buildRunConfig({ ...inputs, planHmacKey: await planHmacKey(kube, owner) });
+  return buildRunConfig({ ...inputs, planHmacKey: await planHmacKey(kube, owner, inputs.stateSuffix) });
 }

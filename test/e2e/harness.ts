@@ -60,6 +60,7 @@ export interface ObservedObject {
   };
   status?: {
     ready?: boolean;
+    stateSuffix?: string;
     conditions?: Condition[];
     activeJob?: { name: string; op: string; attempt: number };
     lastRun?: {
@@ -457,9 +458,9 @@ export async function waitReady(
   return object;
 }
 
-/** Name of the state Secret of Terraform's kubernetes backend for an object (suffix = the object's UID). */
-export function stateSecretName(uid: string): string {
-  return `tfstate-default-${uid}`;
+/** Name of the state Secret of Terraform's kubernetes backend for an object (its `status.stateSuffix`). */
+export function stateSecretName(stateSuffix: string): string {
+  return `tfstate-default-${stateSuffix}`;
 }
 
 /** A Terraform state document, as far as the drift test edits it. */
@@ -474,10 +475,10 @@ interface TerraformState {
  */
 export async function editState(
   run: E2eScope,
-  uid: string,
+  stateSuffix: string,
   edit: (state: TerraformState) => void,
 ): Promise<void> {
-  const name = stateSecretName(uid);
+  const name = stateSecretName(stateSuffix);
   const secret = JSON.parse(
     await run.kubectl.run(['get', 'secret', name, '-n', run.namespace, '-o', 'json']),
   ) as {

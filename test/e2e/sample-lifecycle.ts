@@ -193,7 +193,9 @@ export function describeSampleLifecycle(
         const ready = await waitReady(run, RESOURCE.TerraformMachine, 'm-a', MINUTE);
         expect(conditionOf(ready, 'DriftDetected')?.status).not.toBe('True');
         // Someone resized the server by hand: the recorded size is no longer what the module says.
-        await editState(run, ready.metadata.uid, (state) => {
+        // Named by kind and name (src/core/state-identity.ts), never by the UID.
+        expect(ready.status?.stateSuffix).toBe('m-m-a');
+        await editState(run, ready.status?.stateSuffix ?? '', (state) => {
           const server = state.resources.find((r) => r.type === 'terraform_data' && r.name === 'server');
           const attributes = server?.instances[0]?.attributes;
           if (!attributes) throw new Error('state: no terraform_data.server');

@@ -3,7 +3,7 @@ import type { CustomKind, CustomResource } from '../../schemas/kinds/registry.ts
 import type { KubeApis } from './connection.ts';
 import { type CustomObject, parseCustomList, parseCustomObject } from './custom-object.ts';
 import { isKubeError, toKubeError } from './errors.ts';
-import { CAPI_CLUSTER, CUSTOM_RESOURCES } from './resources.ts';
+import { CAPI_RESOURCES, type CapiKind, CUSTOM_RESOURCES } from './resources.ts';
 
 /**
  * Which objects a list returns: one namespace (or all when omitted) and a label selector, either as
@@ -26,10 +26,10 @@ export interface KubeReader {
   /** Our objects of one kind matching the selector. */
   listCustomObjects(kind: CustomKind, selector?: ListSelector): Promise<CustomObject[]>;
   /**
-   * Cluster API's `Cluster` (cluster.x-k8s.io/v1beta1), or undefined when it does not exist or Cluster API
+   * A Cluster API object (cluster.x-k8s.io/v1beta2), or undefined when it does not exist or Cluster API
    * is not installed (both answer 404).
    */
-  getCapiCluster(namespace: string, name: string): Promise<CustomObject | undefined>;
+  getCapiObject(kind: CapiKind, namespace: string, name: string): Promise<CustomObject | undefined>;
   getJob(namespace: string, name: string): Promise<V1Job | undefined>;
   listJobs(selector?: ListSelector): Promise<V1Job[]>;
   getPod(namespace: string, name: string): Promise<V1Pod | undefined>;
@@ -107,8 +107,8 @@ export class ApiKubeReader implements KubeReader {
     return this.#getCustom(CUSTOM_RESOURCES[kind], kind, namespace, name);
   }
 
-  getCapiCluster(namespace: string, name: string): Promise<CustomObject | undefined> {
-    return this.#getCustom(CAPI_CLUSTER, 'Cluster', namespace, name);
+  getCapiObject(kind: CapiKind, namespace: string, name: string): Promise<CustomObject | undefined> {
+    return this.#getCustom(CAPI_RESOURCES[kind], kind, namespace, name);
   }
 
   async #getCustom(

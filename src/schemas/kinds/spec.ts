@@ -43,7 +43,7 @@ export const BackendSchema = z
       .regex(/^[a-z][a-z0-9_]*$/)
       .default('kubernetes')
       .describe(
-        'Backend type (default kubernetes: state in Secrets, lock in a Lease, suffix from the object UID).',
+        'Backend type (default kubernetes: state in Secrets, lock in a Lease, suffix status.stateSuffix: <c|m|mp>-<name>).',
       ),
     config: z
       .record(z.string(), z.string())

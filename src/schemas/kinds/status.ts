@@ -159,4 +159,11 @@ export const commonStatusShape = {
   source: z
     .object({ pinnedImage: z.string().optional().describe('The digest the newest successful apply ran.') })
     .optional(),
+  stateSuffix: z
+    .string()
+    .max(63)
+    .optional()
+    .describe(
+      'The name of the object’s Terraform state (the kubernetes backend’s secret_suffix and the plan key’s), recorded when its first Job starts.',
+    ),
 };

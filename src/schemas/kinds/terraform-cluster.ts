@@ -31,8 +31,43 @@ export const TerraformClusterSpecSchema = z
   .describe('Desired state of a TerraformCluster.');
 export type TerraformClusterSpec = z.infer<typeof TerraformClusterSpecSchema>;
 
+/** Cluster API contract: one failure domain (`status.failureDomains[]`, CAPI v1beta2 InfraCluster). */
+export const FailureDomainSchema = z.object({
+  name: z.string().min(1).max(256),
+  controlPlane: z.boolean().optional(),
+  attributes: z.record(z.string(), z.string()).optional(),
+});
+
+/** Longest `exports` (canonical JSON bytes): it travels in the 4096-byte runner result. */
+export const EXPORTS_MAX_BYTES = 1024;
+
+/** The cluster module's `exports` output: a JSON object handed to its machines' and pools' modules. */
+export const ClusterExportsSchema = z
+  .record(
+    z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_-]*$/)
+      .max(128),
+    z.unknown(),
+  )
+  .refine((value) => Buffer.byteLength(JSON.stringify(value)) <= EXPORTS_MAX_BYTES, {
+    message: `at most ${EXPORTS_MAX_BYTES} bytes of JSON`,
+  });
+
 export const TerraformClusterStatusSchema = z
-  .object({ ...commonStatusShape })
+  .object({
+    ...commonStatusShape,
+    failureDomains: z
+      .array(FailureDomainSchema)
+      .max(64)
+      .optional()
+      .describe('Cluster API contract: failure domains, from the module output failureDomains.'),
+    exports: z.record(z.string(), z.unknown()).optional().meta({
+      'x-kubernetes-preserve-unknown-fields': true,
+      description:
+        'The module output exports (a JSON object, at most 1024 bytes), handed to the modules of the cluster’s machines and pools as cluster_exports.',
+    }),
+  })
   .describe('Observed state of a TerraformCluster.');
 export type TerraformClusterStatus = z.infer<typeof TerraformClusterStatusSchema>;
 

@@ -201,7 +201,7 @@ describe('typed errors', () => {
   });
 
   it('Cluster API not installed: the Cluster reads as absent', async () => {
-    expect(await adapter.reader.getCapiCluster(namespace, 'c-a')).toBeUndefined();
+    expect(await adapter.reader.getCapiObject('Cluster', namespace, 'c-a')).toBeUndefined();
   });
 });
 

@@ -10,9 +10,9 @@ import {
   createStepEnv,
   finishJob,
   podOf,
-  readObject,
   result,
   type StepEnv,
+  statusOf,
   stepUntil,
 } from './harness.ts';
 
@@ -147,8 +147,9 @@ describe('step metrics', () => {
     expect(await sample('captf_run_inputs_bytes', labels)).toBeGreaterThan(100);
 
     // The kubernetes backend's state Secret, as the runner's Terraform would leave it.
-    const uid = (await readObject(env, ref)).metadata?.uid ?? '';
-    await createSecret(env, `tfstate-default-${uid}`, { tfstate: 'x'.repeat(4000) });
+    const suffix = (await statusOf(env, ref)).stateSuffix;
+    expect(suffix).toBe(`m-${ref.name}`);
+    await createSecret(env, `tfstate-default-${suffix}`, { tfstate: 'x'.repeat(4000) });
     await finishJob(env, created.job ?? '', { exitCode: 0, result: result('apply', 'succeeded') });
     expect(await step()(ref)).toMatchObject({ action: 'bookkept', reason: 'ApplySucceeded' });
     expect(await sample('captf_state_bytes', labels)).toBe(4000);

@@ -166,9 +166,13 @@ describe('buildJobManifest: DESIGN.md section 9', () => {
 describe('buildRunConfig and buildRunSecret', () => {
   const config = buildRunConfig({
     namespace: 'team-a',
-    uid: 'uid-1',
+    stateSuffix: 'm-m-a',
     variables: { size: 'small', token: 'overridden' },
     secretVariables: { token: 'tok-123-canary' },
+    contractInputs: {
+      values: { machine_name: 'm-a', bootstrap_data: '#cloud-config' },
+      sensitive: ['bootstrap_data'],
+    },
     backend: undefined,
     backendSecretData: {},
     lockTimeoutSeconds: 300,
@@ -184,10 +188,16 @@ describe('buildRunConfig and buildRunSecret', () => {
     expect(config.secretInputs).toEqual(['token']);
   });
 
-  it('the default backend is kubernetes with the object UID as state suffix', () => {
+  it('the contract inputs travel apart from the variables, the sensitive ones named', () => {
+    expect(config.contractInputs).toEqual({ machine_name: 'm-a', bootstrap_data: '#cloud-config' });
+    expect(config.sensitiveContractInputs).toEqual(['bootstrap_data']);
+    expect(config.variables).not.toHaveProperty('bootstrap_data');
+  });
+
+  it("the default backend is kubernetes with the object's state suffix", () => {
     expect(config.backend).toEqual({
       type: 'kubernetes',
-      config: { secret_suffix: 'uid-1', namespace: 'team-a', in_cluster_config: true },
+      config: { secret_suffix: 'm-m-a', namespace: 'team-a', in_cluster_config: true },
       secretKeys: [],
     });
   });
@@ -207,23 +217,23 @@ describe('buildRunConfig and buildRunSecret', () => {
 });
 
 describe('stateSecretOf: where captf_state_bytes is measured (DESIGN.md section 14)', () => {
-  it("is the kubernetes backend's tfstate-default-<uid> in the object's namespace, or the spec's own settings", () => {
-    expect(stateSecretOf({ backend: undefined, namespace: 'team-a', uid: 'u-1' })).toEqual({
+  it("is the kubernetes backend's tfstate-default-<suffix> in the object's namespace, or the spec's own settings", () => {
+    expect(stateSecretOf({ backend: undefined, namespace: 'team-a', stateSuffix: 'm-m-a' })).toEqual({
       namespace: 'team-a',
-      name: 'tfstate-default-u-1',
+      name: 'tfstate-default-m-m-a',
     });
     expect(
       stateSecretOf({
         backend: { type: 'kubernetes', config: { secret_suffix: 'shared', namespace: 'states' } },
         namespace: 'team-a',
-        uid: 'u-1',
+        stateSuffix: 'm-m-a',
       }),
     ).toEqual({ namespace: 'states', name: 'tfstate-default-shared' });
   });
 
   it('is undefined for any other backend: no Secret size limit applies to its state', () => {
-    expect(stateSecretOf({ backend: { type: 's3', config: {} }, namespace: 'team-a', uid: 'u-1' })).toBe(
-      undefined,
-    );
+    expect(
+      stateSecretOf({ backend: { type: 's3', config: {} }, namespace: 'team-a', stateSuffix: 'm-m-a' }),
+    ).toBe(undefined);
   });
 });

@@ -29,12 +29,16 @@ function spec(extra: Partial<TargetSpec> = {}): TargetSpec {
   } as TargetSpec;
 }
 
-type Inputs = Pick<Snapshot, 'ref' | 'uid' | 'spec' | 'referencedSecrets' | 'variablesSecretOptIns'>;
+type Inputs = Pick<
+  Snapshot,
+  'ref' | 'uid' | 'status' | 'spec' | 'referencedSecrets' | 'variablesSecretOptIns'
+>;
 
 function snap(optIns: Record<string, boolean>, extra: Partial<TargetSpec> = {}): Inputs {
   return {
     ref: { kind: 'TerraformMachine', namespace: 'team-a', name: 'm-a' },
     uid: 'uid-1',
+    status: {},
     spec: spec(extra),
     referencedSecrets: new Map<string, Record<string, string>>([
       ['vars', { token: 'tok-123-canary' }],

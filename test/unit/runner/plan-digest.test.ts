@@ -75,7 +75,26 @@ describe('reading a plan document', () => {
   });
 
   it('a plan without resource_changes has no changes', () => {
-    expect(readPlanDocument('{"format_version":"1.2"}')).toEqual({ ok: true, changes: [] });
+    expect(readPlanDocument('{"format_version":"1.2"}')).toEqual({
+      ok: true,
+      changes: [],
+      changedOutputs: [],
+    });
+  });
+
+  it('names the root outputs the plan changes (a replaced server changes its providerID), not the no-ops', () => {
+    const doc = {
+      resource_changes: [],
+      output_changes: {
+        providerID: { actions: ['update'], before: 'captf-local://m-a/1', after_unknown: true },
+        addresses: { actions: ['no-op'] },
+        name: { actions: ['create'] },
+      },
+    };
+    expect(readPlanDocument(JSON.stringify(doc))).toMatchObject({
+      ok: true,
+      changedOutputs: ['name', 'providerID'],
+    });
   });
 });
 

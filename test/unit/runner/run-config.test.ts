@@ -14,6 +14,8 @@ describe('run config (src/schemas/run-config.ts)', () => {
         planHmacKey: KEY,
         variables: {},
         secretInputs: [],
+        contractInputs: {},
+        sensitiveContractInputs: [],
         lockTimeoutSeconds: 300,
         applyPolicy: 'Automatic',
       },

@@ -1,6 +1,7 @@
 # The sample cluster module of the local run (infra/local/images/README.md): offline, built-in resources
 # only, so `init` downloads nothing. It stands for a network and a control-plane load balancer and
-# produces the Cluster API output `controlPlaneEndpoint` (src/runner/contract-outputs.ts).
+# produces the Cluster API outputs `controlPlaneEndpoint` and `failureDomains`, and `exports` for its
+# machines (src/runner/contract-outputs.ts).
 # `cidr` and `endpoint_port` update in place; changing `lb_generation` replaces the load balancer (a
 # destructive plan that waits for approval).
 
@@ -34,4 +35,17 @@ resource "terraform_data" "load_balancer" {
 
 output "controlPlaneEndpoint" {
   value = terraform_data.load_balancer.output
+}
+
+# Cluster API contract: the cluster's failure domains (status.failureDomains).
+output "failureDomains" {
+  value = [
+    { name = "zone-a", controlPlane = true },
+    { name = "zone-b", controlPlane = true },
+  ]
+}
+
+# Handed to the modules of the cluster's machines and pools as cluster_exports (docs/module-contract.md).
+output "exports" {
+  value = { network_id = terraform_data.network.id, cidr = var.cidr }
 }

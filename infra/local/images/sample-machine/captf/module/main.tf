@@ -1,11 +1,61 @@
 # The sample machine module of the local run (infra/local/images/README.md): offline, built-in resources
 # only. It stands for one server and produces the Cluster API outputs `providerID` and `addresses`
-# (src/runner/contract-outputs.ts). `size` updates in place; changing `generation` replaces the server (a
+# (src/runner/contract-outputs.ts). It declares the module input contract (docs/module-contract.md): under
+# Cluster API its server is named after the Machine and boots from the bootstrap data, of which the state
+# keeps only a digest (output `bootstrap_data_sha256`). `size` updates in place; changing `generation` replaces the server (a
 # destructive plan that waits for approval). `sleep_seconds` > 0 keeps the apply busy (and the state lock
 # held) that long, for the deadline, drain and stale-lock runs of the end-to-end tests.
 
 variable "name" {
-  type = string
+  type    = string
+  default = ""
+}
+
+# The module input contract (docs/module-contract.md): set by the controller, every one optional here.
+variable "machine_name" {
+  type    = string
+  default = ""
+}
+
+variable "cluster_name" {
+  type    = string
+  default = ""
+}
+
+variable "bootstrap_data" {
+  type      = string
+  default   = ""
+  sensitive = true
+}
+
+variable "bootstrap_format" {
+  type    = string
+  default = ""
+}
+
+variable "kubernetes_version" {
+  type    = string
+  default = ""
+}
+
+variable "control_plane" {
+  type    = bool
+  default = false
+}
+
+variable "failure_domain" {
+  type    = string
+  default = ""
+}
+
+variable "cluster_exports" {
+  type    = map(string)
+  default = {}
+}
+
+locals {
+  # spec.variables.name wins; a machine cloned from a template carries none and is named after its Machine.
+  name = var.name != "" ? var.name : var.machine_name
 }
 
 variable "size" {
@@ -29,8 +79,22 @@ variable "sleep_seconds" {
 }
 
 resource "terraform_data" "server" {
-  input            = { name = var.name, size = var.size }
+  input            = { name = local.name, size = var.size }
   triggers_replace = [var.generation]
+}
+
+# What the server boots from: a new Kubernetes version or new bootstrap data replaces it, as a real
+# machine module's user data would (Cluster API rolls out new Machines for both).
+resource "terraform_data" "boot" {
+  count = nonsensitive(var.bootstrap_data != "") ? 1 : 0
+  input = {
+    bootstrap_data_sha256 = nonsensitive(sha256(var.bootstrap_data))
+    format                = var.bootstrap_format
+    kubernetes_version    = var.kubernetes_version
+    control_plane         = var.control_plane
+    failure_domain        = var.failure_domain
+    network_id            = lookup(var.cluster_exports, "network_id", "")
+  }
 }
 
 # Created (and so run) only when sleep_seconds > 0; the local node runs containers on the host, which has
@@ -44,7 +108,11 @@ resource "terraform_data" "busy" {
 }
 
 output "providerID" {
-  value = "captf-local://${var.name}/${terraform_data.server.id}"
+  value = "captf-local://${local.name}/${terraform_data.server.id}"
+}
+
+output "bootstrap_data_sha256" {
+  value = nonsensitive(var.bootstrap_data != "" ? sha256(var.bootstrap_data) : "")
 }
 
 output "addresses" {

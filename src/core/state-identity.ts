@@ -1,0 +1,51 @@
+import { createHash } from 'node:crypto';
+import type { TargetKind } from '../schemas/kinds/api-group.ts';
+import type { TargetStatus } from '../schemas/kinds/target.ts';
+import { KIND_CODES } from './job-labels.ts';
+
+/**
+ * The identity an object's Terraform state is named by (DESIGN.md section 2, issue 11): the kubernetes
+ * backend's `secret_suffix` (state Secret `tfstate-default-<suffix>`, lock Lease `lock-tfstate-default-<suffix>`)
+ * and the plan key Secret `captf-plan-key-<suffix>`. It is `<c|m|mp>-<name>`: kind and name within the
+ * namespace are what `clusterctl move` and a restore from a backup keep, while the UID is new each time an
+ * object is re-created, so a UID-named state would be lost and the infrastructure built twice.
+ *
+ * Objects whose state was first written under their UID (releases before this rule) keep it: the suffix a
+ * run used is recorded in `status.stateSuffix` when its Job starts, and an object with runs on record but
+ * no recorded suffix is one of those.
+ */
+
+/** Longest suffix: the kubernetes backend copies it into the label `tfstateSecretSuffix` (63 at most). */
+export const MAX_STATE_SUFFIX_LENGTH = 63;
+
+/** `<c|m|mp>-<name>`, or `<c|m|mp>-<first 16 hex of SHA-256(name)>` when that would not fit a label. */
+export function nameStateSuffix(kind: TargetKind, name: string): string {
+  const full = `${KIND_CODES[kind]}-${name}`;
+  if (full.length <= MAX_STATE_SUFFIX_LENGTH) return full;
+  return `${KIND_CODES[kind]}-${createHash('sha256').update(name).digest('hex').slice(0, 16)}`;
+}
+
+/** Whether the status shows runs from before `status.stateSuffix` was recorded. */
+function ranBeforeSuffixWasRecorded(status: TargetStatus): boolean {
+  return (
+    status.lastRun !== undefined ||
+    status.lastSuccess !== undefined ||
+    status.appliedGeneration !== undefined ||
+    status.activeJob !== undefined
+  );
+}
+
+/**
+ * The state suffix of the object's runs: the recorded one; the UID for an object that ran before suffixes
+ * were recorded; otherwise {@link nameStateSuffix}.
+ */
+export function stateSuffixOf(object: {
+  kind: TargetKind;
+  name: string;
+  uid: string;
+  status: TargetStatus;
+}): string {
+  if (object.status.stateSuffix !== undefined) return object.status.stateSuffix;
+  if (ranBeforeSuffixWasRecorded(object.status)) return object.uid;
+  return nameStateSuffix(object.kind, object.name);
+}

@@ -1,0 +1,149 @@
+import type { V1Secret } from '@kubernetes/client-node';
+import { z } from 'zod';
+import type { CustomObject } from '../adapters/kube/custom-object.ts';
+import type { KubeReader } from '../adapters/kube/reader.ts';
+import { CAPI_GROUP } from '../adapters/kube/resources.ts';
+import {
+  type BootstrapData,
+  CAPI_OWNER_KIND,
+  type CapiContext,
+  type CapiOwner,
+  CLONED_FROM_NAME_ANNOTATION,
+  CONTROL_PLANE_LABEL,
+} from '../core/cluster-api.ts';
+import type { ObjectRef } from '../core/object-ref.ts';
+
+/**
+ * The Cluster API reads of a step (src/core/cluster-api.ts): the owner Cluster API set on the object (a
+ * Machine or MachinePool, cluster.x-k8s.io/v1beta2), the bootstrap data Secret it names, and the Cluster's
+ * `status.initialization.infrastructureProvisioned`. Only the fields the contract needs are parsed; a field
+ * of the wrong type reads as absent, never as a reason to fail the step.
+ */
+
+const BootstrapSchema = z.looseObject({ dataSecretName: z.string().min(1).optional() });
+
+const MachineSchema = z.looseObject({
+  metadata: z.looseObject({ labels: z.record(z.string(), z.string()).optional() }),
+  spec: z
+    .looseObject({
+      version: z.string().optional(),
+      failureDomain: z.string().optional(),
+      bootstrap: BootstrapSchema.optional(),
+    })
+    .optional(),
+});
+
+const MachinePoolSchema = z.looseObject({
+  spec: z
+    .looseObject({
+      replicas: z.number().int().min(0).optional(),
+      failureDomains: z.array(z.string()).optional(),
+      template: z
+        .looseObject({
+          spec: z
+            .looseObject({ version: z.string().optional(), bootstrap: BootstrapSchema.optional() })
+            .optional(),
+        })
+        .optional(),
+    })
+    .optional(),
+});
+
+const ClusterStatusSchema = z.looseObject({
+  initialization: z.looseObject({ infrastructureProvisioned: z.boolean().optional() }).optional(),
+});
+
+/** The owner reference Cluster API set on an object of `ref.kind`, when there is one. */
+export function capiOwnerReference(
+  ref: ObjectRef,
+  object: CustomObject,
+): { kind: CapiOwner['kind']; name: string } | undefined {
+  const kind = CAPI_OWNER_KIND[ref.kind];
+  if (kind === undefined) return undefined;
+  const owner = object.metadata.ownerReferences?.find(
+    (reference) => reference.kind === kind && reference.apiVersion.startsWith(`${CAPI_GROUP}/`),
+  );
+  return owner ? { kind, name: owner.name } : undefined;
+}
+
+function ownerOf(kind: CapiOwner['kind'], name: string, raw: CustomObject): CapiOwner {
+  if (kind === 'Machine') {
+    const machine = MachineSchema.safeParse(raw);
+    const spec = machine.success ? machine.data.spec : undefined;
+    const labels = machine.success ? machine.data.metadata.labels : undefined;
+    return {
+      kind,
+      name,
+      ...(spec?.version !== undefined ? { version: spec.version } : {}),
+      controlPlane: labels?.[CONTROL_PLANE_LABEL] !== undefined,
+      ...(spec?.failureDomain ? { failureDomain: spec.failureDomain } : {}),
+      ...(spec?.bootstrap?.dataSecretName ? { bootstrapDataSecretName: spec.bootstrap.dataSecretName } : {}),
+    };
+  }
+  const pool = MachinePoolSchema.safeParse(raw);
+  const spec = pool.success ? pool.data.spec : undefined;
+  const template = spec?.template?.spec;
+  return {
+    kind,
+    name,
+    ...(template?.version !== undefined ? { version: template.version } : {}),
+    controlPlane: false,
+    ...(spec?.failureDomains && spec.failureDomains.length > 0
+      ? { failureDomain: spec.failureDomains.join(',') }
+      : {}),
+    ...(template?.bootstrap?.dataSecretName
+      ? { bootstrapDataSecretName: template.bootstrap.dataSecretName }
+      : {}),
+    ...(spec?.replicas !== undefined ? { replicas: spec.replicas } : {}),
+  };
+}
+
+function bootstrapDataOf(secret: V1Secret | undefined): BootstrapData | undefined {
+  const value = secret?.data?.value;
+  if (value === undefined) return undefined;
+  const format = secret?.data?.format;
+  return {
+    value: Buffer.from(value, 'base64').toString('utf8'),
+    format: format === undefined ? 'cloud-config' : Buffer.from(format, 'base64').toString('utf8'),
+  };
+}
+
+/** `status.initialization.infrastructureProvisioned` of a Cluster API Cluster; undefined without one. */
+export function infrastructureProvisioned(cluster: CustomObject | undefined): boolean | undefined {
+  if (cluster === undefined) return undefined;
+  const status = ClusterStatusSchema.safeParse(cluster.status ?? {});
+  return status.success ? status.data.initialization?.infrastructureProvisioned === true : false;
+}
+
+/**
+ * Cluster API's view of the object, or undefined for an object Cluster API does not drive (no owner of
+ * the contract's kind, not cloned from a template). `capiCluster` is the Cluster the step read (or its
+ * pending read). Requests: the owner, then its bootstrap Secret once the owner names one.
+ */
+export async function readCapiContext(
+  reader: KubeReader,
+  ref: ObjectRef,
+  object: CustomObject,
+  capiCluster: Promise<CustomObject | undefined>,
+): Promise<CapiContext | undefined> {
+  const reference = capiOwnerReference(ref, object);
+  const cloned =
+    CAPI_OWNER_KIND[ref.kind] !== undefined &&
+    object.metadata.annotations?.[CLONED_FROM_NAME_ANNOTATION] !== undefined;
+  if (reference === undefined && !cloned) return undefined;
+  const [raw, cluster] = await Promise.all([
+    reference ? reader.getCapiObject(reference.kind, ref.namespace, reference.name) : undefined,
+    capiCluster,
+  ]);
+  const provisioned = infrastructureProvisioned(cluster);
+  const clusterPart = provisioned !== undefined ? { clusterInfrastructureProvisioned: provisioned } : {};
+  // No owner yet, or an owner that cannot be read (gone with its deletion): the object waits for one.
+  if (reference === undefined || raw === undefined) return { expectsOwner: true, ...clusterPart };
+  const owner = ownerOf(reference.kind, reference.name, raw);
+  const secret =
+    owner.bootstrapDataSecretName !== undefined
+      ? await reader.getSecret(ref.namespace, owner.bootstrapDataSecretName)
+      : undefined;
+  const bootstrapData = bootstrapDataOf(secret);
+  return { expectsOwner: false, ...clusterPart, owner, ...(bootstrapData ? { bootstrapData } : {}) };
+}
