@@ -114,6 +114,18 @@ describe('controller ClusterRole', () => {
     { id: 'events', name: 'create events.k8s.io Events', verb: 'create', resource: 'events.events.k8s.io' },
     { id: 'capi', name: 'get Cluster API Clusters', verb: 'get', resource: 'clusters.cluster.x-k8s.io' },
     {
+      id: 'capi-machine',
+      name: "get Cluster API Machines (a machine's owner)",
+      verb: 'get',
+      resource: 'machines.cluster.x-k8s.io',
+    },
+    {
+      id: 'capi-pool',
+      name: "get Cluster API MachinePools (a pool's owner)",
+      verb: 'get',
+      resource: 'machinepools.cluster.x-k8s.io',
+    },
+    {
       id: 'tokenreviews',
       name: "create TokenReviews (the sources' OIDC tokens)",
       verb: 'create',
@@ -142,6 +154,12 @@ describe('controller ClusterRole', () => {
       name: 'patch Cluster API Clusters',
       verb: 'patch',
       resource: 'clusters.cluster.x-k8s.io',
+    },
+    {
+      id: 'capi-machine-list',
+      name: 'list Cluster API Machines (reads are by name)',
+      verb: 'list',
+      resource: 'machines.cluster.x-k8s.io',
     },
     {
       id: 'no-watch',
