@@ -46,19 +46,26 @@ function templateSpecSchema<S extends z.ZodType>(cloned: string, spec: S) {
     .describe(`Desired state of a ${cloned}Template.`);
 }
 
+/** Per template kind, the rules refusing its clone's fields that the controller writes on each clone. */
+export const REFUSED_IN_TEMPLATE = {
+  TerraformClusterTemplate: [controlPlaneEndpointNotInTemplate],
+  TerraformMachineTemplate: [providerIDNotInTemplate],
+  TerraformMachinePoolTemplate: [providerIDListNotInTemplate],
+} as const;
+
 export const TerraformClusterTemplateSpecSchema = templateSpecSchema(
   'TerraformCluster',
-  withRules(TerraformClusterSpecSchema, [controlPlaneEndpointNotInTemplate]),
+  withRules(TerraformClusterSpecSchema, REFUSED_IN_TEMPLATE.TerraformClusterTemplate),
 );
 
 export const TerraformMachineTemplateSpecSchema = templateSpecSchema(
   'TerraformMachine',
-  withRules(TerraformMachineSpecSchema, [providerIDNotInTemplate]),
+  withRules(TerraformMachineSpecSchema, REFUSED_IN_TEMPLATE.TerraformMachineTemplate),
 );
 
 export const TerraformMachinePoolTemplateSpecSchema = templateSpecSchema(
   'TerraformMachinePool',
-  withRules(TerraformMachinePoolSpecSchema, [providerIDListNotInTemplate]),
+  withRules(TerraformMachinePoolSpecSchema, REFUSED_IN_TEMPLATE.TerraformMachinePoolTemplate),
 );
 
 /** A whole template object of `kind` with `spec`. */
