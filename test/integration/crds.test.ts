@@ -81,20 +81,35 @@ afterAll(async () => {
 });
 
 describe('CRDs in the real API server', () => {
-  it('installs four Established CRDs with the status subresource', async () => {
+  it('installs seven Established CRDs: the status subresource on all but the templates', async () => {
     const out = await kubectlOk(['get', 'crd', '-l', 'cluster.x-k8s.io/v1beta1=v1alpha1', '-o', 'json']);
     const crds = (
       JSON.parse(out) as {
         items: { metadata: { name: string }; spec: { versions: { subresources?: object }[] } }[];
       }
     ).items;
-    expect(crds.map((c) => c.metadata.name).sort()).toEqual([
-      'terraformclusters.infrastructure.cluster.x-k8s.io',
-      'terraformmachinepools.infrastructure.cluster.x-k8s.io',
-      'terraformmachines.infrastructure.cluster.x-k8s.io',
-      'terraformplans.infrastructure.cluster.x-k8s.io',
+    const subresources = Object.fromEntries(
+      crds.map((crd) => [crd.metadata.name.split('.')[0], crd.spec.versions[0]?.subresources]),
+    );
+    expect(subresources).toEqual({
+      terraformclusters: { status: {} },
+      terraformmachinepools: { status: {} },
+      terraformmachines: { status: {} },
+      terraformplans: { status: {} },
+      // Cluster API's v1beta2 contract: templates have no status the controller writes.
+      terraformclustertemplates: undefined,
+      terraformmachinetemplates: undefined,
+      terraformmachinepooltemplates: undefined,
+    });
+    const labelled = await kubectlOk([
+      'get',
+      'crd',
+      '-l',
+      'cluster.x-k8s.io/provider=infrastructure-terraform,cluster.x-k8s.io/v1beta2=v1alpha1',
+      '-o',
+      'name',
     ]);
-    for (const crd of crds) expect(crd.spec.versions[0]?.subresources).toEqual({ status: {} });
+    expect(labelled.trim().split('\n')).toHaveLength(7);
   });
 
   it('accepts the samples (a TerraformCluster and two TerraformMachines) and applies the schema defaults', async () => {
@@ -275,5 +290,152 @@ describe('CRDs in the real API server', () => {
     expect(kind).toContain('Cluster infrastructure of a Cluster API cluster');
     const plan = await kubectlOk(['explain', 'terraformplan.spec.approved']);
     expect(plan).toContain('Set to true to approve; cannot be withdrawn.');
+  });
+});
+
+describe('template CRDs in the real API server (issue 11)', () => {
+  const template = (kind: string, name: string, spec: Record<string, unknown>) =>
+    manifest(kind, name, { template: { spec: { source: { image: 'registry.example.com/m:1' }, ...spec } } });
+
+  it('TI01 a TerraformMachineTemplate as a MachineDeployment references it is accepted and round-trips with the clone’s defaults', async () => {
+    const spec = {
+      template: {
+        metadata: { labels: { tier: 'workers' }, annotations: { 'example.com/team': 'a' } },
+        spec: {
+          source: { image: `registry.example.com/modules/worker@sha256:${'a'.repeat(64)}` },
+          variables: { size: 'small', disks: [20, 50] },
+          variablesFrom: [{ name: 'ssh_key', secretKeyRef: { name: 'demo-ssh', key: 'id_ed25519.pub' } }],
+          jobs: { activeDeadlineSeconds: 1800, env: [{ name: 'HTTPS_PROXY', value: 'http://proxy:3128' }] },
+          applyPolicy: 'Manual',
+        },
+      },
+    };
+    await kubectlOk(['create', '-f', '-'], manifest('TerraformMachineTemplate', 'workers', spec));
+    const stored = JSON.parse(
+      await kubectlOk(['get', 'terraformmachinetemplate', 'workers', '-n', namespace, '-o', 'json']),
+    ) as { spec: unknown; status?: unknown };
+    expect(stored.spec).toEqual({
+      template: {
+        ...spec.template,
+        spec: { ...spec.template.spec, driftCheck: { enabled: true, action: 'Report' } },
+      },
+    });
+    expect(stored).not.toHaveProperty('status');
+    const table = await kubectlOk(['get', 'tfmt', '-n', namespace]);
+    const [header, line] = table.trim().split('\n');
+    expect(header?.split(/\s+/)).toEqual(['NAME', 'IMAGE', 'AGE']);
+    expect(line?.split(/\s+/).slice(0, 2)).toEqual(['workers', spec.template.spec.source.image]);
+  });
+
+  it('TI02 has no status subresource: nothing writes a template’s status', async () => {
+    await kubectlOk(['create', '-f', '-'], template('TerraformClusterTemplate', 'no-status', {}));
+    const run = await kubectl([
+      'patch',
+      'terraformclustertemplate',
+      'no-status',
+      '-n',
+      namespace,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      '{"status":{"ready":true}}',
+    ]);
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toContain('NotFound');
+  });
+
+  it('TI03 kubectl explain documents spec.template.spec down to source.image, and the clone’s fields', async () => {
+    let run = await kubectl(['explain', 'terraformmachinetemplate.spec.template.spec.source.image']);
+    for (let i = 0; i < 50 && run.code !== 0; i += 1) {
+      await sleep(200);
+      run = await kubectl(['explain', 'terraformmachinetemplate.spec.template.spec.source.image']);
+    }
+    expect(run.stdout).toContain('The module image (tag or digest) with /captf/module and /captf/runtime.');
+    const spec = await kubectlOk(['explain', 'terraformmachinetemplate.spec.template.spec']);
+    expect(spec).toContain('Desired state of a TerraformMachine');
+    for (const field of [
+      'applyPolicy',
+      'backend',
+      'driftCheck',
+      'jobs',
+      'source',
+      'variables',
+      'variablesFrom',
+    ])
+      expect(spec).toMatch(new RegExp(`^ {2}${field}\\b`, 'm'));
+    const metadata = await kubectlOk(['explain', 'terraformmachinetemplate.spec.template.metadata.labels']);
+    expect(metadata).toContain('Labels Cluster API puts on every object cloned from the template.');
+    expect(await kubectlOk(['explain', 'terraformclustertemplate'])).toContain(
+      'A template ClusterClass clones into the TerraformCluster',
+    );
+    expect(await kubectlOk(['explain', 'terraformmachinepooltemplate.spec.template.spec.jobs'])).toContain(
+      'lockTimeoutSeconds',
+    );
+  });
+
+  it.each([
+    {
+      id: 'TI10',
+      name: 'a providerID in a TerraformMachineTemplate',
+      body: template('TerraformMachineTemplate', 'bad-provider-id', { providerID: 'captf://m-a' }),
+      message:
+        'spec.template.spec.providerID: Invalid value: providerID cannot be set in a template: the controller writes it on each object cloned from the template',
+    },
+    {
+      id: 'TI11',
+      name: 'a providerIDList in a TerraformMachinePoolTemplate',
+      body: template('TerraformMachinePoolTemplate', 'bad-provider-ids', { providerIDList: ['captf://p-0'] }),
+      message: 'spec.template.spec.providerIDList: Invalid value: providerIDList cannot be set in a template',
+    },
+    {
+      id: 'TI12',
+      name: 'a controlPlaneEndpoint in a TerraformClusterTemplate',
+      body: template('TerraformClusterTemplate', 'bad-endpoint', {
+        controlPlaneEndpoint: { host: '10.0.0.1', port: 6443 },
+      }),
+      message: 'spec.template.spec.controlPlaneEndpoint: Invalid value: controlPlaneEndpoint cannot be set',
+    },
+    {
+      id: 'TI13',
+      name: 'a lock timeout not below the deadline (the message a TerraformMachine gets)',
+      body: template('TerraformMachineTemplate', 'bad-lock', {
+        jobs: { activeDeadlineSeconds: 300, lockTimeoutSeconds: 300 },
+      }),
+      message:
+        'spec.template.spec.jobs.lockTimeoutSeconds: Invalid value: lockTimeoutSeconds must be below activeDeadlineSeconds',
+    },
+    {
+      id: 'TI14',
+      name: 'an env name starting TF_',
+      body: template('TerraformMachineTemplate', 'bad-env', {
+        jobs: { env: [{ name: 'TF_LOG', value: 'x' }] },
+      }),
+      message: 'spec.template.spec.jobs.env[0].name: Invalid value: env name TF_LOG is reserved',
+    },
+    {
+      id: 'TI15',
+      name: 'a bad enum (applyPolicy)',
+      body: template('TerraformMachinePoolTemplate', 'bad-policy', { applyPolicy: 'Sometimes' }),
+      message:
+        'spec.template.spec.applyPolicy: Unsupported value: "Sometimes": supported values: "Automatic", "Manual"',
+    },
+    {
+      id: 'TI16',
+      name: 'a template without its spec',
+      body: manifest('TerraformMachineTemplate', 'no-spec', {
+        template: { metadata: { labels: { a: 'b' } } },
+      }),
+      message: 'spec.template.spec: Required value',
+    },
+    {
+      id: 'TI17',
+      name: 'a misspelt field (kubectl validates strictly)',
+      body: template('TerraformMachineTemplate', 'typo', { varibles: { size: 'small' } }),
+      message: 'unknown field "spec.template.spec.varibles"',
+    },
+  ])('$id refuses $name with a clear message', async ({ body, message }) => {
+    const run = await kubectl(['create', '-f', '-'], body);
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toContain(message);
   });
 });

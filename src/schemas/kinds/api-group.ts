@@ -7,6 +7,15 @@ export const API_VERSION_NAME = 'v1alpha1';
 /** `apiVersion` as written in manifests. */
 export const API_VERSION = `${API_GROUP}/${API_VERSION_NAME}`;
 
+/**
+ * The Cluster API contract version the kinds implement: CAPI reads `cluster.x-k8s.io/<contract>` on our CRDs
+ * to find the version of ours to use, and clusterctl reads it from metadata.yaml.
+ */
+export const CLUSTER_API_CONTRACT = 'v1beta2';
+
+/** clusterctl's provider label value (`cluster.x-k8s.io/provider`): `infrastructure-<name>`. */
+export const PROVIDER_LABEL_VALUE = 'infrastructure-terraform';
+
 /** The kinds whose operations run as Jobs (DESIGN.md section 2). */
 export const TARGET_KINDS = ['TerraformCluster', 'TerraformMachine', 'TerraformMachinePool'] as const;
 export type TargetKind = (typeof TARGET_KINDS)[number];

@@ -1,4 +1,4 @@
-import { API_GROUP, API_VERSION_NAME } from './api-group.ts';
+import { API_GROUP, API_VERSION_NAME, CLUSTER_API_CONTRACT, PROVIDER_LABEL_VALUE } from './api-group.ts';
 import type { KindDefinition } from './kind-definition.ts';
 import { type CelRule, celValidation } from './rules.ts';
 import { type JsonSchemaNode, toStructuralSchema } from './structural.ts';
@@ -25,7 +25,7 @@ function rootSchema(definition: KindDefinition): JsonSchemaNode {
       kind: { type: 'string', description: 'Kind of this object.' },
       metadata: { type: 'object' },
       spec: toStructuralSchema(definition.spec, 'spec'),
-      status: toStructuralSchema(definition.status, 'status'),
+      ...(definition.status ? { status: toStructuralSchema(definition.status, 'status') } : {}),
     },
     required: ['spec'],
   };
@@ -35,15 +35,28 @@ function rootSchema(definition: KindDefinition): JsonSchemaNode {
   return root;
 }
 
-/** The CRD of one kind: one served and stored version, status subresource, printer columns. */
+/**
+ * The labels of every CRD. Cluster API reads the contract labels to find our version for each contract;
+ * clusterctl finds a provider's components by `cluster.x-k8s.io/provider`. No
+ * `clusterctl.cluster.x-k8s.io/move` or `move-hierarchy`: `clusterctl move` already follows owner
+ * references to a Cluster (Cluster API owns our targets and the templates a MachineDeployment or
+ * ClusterClass uses; a TerraformPlan is owned by its target), while the labels would also move standalone
+ * objects, which no paused Cluster stops from running Jobs in both management clusters during the move.
+ */
+export const CRD_LABELS: Readonly<Record<string, string>> = {
+  'cluster.x-k8s.io/provider': PROVIDER_LABEL_VALUE,
+  'cluster.x-k8s.io/v1beta1': API_VERSION_NAME,
+  [`cluster.x-k8s.io/${CLUSTER_API_CONTRACT}`]: API_VERSION_NAME,
+};
+
+/** The CRD of one kind: one served and stored version, status subresource (if any), printer columns. */
 export function buildCrd(definition: KindDefinition): CustomResourceDefinition {
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
     metadata: {
       name: `${definition.plural}.${API_GROUP}`,
-      // Cluster API reads provider CRDs' contract label to find the matching version.
-      labels: { 'cluster.x-k8s.io/v1beta1': API_VERSION_NAME, 'cluster.x-k8s.io/v1beta2': API_VERSION_NAME },
+      labels: { ...CRD_LABELS },
     },
     spec: {
       group: API_GROUP,
@@ -61,7 +74,7 @@ export function buildCrd(definition: KindDefinition): CustomResourceDefinition {
           name: API_VERSION_NAME,
           served: true,
           storage: true,
-          subresources: { status: {} },
+          ...(definition.status ? { subresources: { status: {} } } : {}),
           additionalPrinterColumns: definition.printerColumns,
           schema: { openAPIV3Schema: rootSchema(definition) },
         },

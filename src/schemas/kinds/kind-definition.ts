@@ -20,7 +20,11 @@ export interface KindDefinition {
   /** What `kubectl explain <kind>` prints first. */
   description: string;
   spec: z.ZodType;
-  status: z.ZodType;
+  /**
+   * Absent: the kind has no status and its CRD no status subresource (templates: Cluster API's v1beta2
+   * contract gives them none the controller writes).
+   */
+  status?: z.ZodType;
   /** Rules over the whole object (they read spec and status together). */
   rootRules: readonly CelRule[];
   printerColumns: readonly PrinterColumn[];

@@ -3,6 +3,11 @@ import { API_GROUP, API_VERSION, API_VERSION_NAME, type TargetKind } from './api
 import type { KindDefinition } from './kind-definition.ts';
 import type { TargetSpec, TargetStatus } from './target.ts';
 import {
+  terraformClusterTemplateKind,
+  terraformMachinePoolTemplateKind,
+  terraformMachineTemplateKind,
+} from './templates.ts';
+import {
   TerraformClusterSpecSchema,
   TerraformClusterStatusSchema,
   terraformClusterKind,
@@ -24,7 +29,7 @@ import { terraformPlanKind } from './terraform-plan.ts';
  * the CRD generator, the Kubernetes adapter, the relay and the step's reads. A kind is added here once.
  */
 
-/** Every kind we serve, including the approval object. */
+/** Every kind the controller reads and writes: the targets and the approval object. */
 export const CUSTOM_KINDS = [
   'TerraformCluster',
   'TerraformMachine',
@@ -48,8 +53,29 @@ export const KINDS: Readonly<Record<CustomKind, KindDefinition>> = {
   TerraformPlan: terraformPlanKind,
 };
 
-/** Every kind, in the order their CRDs are written. */
-export const KIND_DEFINITIONS: readonly KindDefinition[] = CUSTOM_KINDS.map((kind) => KINDS[kind]);
+/**
+ * The templates Cluster API clones into the target kinds. The controller never reads them, so they are
+ * neither watched nor in `CUSTOM_KINDS`; Cluster API reads them (infra/rbac/cluster-api.yaml).
+ */
+export const TEMPLATE_KINDS = [
+  'TerraformClusterTemplate',
+  'TerraformMachineTemplate',
+  'TerraformMachinePoolTemplate',
+] as const;
+export type TemplateKind = (typeof TEMPLATE_KINDS)[number];
+
+/** One row per template kind. */
+export const TEMPLATES: Readonly<Record<TemplateKind, KindDefinition>> = {
+  TerraformClusterTemplate: terraformClusterTemplateKind,
+  TerraformMachineTemplate: terraformMachineTemplateKind,
+  TerraformMachinePoolTemplate: terraformMachinePoolTemplateKind,
+};
+
+/** Every kind with a CRD, in the order their CRDs are written. */
+export const KIND_DEFINITIONS: readonly KindDefinition[] = [
+  ...CUSTOM_KINDS.map((kind) => KINDS[kind]),
+  ...TEMPLATE_KINDS.map((kind) => TEMPLATES[kind]),
+];
 
 /** The API coordinates of one of our kinds. */
 export function resourceOf(kind: CustomKind): CustomResource {

@@ -113,6 +113,36 @@ export const driftIntervalOrSchedule: CrossFieldRule<{
   holds: (v) => !(v.interval !== undefined && v.schedule !== undefined),
 };
 
+/**
+ * A field the controller writes on each live object from its module's outputs, which Cluster API would
+ * copy from a template into every clone: refused in a template, as CAPA's and CAPO's machine templates
+ * refuse `providerID` ("cannot be set in templates"), since one value cannot identify many objects.
+ */
+function notInTemplate<F extends string>(
+  field: F,
+  output: string,
+): CrossFieldRule<Partial<Record<F, unknown>>> {
+  const message = `${field} cannot be set in a template: the controller writes it on each object cloned from the template, from the module output ${output}; remove it`;
+  return {
+    cel: `!has(self.${field})`,
+    message,
+    fieldPath: `.${field}`,
+    holds: (v) => v[field] === undefined,
+  };
+}
+
+/** `spec.template.spec.providerID` of a TerraformMachineTemplate (Cluster API sets one per machine). */
+export const providerIDNotInTemplate = notInTemplate('providerID', 'providerID');
+
+/** `spec.template.spec.providerIDList` of a TerraformMachinePoolTemplate. */
+export const providerIDListNotInTemplate = notInTemplate('providerIDList', 'providerIDList');
+
+/** `spec.template.spec.controlPlaneEndpoint` of a TerraformClusterTemplate. */
+export const controlPlaneEndpointNotInTemplate = notInTemplate(
+  'controlPlaneEndpoint',
+  'controlPlaneEndpoint',
+);
+
 /** Approving names the approver (DESIGN.md section 11); the admission policy checks it is the caller. */
 export const approvedByWhenApproved: CrossFieldRule<{ approved: boolean; approvedBy?: string | undefined }> =
   {
@@ -175,7 +205,8 @@ export function celValidation(rule: CelRule): CelValidation {
 
 /**
  * Attaches rules to a schema: zod checks the TypeScript side of each cross-field rule (issue at the rule's
- * field) and the CRD generator reads every rule's CEL side from the schema's metadata.
+ * field) and the CRD generator reads every rule's CEL side from the schema's metadata. Rules already on the
+ * schema are kept (a template's spec adds its own to the cloned kind's).
  */
 export function withRules<S extends z.ZodType>(
   schema: S,
@@ -192,5 +223,6 @@ export function withRules<S extends z.ZodType>(
       }
     }
   });
-  return checked.meta({ 'x-kubernetes-validations': rules.map(celValidation) });
+  const inherited = (schema.meta()?.['x-kubernetes-validations'] ?? []) as CelValidation[];
+  return checked.meta({ 'x-kubernetes-validations': [...inherited, ...rules.map(celValidation)] });
 }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
+import { CLUSTERCTL_FILES, componentsYaml } from '../../../scripts/clusterctl.ts';
 import { testStack } from '../../env/index.ts';
 
 const run = promisify(execFile);
@@ -52,6 +53,11 @@ describe('infra/ renders', () => {
     ]) {
       expect(kinds, kind).toContain(kind);
     }
+  });
+
+  it('infra/clusterctl/infrastructure-components.yaml is exactly this rendering (run `npm run gen:components`)', async () => {
+    const { text } = await render();
+    expect(readFileSync(join(root, CLUSTERCTL_FILES.components), 'utf8')).toBe(componentsYaml(text));
   });
 
   it('the PrometheusRule keeps CAPTFJobFailing (kind, op) and CAPTFNoRecentSuccess (namespace, name, 6 h for 30 m)', async () => {

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { composeAppDeps } from '../../../functions/compose.ts';
 import { systemClock } from '../../../src/adapters/clock.ts';
 import { createKubeAdapter } from '../../../src/adapters/kube/adapter.ts';
@@ -77,6 +77,7 @@ beforeAll(async () => {
     'namespace.yaml',
     'rbac/controller.yaml',
     'rbac/event-source.yaml',
+    'rbac/cluster-api.yaml',
   ]) {
     await kubectl(['apply', '-f', join(root, 'infra', file)]);
   }
@@ -179,6 +180,12 @@ describe('controller ClusterRole', () => {
       name: 'delete TerraformPlans',
       verb: 'delete',
       resource: 'terraformplans.infrastructure.cluster.x-k8s.io',
+    },
+    {
+      id: 'no-templates',
+      name: 'read TerraformMachineTemplates (Cluster API clones them; the controller never reads one)',
+      verb: 'get',
+      resource: 'terraformmachinetemplates.infrastructure.cluster.x-k8s.io',
     },
     {
       id: 'crd-delete',
@@ -303,6 +310,92 @@ describe('event-source ClusterRole (ApiServerSource and the relay)', () => {
       }
     }
     expect(await canI(EVENT_SOURCE, 'watch', 'pods', '')).toBe(true);
+  });
+});
+
+describe('Cluster API ClusterRole (aggregated into its manager role)', () => {
+  // The role aggregated into Cluster API's aggregated-manager-role, bound here to a user of its own: no
+  // clusterrole-aggregation controller runs in the test stack.
+  const manager = `capi-manager-${randomBytes(3).toString('hex')}`;
+  beforeAll(async () => {
+    await kubectl([
+      'create',
+      'clusterrolebinding',
+      manager,
+      '--clusterrole=captf-cluster-api',
+      `--user=${manager}`,
+    ]);
+  });
+  afterAll(async () => {
+    await kubectl(['delete', 'clusterrolebinding', manager, '--ignore-not-found']);
+  });
+
+  const group = 'infrastructure.cluster.x-k8s.io';
+  it.each([
+    {
+      id: 'capi-clone',
+      name: 'create TerraformMachines from a template',
+      verb: 'create',
+      resource: 'terraformmachines',
+    },
+    {
+      id: 'capi-owner',
+      name: 'patch a TerraformCluster (owner reference)',
+      verb: 'patch',
+      resource: 'terraformclusters',
+    },
+    {
+      id: 'capi-scale',
+      name: 'delete TerraformMachines (scale down)',
+      verb: 'delete',
+      resource: 'terraformmachines',
+    },
+    {
+      id: 'capi-pool',
+      name: 'watch TerraformMachinePools',
+      verb: 'watch',
+      resource: 'terraformmachinepools',
+    },
+    {
+      id: 'capi-template',
+      name: 'get TerraformMachineTemplates',
+      verb: 'get',
+      resource: 'terraformmachinetemplates',
+    },
+    {
+      id: 'capi-rotate',
+      name: 'create TerraformMachinePoolTemplates (ClusterClass)',
+      verb: 'create',
+      resource: 'terraformmachinepooltemplates',
+    },
+    {
+      id: 'capi-cluster-template',
+      name: 'patch TerraformClusterTemplates (owner reference)',
+      verb: 'patch',
+      resource: 'terraformclustertemplates',
+    },
+  ])('$id may $name', async ({ verb, resource }) => {
+    expect(await canI(manager, verb, `${resource}.${group}`)).toBe(true);
+  });
+
+  it.each([
+    { id: 'capi-no-cluster-template-create', verb: 'create', resource: `terraformclustertemplates.${group}` },
+    { id: 'capi-no-plans', verb: 'get', resource: `terraformplans.${group}` },
+    { id: 'capi-no-status', verb: 'patch', resource: `terraformmachines.${group}/status` },
+    { id: 'capi-no-secrets', verb: 'get', resource: 'secrets' },
+  ])('$id may not $verb $resource', async ({ verb, resource }) => {
+    expect(await canI(manager, verb, resource)).toBe(false);
+  });
+
+  it('carries the aggregation label Cluster API selects on', async () => {
+    const labels = await kubectl([
+      'get',
+      'clusterrole',
+      'captf-cluster-api',
+      '-o',
+      'jsonpath={.metadata.labels}',
+    ]);
+    expect(JSON.parse(labels.stdout)).toMatchObject({ 'cluster.x-k8s.io/aggregate-to-manager': 'true' });
   });
 });
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { buildCrd, crdFileName } from '../../../src/schemas/kinds/crd.ts';
 import { crdYaml } from '../../../src/schemas/kinds/crd-yaml.ts';
-import { KIND_DEFINITIONS } from '../../../src/schemas/kinds/registry.ts';
+import { KIND_DEFINITIONS, TEMPLATE_KINDS } from '../../../src/schemas/kinds/registry.ts';
 import { toStructuralSchema } from '../../../src/schemas/kinds/structural.ts';
 
 const dir = join(import.meta.dirname, '..', '..', '..', 'infra', 'crds');
@@ -32,15 +32,21 @@ describe('CRDs (infra/crds)', () => {
   });
 
   it.each(KIND_DEFINITIONS.map((d) => ({ kind: d.kind, definition: d })))(
-    '$kind: structural, with status subresource and printer columns',
+    '$kind: structural, with status subresource (templates: none) and printer columns',
     ({ definition }) => {
       const crd = buildCrd(definition);
       const [version] = crd.spec.versions as {
-        subresources: object;
+        subresources?: object;
         additionalPrinterColumns: { name: string }[];
         schema: { openAPIV3Schema: Node };
       }[];
-      expect(version?.subresources).toEqual({ status: {} });
+      const template = (TEMPLATE_KINDS as readonly string[]).includes(definition.kind);
+      expect(version?.subresources).toEqual(template ? undefined : { status: {} });
+      expect(Object.keys(version?.schema.openAPIV3Schema.properties as object)).toEqual(
+        template
+          ? ['apiVersion', 'kind', 'metadata', 'spec']
+          : ['apiVersion', 'kind', 'metadata', 'spec', 'status'],
+      );
       for (const [path, node] of walk(version?.schema.openAPIV3Schema ?? {}, '')) {
         const free =
           node['x-kubernetes-preserve-unknown-fields'] === true ||
@@ -53,10 +59,32 @@ describe('CRDs (infra/crds)', () => {
         expect(node.additionalProperties, `${path}: additionalProperties false is refused`).not.toBe(false);
       }
       const names = version?.additionalPrinterColumns.map((c) => c.name) ?? [];
-      if (definition.kind !== 'TerraformPlan')
+      if (template) expect(names).toEqual(['Image', 'Age']);
+      else if (definition.kind !== 'TerraformPlan')
         expect(names.slice(0, 5)).toEqual(['Ready', 'Op', 'Reason', 'Waiting', 'Age']);
     },
   );
+
+  it.each(KIND_DEFINITIONS.map((d) => ({ kind: d.kind, definition: d })))(
+    '$kind: namespaced, with the Cluster API contract label, clusterctl provider label and cluster-api category',
+    ({ definition }) => {
+      const crd = buildCrd(definition);
+      expect(crd.metadata.labels).toEqual({
+        'cluster.x-k8s.io/provider': 'infrastructure-terraform',
+        'cluster.x-k8s.io/v1beta1': 'v1alpha1',
+        'cluster.x-k8s.io/v1beta2': 'v1alpha1',
+      });
+      expect(crd.spec).toMatchObject({
+        scope: 'Namespaced',
+        names: { listKind: `${definition.kind}List`, categories: expect.arrayContaining(['cluster-api']) },
+      });
+    },
+  );
+
+  it('each template kind is its cloned kind + Template (Cluster API finds the clone by trimming the suffix)', () => {
+    const kinds = KIND_DEFINITIONS.map((d) => d.kind);
+    for (const template of TEMPLATE_KINDS) expect(kinds).toContain(template.replace(/Template$/, ''));
+  });
 
   it('the cross-field rules reach the API server as CEL', () => {
     const text = readFileSync(join(dir, 'infrastructure.cluster.x-k8s.io_terraformmachines.yaml'), 'utf8');

@@ -171,13 +171,17 @@ describe('object names: DESIGN.md section 9 (the owner-name label)', () => {
     },
   );
 
-  it('the CRDs of the three target kinds carry the same rule as CEL; the plan kind does not need it', () => {
+  it('the CRDs of the three target kinds carry the same rule as CEL; the plan and template kinds do not need it', () => {
     const rules = KIND_DEFINITIONS.map((d) => [d.kind, d.rootRules.map((r) => r.cel)]);
     expect(rules).toEqual([
       ['TerraformCluster', ['size(self.metadata.name) <= 63']],
       ['TerraformMachine', ['size(self.metadata.name) <= 63']],
       ['TerraformMachinePool', ['size(self.metadata.name) <= 63']],
       ['TerraformPlan', [approveOnlyPending.cel]],
+      // Cluster API names each clone itself; a template's own name is never a label value.
+      ['TerraformClusterTemplate', []],
+      ['TerraformMachineTemplate', []],
+      ['TerraformMachinePoolTemplate', []],
     ]);
   });
 
