@@ -47,6 +47,7 @@ export function resolveRunInputs(
     | 'clusterName'
     | 'capi'
     | 'owningCluster'
+    | 'ownedByClusterApi'
   >,
   policy: EffectiveJobsPolicy,
   decisions: RunDecisions,
@@ -107,6 +108,9 @@ export function resolveRunInputs(
       }),
       backend: spec.backend,
       backendSecretData,
+      ...(snap.capi?.owner !== undefined || snap.ownedByClusterApi === true
+        ? { movesWithCluster: true }
+        : {}),
       lockTimeoutSeconds: policy.lockTimeoutSeconds,
       applyPolicy: spec.applyPolicy,
       ...(decisions.expectedPlanDigest ? { expectedPlanDigest: decisions.expectedPlanDigest } : {}),

@@ -26,6 +26,11 @@ export interface RunConfigSource {
   backend: Backend | undefined;
   /** The keys of `spec.backend.secretRef`, read from the Secret; passed as secret backend config. */
   backendSecretData: Record<string, string>;
+  /**
+   * Cluster API owns the object (src/core/state-identity.ts): its kubernetes-backend state carries the label
+   * `clusterctl.cluster.x-k8s.io/move`, so `clusterctl move` carries it along.
+   */
+  movesWithCluster?: boolean;
   lockTimeoutSeconds: number;
   applyPolicy: ApplyPolicy;
   /** The approved plan's digest (section 11), when the apply runs an approved plan. */
@@ -44,6 +49,9 @@ function kubernetesBackendDefaults(
 ): Record<string, string | boolean> {
   return { secret_suffix: source.stateSuffix, namespace: source.namespace, in_cluster_config: true };
 }
+
+/** clusterctl moves a Secret carrying this label with the Cluster it moves (clusterctl's provider contract). */
+export const CLUSTERCTL_MOVE_LABEL = 'clusterctl.cluster.x-k8s.io/move';
 
 /** Terraform's name for the state Secret of the `default` workspace of the kubernetes backend. */
 const STATE_SECRET_PREFIX = 'tfstate-default-';
@@ -82,6 +90,9 @@ export function buildRunConfig(source: RunConfigSource): RunConfigInput {
       type,
       config: { ...defaults, ...source.backend?.config, ...source.backendSecretData },
       secretKeys: Object.keys(source.backendSecretData).sort(),
+      ...(type === 'kubernetes' && source.movesWithCluster
+        ? { labels: { [CLUSTERCTL_MOVE_LABEL]: '' } }
+        : {}),
     },
     lockTimeoutSeconds: source.lockTimeoutSeconds,
     applyPolicy: source.applyPolicy,

@@ -46,6 +46,8 @@ export interface Snapshot {
   paused: boolean;
   /** What Cluster API says about the object (src/core/cluster-api.ts); undefined for standalone objects. */
   capi?: CapiContext;
+  /** An owner reference of Cluster API's group (a TerraformCluster's Cluster, a machine's Machine). */
+  ownedByClusterApi?: boolean;
   /** The object's Jobs (label `captf.io/owner-uid`). */
   jobs: JobView[];
   records: JobRecord[];

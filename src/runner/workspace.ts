@@ -42,7 +42,11 @@ export async function prepareWorkspace(
     const block = { terraform: { backend: { [config.backend.type]: {} } } };
     await writeFile(join(moduleDir, BACKEND_OVERRIDE_FILE), JSON.stringify(block), { mode: 0o600 });
     workspace.backendConfigFile = join(workDir, 'captf.backend.tfbackend');
-    await writeFile(workspace.backendConfigFile, backendConfigText(config.backend.config), { mode: 0o600 });
+    await writeFile(
+      workspace.backendConfigFile,
+      backendConfigText(config.backend.config, config.backend.labels),
+      { mode: 0o600 },
+    );
   }
   return workspace;
 }
@@ -66,9 +70,20 @@ export function hclString(value: string): string {
   return `"${out.replaceAll('${', () => '$${').replaceAll('%{', () => '%%{')}"`;
 }
 
-/** The `-backend-config` file: one HCL attribute per key (keys are identifiers, checked by the schema). */
-export function backendConfigText(config: Record<string, string | number | boolean>): string {
-  return Object.entries(config)
-    .map(([key, value]) => `${key} = ${typeof value === 'string' ? hclString(value) : String(value)}\n`)
-    .join('');
+/**
+ * The `-backend-config` file: one HCL attribute per key (keys are identifiers, checked by the schema), and
+ * the kubernetes backend's `labels` as one HCL object when given.
+ */
+export function backendConfigText(
+  config: Record<string, string | number | boolean>,
+  labels?: Readonly<Record<string, string>>,
+): string {
+  const attributes = Object.entries(config).map(
+    ([key, value]) => `${key} = ${typeof value === 'string' ? hclString(value) : String(value)}\n`,
+  );
+  if (labels !== undefined && Object.keys(labels).length > 0) {
+    const pairs = Object.entries(labels).map(([key, value]) => `${hclString(key)} = ${hclString(value)}`);
+    attributes.push(`labels = { ${pairs.join(', ')} }\n`);
+  }
+  return attributes.join('');
 }

@@ -32,6 +32,11 @@ export const BackendConfigSchema = z.object({
   config: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), BackendValueSchema).default({}),
   /** Keys of `config` whose values are secret: redacted from everything the runner writes or prints. */
   secretKeys: z.array(z.string()).default([]),
+  /**
+   * The kubernetes backend's `labels` (on the state Secret and the lock Lease): `clusterctl.cluster.x-k8s.io/move`
+   * for the state of an object Cluster API owns, so `clusterctl move` carries the state with the object.
+   */
+  labels: z.record(z.string().max(317), z.string().max(63)).optional(),
 });
 export type BackendConfig = z.infer<typeof BackendConfigSchema>;
 

@@ -53,6 +53,13 @@ const ClusterStatusSchema = z.looseObject({
   initialization: z.looseObject({ infrastructureProvisioned: z.boolean().optional() }).optional(),
 });
 
+/** Whether any owner reference is of Cluster API's group (a Cluster, Machine or MachinePool). */
+export function ownedByClusterApi(object: CustomObject): boolean {
+  return (object.metadata.ownerReferences ?? []).some((reference) =>
+    reference.apiVersion.startsWith(`${CAPI_GROUP}/`),
+  );
+}
+
 /** The owner reference Cluster API set on an object of `ref.kind`, when there is one. */
 export function capiOwnerReference(
   ref: ObjectRef,

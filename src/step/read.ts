@@ -24,7 +24,7 @@ import {
   TerraformClusterStatusSchema,
 } from '../schemas/kinds/terraform-cluster.ts';
 import { TerraformPlanSchema } from '../schemas/kinds/terraform-plan.ts';
-import { readCapiContext } from './read-capi.ts';
+import { ownedByClusterApi, readCapiContext } from './read-capi.ts';
 import { asJobView, asPodView } from './views.ts';
 
 /**
@@ -198,6 +198,7 @@ export async function readSnapshot(reader: KubeReader, ref: ObjectRef): Promise<
     ...(owningCluster ? { owningCluster } : {}),
     paused: annotations?.[PAUSED_ANNOTATION] !== undefined || capiPaused(capiCluster),
     ...(capi ? { capi } : {}),
+    ...(ownedByClusterApi(object) ? { ownedByClusterApi: true } : {}),
     jobs: jobViews,
     records,
     ...(plan?.success ? { pendingPlan: plan.data } : {}),

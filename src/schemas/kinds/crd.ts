@@ -37,7 +37,9 @@ function rootSchema(definition: KindDefinition): JsonSchemaNode {
 
 /**
  * The labels of every CRD. Cluster API reads the contract labels to find our version for each contract;
- * clusterctl finds a provider's components by `cluster.x-k8s.io/provider`. No
+ * clusterctl finds a provider's components by `cluster.x-k8s.io/provider`, and `clusterctl move` the kinds
+ * it moves by `clusterctl.cluster.x-k8s.io` (which `clusterctl init` would add; carried here so an install
+ * made with `kubectl apply -k` is moved the same way). No
  * `clusterctl.cluster.x-k8s.io/move` or `move-hierarchy`: `clusterctl move` already follows owner
  * references to a Cluster (Cluster API owns our targets and the templates a MachineDeployment or
  * ClusterClass uses; a TerraformPlan is owned by its target), while the labels would also move standalone
@@ -45,6 +47,7 @@ function rootSchema(definition: KindDefinition): JsonSchemaNode {
  */
 export const CRD_LABELS: Readonly<Record<string, string>> = {
   'cluster.x-k8s.io/provider': PROVIDER_LABEL_VALUE,
+  'clusterctl.cluster.x-k8s.io': '',
   'cluster.x-k8s.io/v1beta1': API_VERSION_NAME,
   [`cluster.x-k8s.io/${CLUSTER_API_CONTRACT}`]: API_VERSION_NAME,
 };

@@ -12,6 +12,13 @@ describe('generated backend config (HCL)', () => {
     expect(hclString(value)).toBe(hcl);
   });
 
+  it('writes the kubernetes backend labels as one HCL object (the clusterctl move label of a Cluster API object)', () => {
+    expect(backendConfigText({ secret_suffix: 'm-a' }, { 'clusterctl.cluster.x-k8s.io/move': '' })).toBe(
+      'secret_suffix = "m-a"\nlabels = { "clusterctl.cluster.x-k8s.io/move" = "" }\n',
+    );
+    expect(backendConfigText({ secret_suffix: 'm-a' }, {})).toBe('secret_suffix = "m-a"\n');
+  });
+
   it('writes one attribute per key, scalars as literals', () => {
     expect(backendConfigText({ namespace: 'team-a', in_cluster_config: true, port: 6443 })).toBe(
       'namespace = "team-a"\nin_cluster_config = true\nport = 6443\n',
