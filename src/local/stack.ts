@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RedisTopology } from '../adapters/redis/topology.ts';
-import { type BinaryPaths, locateBinaries } from './binaries.ts';
+import { type BinaryPaths, type CapiFiles, locateBinaries } from './binaries.ts';
 import { type ControlPlane, httpsGet, type KubeletTls, startControlPlane } from './control-plane.ts';
 import { startRedisCluster } from './redis-cluster.ts';
 import { startRedisSentinel } from './redis-sentinel.ts';
@@ -26,6 +26,8 @@ export interface StackInfo {
   binDir: string;
   /** Knative Eventing's source adapters and the PingSource CRD (`--events=knative`). */
   knative: Pick<BinaryPaths, 'apiServerReceiveAdapter' | 'mtping' | 'pingSourceCrd'>;
+  /** Cluster API's core manager, CRDs and webhooks (src/local/capi-manager.ts starts it). */
+  capiFiles: CapiFiles;
   workDir: string;
   versions: BinaryPaths['versions'];
 }
@@ -89,6 +91,7 @@ export async function startLocalStack(
       mtping: binaries.mtping,
       pingSourceCrd: binaries.pingSourceCrd,
     },
+    capiFiles: binaries.capi,
     workDir,
     versions: binaries.versions,
   };
