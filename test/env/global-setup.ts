@@ -45,7 +45,7 @@ async function installOnStack(info: StackInfo, dir: string, logDir: string): Pro
  * builds the bundled runner and the entry-point bundles when stale, applies the generated CRDs, starts Cluster
  * API's core manager (one for the run, shared by every file), and provides it all to the tests as
  * `testStack`. `CAPTF_TEST_STACK=<stack.json>` reuses a stack started by `node src/local/cli.ts up` instead
- * (the Cluster, Sentinel and Cluster API manager are still this run's); `CAPTF_KEEP_STACK=1` keeps the temp
+ * (the Cluster and Sentinel are still this run's, and so is the Cluster API manager unless that stack runs one); `CAPTF_KEEP_STACK=1` keeps the temp
  * dirs for logs.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
@@ -72,16 +72,24 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const reuse = process.env.CAPTF_TEST_STACK;
   if (reuse) {
     const info = await attachToStack(reuse);
-    const capiDir = mkdtempSync(join(tmpdir(), 'captf-test-capi-'));
-    const capi = await installOnStack(info, capiDir, capiDir).catch(async (cause: unknown) => {
+    // `npm start` runs a manager on its stack (stack.json says where): a second one would reconcile the same
+    // objects and re-point the webhooks at itself.
+    const capiDir = info.capi ? undefined : mkdtempSync(join(tmpdir(), 'captf-test-capi-'));
+    let capi: CapiManager | undefined;
+    try {
+      if (capiDir) capi = await installOnStack(info, capiDir, capiDir);
+      else await applyCrds(info);
+    } catch (cause) {
       await stopTopologies();
       throw cause;
-    });
-    project.provide('testStack', { ...info, ...topologies, capi: capi.info });
-    const remove = removeDirs([redisDir, capiDir]);
+    }
+    const capiInfo = info.capi ?? capi?.info;
+    if (!capiInfo) throw new Error('test stack: no Cluster API manager (neither the stack nor this run)');
+    project.provide('testStack', { ...info, ...topologies, capi: capiInfo });
+    const remove = removeDirs(capiDir ? [redisDir, capiDir] : [redisDir]);
     process.once('exit', remove);
     return async () => {
-      await capi.stop();
+      await capi?.stop();
       await stopTopologies();
       remove();
     };
