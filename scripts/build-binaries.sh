@@ -139,8 +139,8 @@ build_capi() {
   mkdir -p "$src" "$out"
   cd "$src"
   [[ -f go.mod ]] || go mod init local/capibin >/dev/null 2>&1
-  # The cluster-api module replaces its api module with ./api; a wrapper module must name the release instead
-  # (go refuses a dependency's relative replace).
+  # cluster-api's go.mod requires its api module at the placeholder v0.0.0-00010101000000-000000000000 and
+  # replaces it with ./api; go ignores a dependency's replace, so the wrapper names the release's api module.
   go mod edit -replace="$mod/api=$mod/api@v$CAPI_VERSION"
   log "cluster api v$CAPI_VERSION: downloading modules"
   go get -tool "$mod/core@v$CAPI_VERSION"
