@@ -106,11 +106,20 @@ export function crdWithConversionWebhook(crd: CapiCrd, endpoint: WebhookEndpoint
   };
 }
 
+/** A webhook configuration as applied locally: the release's name, each webhook called by URL. */
+export interface LoopbackWebhookConfiguration {
+  apiVersion: CapiWebhookConfiguration['apiVersion'];
+  kind: CapiWebhookConfiguration['kind'];
+  metadata: { name: string; labels: Record<string, string>; [key: string]: unknown };
+  webhooks: { name: string; clientConfig: { url: string; caBundle: string }; [key: string]: unknown }[];
+  [key: string]: unknown;
+}
+
 /** The webhook configuration as the release names it, each webhook called by URL instead of Service. */
 export function webhookConfigurationOnLoopback(
   configuration: CapiWebhookConfiguration,
   endpoint: WebhookEndpoint,
-): Record<string, unknown> {
+): LoopbackWebhookConfiguration {
   return {
     ...configuration,
     metadata: {
