@@ -48,8 +48,8 @@ stop_packaged_prometheus() {
 }
 
 ensure_go_binaries() {
-  command -v go >/dev/null || die "Go is needed to build etcd, Kubernetes, OpenTofu and Knative's adapters from the Go module proxy; install Go >= 1.26"
-  say "checking the local control-plane, OpenTofu and Knative adapter binaries in $CAPTF_CACHE/bin (a first build takes a while)"
+  command -v go >/dev/null || die "Go is needed to build etcd, Kubernetes, OpenTofu, Knative's adapters and Cluster API's core manager from the Go module proxy; install Go >= 1.26"
+  say "checking the local control-plane, OpenTofu, Knative adapter and Cluster API binaries in $CAPTF_CACHE/bin (a first build takes a while)"
   bash "$ROOT/scripts/build-binaries.sh" all || die "building the Go binaries failed (see above)"
 }
 

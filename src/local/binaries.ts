@@ -17,7 +17,18 @@ export interface BinaryPaths {
   mtping: string;
   /** The PingSource CRD of the same Knative Eventing release (mtping reads PingSource objects). */
   pingSourceCrd: string;
-  versions: { kubernetes: string; etcd: string; tofu: string; knativeEventing: string };
+  /** Cluster API's core manager (`sigs.k8s.io/cluster-api/core`), its CRDs and webhook manifests. */
+  capi: CapiFiles;
+  versions: { kubernetes: string; etcd: string; tofu: string; knativeEventing: string; clusterApi: string };
+}
+
+/** What scripts/build-binaries.sh capi caches from the Cluster API module. */
+export interface CapiFiles {
+  manager: string;
+  /** `core/config/crd/bases/` of the module: one CRD per file. */
+  crdDir: string;
+  /** `core/config/webhook/manifests.yaml`: the Mutating and ValidatingWebhookConfiguration. */
+  webhooks: string;
 }
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -43,9 +54,10 @@ export function locateBinaries(env: NodeJS.ProcessEnv = process.env): BinaryPath
   const etcd = versions.ETCD_VERSION;
   const tofu = versions.TOFU_VERSION;
   const knative = versions.KNATIVE_EVENTING_VERSION;
-  if (!k8s || !etcd || !tofu || !knative)
+  const capi = versions.CAPI_VERSION;
+  if (!k8s || !etcd || !tofu || !knative || !capi)
     throw new Error(
-      'read scripts/versions.env: K8S_VERSION, ETCD_VERSION, TOFU_VERSION or KNATIVE_EVENTING_VERSION missing',
+      'read scripts/versions.env: K8S_VERSION, ETCD_VERSION, TOFU_VERSION, KNATIVE_EVENTING_VERSION or CAPI_VERSION missing',
     );
   const bin = join(env.CAPTF_CACHE ?? join(homedir(), '.cache', 'captf'), 'bin');
   const paths: BinaryPaths = {
@@ -58,23 +70,34 @@ export function locateBinaries(env: NodeJS.ProcessEnv = process.env): BinaryPath
     apiServerReceiveAdapter: join(bin, `knative-v${knative}`, 'apiserver_receive_adapter'),
     mtping: join(bin, `knative-v${knative}`, 'mtping'),
     pingSourceCrd: join(bin, `knative-v${knative}`, 'pingsource-crd.yaml'),
-    versions: { kubernetes: k8s, etcd, tofu, knativeEventing: knative },
+    capi: {
+      manager: join(bin, `capi-v${capi}`, 'cluster-api-manager'),
+      crdDir: join(bin, `capi-v${capi}`, 'crds'),
+      webhooks: join(bin, `capi-v${capi}`, 'webhooks.yaml'),
+    },
+    versions: { kubernetes: k8s, etcd, tofu, knativeEventing: knative, clusterApi: capi },
   };
-  const executable = [
-    paths.etcd,
-    paths.kubeApiserver,
-    paths.kubeControllerManager,
-    paths.kubeScheduler,
-    paths.tofu,
-    paths.apiServerReceiveAdapter,
-    paths.mtping,
-  ].map((path) => [path, constants.X_OK] as const);
-  for (const [path, mode] of [...executable, [paths.pingSourceCrd, constants.R_OK] as const]) {
+  // Each file with the build-binaries.sh component that makes it, so the error names the shortest fix.
+  const required: [path: string, mode: number, component: string][] = [
+    [paths.etcd, constants.X_OK, 'etcd'],
+    [paths.kubeApiserver, constants.X_OK, 'k8s'],
+    [paths.kubeControllerManager, constants.X_OK, 'k8s'],
+    [paths.kubeScheduler, constants.X_OK, 'k8s'],
+    [paths.kubectl, constants.X_OK, 'k8s'],
+    [paths.tofu, constants.X_OK, 'tofu'],
+    [paths.apiServerReceiveAdapter, constants.X_OK, 'knative'],
+    [paths.mtping, constants.X_OK, 'knative'],
+    [paths.pingSourceCrd, constants.R_OK, 'knative'],
+    [paths.capi.manager, constants.X_OK, 'capi'],
+    [paths.capi.crdDir, constants.R_OK, 'capi'],
+    [paths.capi.webhooks, constants.R_OK, 'capi'],
+  ];
+  for (const [path, mode, component] of required) {
     try {
       accessSync(path, mode);
     } catch {
       throw new Error(
-        `locate binaries: ${path} is missing; build it with: bash scripts/build-binaries.sh all`,
+        `locate binaries: ${path} is missing; build it with: bash scripts/build-binaries.sh ${component}`,
       );
     }
   }

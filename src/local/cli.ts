@@ -2,12 +2,15 @@
 // process tree. Starts the control plane and Redis, then the controller of the local run (CRDs, runner,
 // local node, handlers, relay and timer: src/local/local-controller.ts), applies the sample (a
 // TerraformCluster and two TerraformMachines, infra/samples/local/demo.yaml), shows the run live and,
-// on Ctrl-C, stops everything it started. `up --no-sample` starts everything but the sample;
+// on Ctrl-C, stops everything it started. Cluster API's core manager runs beside the controller
+// (src/local/capi-manager.ts), as on a management cluster. `up --no-sample` starts everything but the sample;
 // `--events=knative` replaces the relay and timer with Knative's own ApiServerSource and PingSource
 // adapters; `--redis=cluster` (or `sentinel`) runs the controller on a Redis Cluster (or under Sentinel).
 import { rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { type CapiManager, startCapiManager } from './capi-manager.ts';
+import { kubectlFor } from './kubectl.ts';
 import { runLiveView } from './live-view.ts';
 import {
   LOCAL_EVENT_PATHS,
@@ -20,6 +23,7 @@ import {
   type LocalRedisTopology,
   type LocalStack,
   startLocalStack,
+  writeStackInfo,
 } from './stack.ts';
 import { nextCommands } from './try-next.ts';
 import { grantPlanApprovers, prepareWorkloadNamespace } from './workload-namespace.ts';
@@ -42,13 +46,16 @@ async function up(options: UpOptions): Promise<void> {
   const started = Date.now();
   let stack: LocalStack | undefined;
   let controller: LocalController | undefined;
+  let capi: CapiManager | undefined;
   const view = new AbortController();
   let stopping = false;
   const shutdown = async (code: number): Promise<void> => {
     if (stopping) return;
     stopping = true;
     view.abort();
-    log('stopping: the event path, handlers, node, then the control plane and Redis');
+    log('stopping: Cluster API, the event path, handlers, node, then the control plane and Redis');
+    // First, while the API server is up: its stop removes the webhook configurations.
+    await capi?.stop();
     await controller?.stop();
     await stack?.stop();
     // The work dir holds etcd data, every pod's files and the local credentials: gone unless asked for.
@@ -67,13 +74,31 @@ async function up(options: UpOptions): Promise<void> {
     stack = await startLocalStack({ log, redis: options.redis });
     const { info } = stack;
     log(`control plane and Redis ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    controller = await startLocalController({
-      stack: info,
-      workDir: info.workDir,
-      events: options.events,
-      log,
-    });
-    log(`controller ready in ${((Date.now() - started) / 1000).toFixed(1)} s: handlers ${controller.url}`);
+    // The controller and Cluster API's manager need nothing from each other: started side by side; each is
+    // recorded as soon as it runs, so the shutdown stops it when the other fails.
+    const [controllerStart, capiStart] = await Promise.allSettled([
+      startLocalController({ stack: info, workDir: info.workDir, events: options.events, log }).then((c) => {
+        controller = c;
+        log(`controller ready in ${((Date.now() - started) / 1000).toFixed(1)} s: handlers ${c.url}`);
+        return c;
+      }),
+      startCapiManager({
+        kubeconfigPath: info.kubeconfigPath,
+        files: info.capiFiles,
+        version: info.versions.clusterApi,
+        kubectl: kubectlFor(info.kubectlPath, info.kubeconfigPath),
+        dir: join(info.workDir, 'capi'),
+        logDir: join(info.workDir, 'logs'),
+        log,
+      }).then((manager) => (capi = manager)),
+    ]);
+    if (controllerStart.status === 'rejected') throw controllerStart.reason;
+    if (capiStart.status === 'rejected') throw capiStart.reason;
+    controller = controllerStart.value;
+    capi = capiStart.value;
+    // CAPTF_TEST_STACK=<stack.json> test runs use this manager instead of starting a second one.
+    info.capi = capi.info;
+    writeStackInfo(info);
     log(`  Kubernetes v${info.versions.kubernetes}  API server ${info.apiServerUrl}`);
     log(`  redis ${describeRedis(info.redis)}   tofu v${info.versions.tofu}`);
     log(
@@ -82,7 +107,12 @@ async function up(options: UpOptions): Promise<void> {
         : '  events: the bundled relay and its timer',
     );
     const eventLogs = options.events === 'knative' ? 'apiserver-source,mtping' : 'relay';
-    log(`  logs ${controller.logDir}/{controller,${eventLogs},local-node}.log and the control plane's`);
+    log(
+      `  Cluster API v${info.versions.clusterApi} core manager: kubectl get clusters,machinedeployments,machines -A`,
+    );
+    log(
+      `  logs ${controller.logDir}/{controller,${eventLogs},local-node,capi-manager}.log and the control plane's`,
+    );
     if (!withSample) {
       log('no sample applied (--no-sample); press Ctrl-C to stop');
       await new Promise(() => undefined);

@@ -1,9 +1,9 @@
-import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import type { BinaryPaths } from './binaries.ts';
+import { CA_EXTENSIONS, issueCertificate, LOOPBACK_SERVER_EXTENSIONS } from './certificates.ts';
 import { freePort } from './ports.ts';
 import { type ManagedProcess, startProcess, waitUntilHealthy } from './process.ts';
 
@@ -243,66 +243,34 @@ export const KUBELET_CLIENT_CN = 'kube-apiserver-kubelet-client';
 
 /**
  * Writes the kubelet CA, the API server's kubelet client certificate and the local nodes' serving
- * certificate into `pki` with openssl (a setup prerequisite; Node's crypto cannot issue certificates).
- * P-256 keys: fast to make, and both Go and Node accept them.
+ * certificate into `pki` (src/local/certificates.ts).
  */
 function makeKubeletCertificates(pki: string): KubeletTls {
-  const openssl = (args: string[]): void => {
-    execFileSync('openssl', args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  };
-  const ca = join(pki, 'kubelet-ca');
-  const issue = (name: string, subject: string, extensions: string[], issuer?: string): void => {
-    openssl([
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-days',
-      '3650',
-      '-keyout',
-      join(pki, `${name}.key`),
-      '-out',
-      join(pki, `${name}.crt`),
-      '-subj',
-      subject,
-      ...(issuer ? ['-CA', `${issuer}.crt`, '-CAkey', `${issuer}.key`] : []),
-      ...extensions.flatMap((extension) => ['-addext', extension]),
-    ]);
-    chmodSync(join(pki, `${name}.key`), 0o600);
-  };
-  issue('kubelet-ca', '/CN=captf-local-kubelet-ca', [
-    'basicConstraints=critical,CA:TRUE',
-    'keyUsage=critical,keyCertSign,cRLSign',
-  ]);
-  issue(
-    'apiserver-kubelet-client',
-    `/O=system:masters/CN=${KUBELET_CLIENT_CN}`,
-    [
+  const ca = issueCertificate({
+    dir: pki,
+    name: 'kubelet-ca',
+    subject: '/CN=captf-local-kubelet-ca',
+    extensions: CA_EXTENSIONS,
+  });
+  issueCertificate({
+    dir: pki,
+    name: 'apiserver-kubelet-client',
+    subject: `/O=system:masters/CN=${KUBELET_CLIENT_CN}`,
+    extensions: [
       'basicConstraints=critical,CA:FALSE',
       'keyUsage=critical,digitalSignature',
       'extendedKeyUsage=clientAuth',
     ],
-    ca,
-  );
-  issue(
-    'local-node-serving',
-    '/CN=captf-local-node',
-    [
-      'basicConstraints=critical,CA:FALSE',
-      'keyUsage=critical,digitalSignature',
-      'extendedKeyUsage=serverAuth',
-      'subjectAltName=IP:127.0.0.1,DNS:localhost',
-    ],
-    ca,
-  );
-  return {
-    caPath: `${ca}.crt`,
-    certPath: join(pki, 'local-node-serving.crt'),
-    keyPath: join(pki, 'local-node-serving.key'),
-  };
+    issuer: ca,
+  });
+  const serving = issueCertificate({
+    dir: pki,
+    name: 'local-node-serving',
+    subject: '/CN=captf-local-node',
+    extensions: LOOPBACK_SERVER_EXTENSIONS,
+    issuer: ca,
+  });
+  return { caPath: ca.certPath, ...serving };
 }
 
 function kubeconfig(server: string, caPath: string, token: string): string {

@@ -2,7 +2,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RedisTopology } from '../adapters/redis/topology.ts';
-import { type BinaryPaths, locateBinaries } from './binaries.ts';
+import { type BinaryPaths, type CapiFiles, locateBinaries } from './binaries.ts';
+import type { CapiManagerInfo } from './capi-manager.ts';
 import { type ControlPlane, httpsGet, type KubeletTls, startControlPlane } from './control-plane.ts';
 import { startRedisCluster } from './redis-cluster.ts';
 import { startRedisSentinel } from './redis-sentinel.ts';
@@ -26,6 +27,10 @@ export interface StackInfo {
   binDir: string;
   /** Knative Eventing's source adapters and the PingSource CRD (`--events=knative`). */
   knative: Pick<BinaryPaths, 'apiServerReceiveAdapter' | 'mtping' | 'pingSourceCrd'>;
+  /** Cluster API's core manager, CRDs and webhooks (src/local/capi-manager.ts starts it). */
+  capiFiles: CapiFiles;
+  /** The Cluster API manager running on this stack, once its owner started one (`npm start` does). */
+  capi?: CapiManagerInfo;
   workDir: string;
   versions: BinaryPaths['versions'];
 }
@@ -89,10 +94,11 @@ export async function startLocalStack(
       mtping: binaries.mtping,
       pingSourceCrd: binaries.pingSourceCrd,
     },
+    capiFiles: binaries.capi,
     workDir,
     versions: binaries.versions,
   };
-  writeFileSync(join(workDir, 'stack.json'), `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
+  writeStackInfo(info);
   return {
     info,
     controlPlane,
@@ -105,12 +111,18 @@ export async function startLocalStack(
   };
 }
 
+/** Writes `<workDir>/stack.json` (read by {@link attachToStack}); again whenever the stack gains a part. */
+export function writeStackInfo(info: StackInfo): void {
+  writeFileSync(join(info.workDir, 'stack.json'), `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
+}
+
 function logOf(options: { log?: (line: string) => void }): { log?: (line: string) => void } {
   return options.log ? { log: options.log } : {};
 }
 
 /**
- * Reads a `stack.json` written by a running stack and checks the API server still answers.
+ * Reads a `stack.json` written by a running stack and checks the API server (and the Cluster API manager,
+ * when the stack runs one) still answers.
  * Throws an Error saying what is wrong (no file, API server down) so a stale reuse fails loudly.
  */
 export async function attachToStack(stackJsonPath: string): Promise<StackInfo> {
@@ -124,5 +136,12 @@ export async function attachToStack(stackJsonPath: string): Promise<StackInfo> {
   );
   if (res.status !== 200)
     throw new Error(`attach to stack ${stackJsonPath}: API server not ready (${res.status} ${res.body})`);
+  if (info.capi) {
+    const capi = await fetch(`${info.capi.healthUrl}/readyz`).catch((cause: Error) => cause);
+    if (!(capi instanceof Response) || capi.status !== 200)
+      throw new Error(
+        `attach to stack ${stackJsonPath}: Cluster API manager not ready (${capi instanceof Response ? capi.status : capi.message}); log ${info.capi.logPath}`,
+      );
+  }
   return info;
 }

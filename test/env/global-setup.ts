@@ -3,21 +3,50 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { BUNDLE_NAMES, ensureBundlesBuilt } from '../../functions/bundle.ts';
+import { type CapiManager, startCapiManager } from '../../src/local/capi-manager.ts';
+import { kubectlFor } from '../../src/local/kubectl.ts';
 import { startRedisCluster } from '../../src/local/redis-cluster.ts';
 import { startRedisSentinel } from '../../src/local/redis-sentinel.ts';
 import { ensureRunnerBuilt } from '../../src/local/runner-build.ts';
-import { attachToStack, startLocalStack } from '../../src/local/stack.ts';
+import { attachToStack, type StackInfo, startLocalStack } from '../../src/local/stack.ts';
 import { applyCrds } from './crds.ts';
 import './index.ts';
 
 const log = (line: string): void => console.log(`[test-env] ${line}`);
 
 /**
+ * Applies our CRDs and starts Cluster API's core manager (its certificates under `dir`, its log in `logDir`)
+ * side by side: they do not depend on each other. Whatever started is stopped when the other fails.
+ */
+async function installOnStack(info: StackInfo, dir: string, logDir: string): Promise<CapiManager> {
+  const [crds, capi] = await Promise.allSettled([
+    applyCrds(info),
+    startCapiManager({
+      kubeconfigPath: info.kubeconfigPath,
+      files: info.capiFiles,
+      version: info.versions.clusterApi,
+      kubectl: kubectlFor(info.kubectlPath, info.kubeconfigPath),
+      dir,
+      logDir,
+      log,
+    }),
+  ]);
+  if (crds.status === 'rejected') {
+    if (capi.status === 'fulfilled') await capi.value.stop();
+    throw crds.reason;
+  }
+  if (capi.status === 'rejected') throw capi.reason;
+  return capi.value;
+}
+
+/**
  * Starts the real local stack (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, redis-server)
  * once per test run, plus a Redis Cluster and Sentinel on loopback (the Redis tests run on every topology),
- * builds the bundled runner and the entry-point bundles when stale, applies the generated CRDs, and provides it all to the tests
- * as `testStack`. `CAPTF_TEST_STACK=<stack.json>` reuses a stack started by `node src/local/cli.ts up`
- * instead (the Cluster and Sentinel are still this run's); `CAPTF_KEEP_STACK=1` keeps the temp dirs for logs.
+ * builds the bundled runner and the entry-point bundles when stale, applies the generated CRDs, starts Cluster
+ * API's core manager (one for the run, shared by every file), and provides it all to the tests as
+ * `testStack`. `CAPTF_TEST_STACK=<stack.json>` reuses a stack started by `node src/local/cli.ts up` instead
+ * (the Cluster and Sentinel are still this run's, and so is the Cluster API manager unless that stack runs one); `CAPTF_KEEP_STACK=1` keeps the temp
+ * dirs for logs.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   // Job pods on the local node run the bundled runner (dist/runner/runner), and the Lambda, image and
@@ -43,11 +72,24 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const reuse = process.env.CAPTF_TEST_STACK;
   if (reuse) {
     const info = await attachToStack(reuse);
-    await applyCrds(info);
-    project.provide('testStack', { ...info, ...topologies });
-    const remove = removeDirs([redisDir]);
+    // `npm start` runs a manager on its stack (stack.json says where): a second one would reconcile the same
+    // objects and re-point the webhooks at itself.
+    const capiDir = info.capi ? undefined : mkdtempSync(join(tmpdir(), 'captf-test-capi-'));
+    let capi: CapiManager | undefined;
+    try {
+      if (capiDir) capi = await installOnStack(info, capiDir, capiDir);
+      else await applyCrds(info);
+    } catch (cause) {
+      await stopTopologies();
+      throw cause;
+    }
+    const capiInfo = info.capi ?? capi?.info;
+    if (!capiInfo) throw new Error('test stack: no Cluster API manager (neither the stack nor this run)');
+    project.provide('testStack', { ...info, ...topologies, capi: capiInfo });
+    const remove = removeDirs(capiDir ? [redisDir, capiDir] : [redisDir]);
     process.once('exit', remove);
     return async () => {
+      await capi?.stop();
       await stopTopologies();
       remove();
     };
@@ -56,18 +98,23 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await stopTopologies();
     throw cause;
   });
-  await applyCrds(stack.info).catch(async (cause: unknown) => {
+  const capi = await installOnStack(
+    stack.info,
+    join(stack.info.workDir, 'capi'),
+    join(stack.info.workDir, 'logs'),
+  ).catch(async (cause: unknown) => {
     await stack.stop();
     await stopTopologies();
     throw cause;
   });
   log(`stack ready in ${((Date.now() - started) / 1000).toFixed(1)} s (${stack.info.workDir})`);
-  project.provide('testStack', { ...stack.info, ...topologies });
+  project.provide('testStack', { ...stack.info, ...topologies, capi: capi.info });
   // An interrupted run skips the teardown: the stack's processes die with this one (setpriv), and the
   // work dirs go on exit.
   const remove = removeDirs([stack.info.workDir, redisDir]);
   process.once('exit', remove);
   return async () => {
+    await capi.stop();
     await stack.stop();
     await stopTopologies();
     remove();
