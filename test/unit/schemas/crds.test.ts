@@ -66,11 +66,12 @@ describe('CRDs (infra/crds)', () => {
   );
 
   it.each(KIND_DEFINITIONS.map((d) => ({ kind: d.kind, definition: d })))(
-    '$kind: namespaced, with the Cluster API contract label, clusterctl provider label and cluster-api category',
+    '$kind: namespaced, with the Cluster API contract label, clusterctl provider and move labels and cluster-api category',
     ({ definition }) => {
       const crd = buildCrd(definition);
       expect(crd.metadata.labels).toEqual({
         'cluster.x-k8s.io/provider': 'infrastructure-terraform',
+        'clusterctl.cluster.x-k8s.io': '',
         'cluster.x-k8s.io/v1beta1': 'v1alpha1',
         'cluster.x-k8s.io/v1beta2': 'v1alpha1',
       });
