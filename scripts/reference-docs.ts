@@ -21,6 +21,8 @@ import {
   CUSTOM_KINDS,
   type CustomKind,
   KIND_DEFINITIONS,
+  POLICY_KINDS,
+  type PolicyKind,
   TEMPLATE_KINDS,
   type TemplateKind,
 } from '../src/schemas/kinds/registry.ts';
@@ -322,7 +324,7 @@ export function eventsReference(): string {
 }
 
 /** What Cluster API's v1beta2 contracts call each kind; one row per kind, so a new one needs its row. */
-const CLUSTER_API_ROLES: Readonly<Record<CustomKind | TemplateKind, string>> = {
+const CLUSTER_API_ROLES: Readonly<Record<CustomKind | TemplateKind | PolicyKind, string>> = {
   TerraformCluster: 'InfraCluster',
   TerraformMachine: 'InfraMachine',
   TerraformMachinePool: 'InfraMachinePool',
@@ -330,6 +332,7 @@ const CLUSTER_API_ROLES: Readonly<Record<CustomKind | TemplateKind, string>> = {
   TerraformClusterTemplate: 'InfraClusterTemplate',
   TerraformMachineTemplate: 'InfraMachineTemplate',
   TerraformMachinePoolTemplate: 'InfraMachinePoolTemplate',
+  TerraformRunPolicy: '— (admission parameter, docs/install.md step 4)',
 };
 
 /** Who reads each CRD label. */
@@ -344,7 +347,7 @@ export function kindsReference(): string {
   const kinds = KIND_DEFINITIONS.map((definition) => [
     code(definition.kind),
     definition.shortNames.map(code).join(', '),
-    CLUSTER_API_ROLES[definition.kind as CustomKind | TemplateKind],
+    CLUSTER_API_ROLES[definition.kind as CustomKind | TemplateKind | PolicyKind],
     definition.status ? 'yes' : 'none',
     definition.description,
   ]);
@@ -367,7 +370,8 @@ export function kindsReference(): string {
     '(infra/crds/) are generated from the zod schemas the controller validates with, so',
     '`kubectl explain <kind>.spec` documents every field and the API server refuses what the controller',
     'would. The controller reads and writes',
-    `${CUSTOM_KINDS.map(code).join(', ')}; it never reads a template.`,
+    `${CUSTOM_KINDS.map(code).join(', ')}; it never reads a template,`,
+    `nor ${POLICY_KINDS.map(code).join(', ')}, which the API server’s admission reads (infra/admission/run-policy.yaml).`,
     '',
     table(['Kind', 'Short name', 'Cluster API role', 'Status', 'What it is'], kinds),
     '',

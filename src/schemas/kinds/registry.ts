@@ -23,6 +23,7 @@ import {
   terraformMachinePoolKind,
 } from './terraform-machine-pool.ts';
 import { terraformPlanKind } from './terraform-plan.ts';
+import { terraformRunPolicyKind } from './terraform-run-policy.ts';
 
 /**
  * The one registry of our kinds (DESIGN.md section 2): group, version, plural and schemas of each, read by
@@ -71,10 +72,23 @@ export const TEMPLATES: Readonly<Record<TemplateKind, KindDefinition>> = {
   TerraformMachinePoolTemplate: terraformMachinePoolTemplateKind,
 };
 
+/**
+ * The parameters of our admission policies (infra/admission/): the API server's admission reads them, the
+ * controller never does, so they are neither watched nor in `CUSTOM_KINDS`.
+ */
+export const POLICY_KINDS = ['TerraformRunPolicy'] as const;
+export type PolicyKind = (typeof POLICY_KINDS)[number];
+
+/** One row per policy kind. */
+export const POLICIES: Readonly<Record<PolicyKind, KindDefinition>> = {
+  TerraformRunPolicy: terraformRunPolicyKind,
+};
+
 /** Every kind with a CRD, in the order their CRDs are written. */
 export const KIND_DEFINITIONS: readonly KindDefinition[] = [
   ...CUSTOM_KINDS.map((kind) => KINDS[kind]),
   ...TEMPLATE_KINDS.map((kind) => TEMPLATES[kind]),
+  ...POLICY_KINDS.map((kind) => POLICIES[kind]),
 ];
 
 /** The API coordinates of one of our kinds. */

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { buildCrd, crdFileName } from '../../../src/schemas/kinds/crd.ts';
 import { crdYaml } from '../../../src/schemas/kinds/crd-yaml.ts';
-import { KIND_DEFINITIONS, TEMPLATE_KINDS } from '../../../src/schemas/kinds/registry.ts';
+import { KIND_DEFINITIONS, POLICY_KINDS, TEMPLATE_KINDS } from '../../../src/schemas/kinds/registry.ts';
 import { toStructuralSchema } from '../../../src/schemas/kinds/structural.ts';
 
 const dir = join(import.meta.dirname, '..', '..', '..', 'infra', 'crds');
@@ -32,7 +32,7 @@ describe('CRDs (infra/crds)', () => {
   });
 
   it.each(KIND_DEFINITIONS.map((d) => ({ kind: d.kind, definition: d })))(
-    '$kind: structural, with status subresource (templates: none) and printer columns',
+    '$kind: structural, with status subresource (templates and policies: none) and printer columns',
     ({ definition }) => {
       const crd = buildCrd(definition);
       const [version] = crd.spec.versions as {
@@ -41,9 +41,11 @@ describe('CRDs (infra/crds)', () => {
         schema: { openAPIV3Schema: Node };
       }[];
       const template = (TEMPLATE_KINDS as readonly string[]).includes(definition.kind);
-      expect(version?.subresources).toEqual(template ? undefined : { status: {} });
+      // A run policy is written by a cluster admin and read by admission: nothing reports on it.
+      const policy = (POLICY_KINDS as readonly string[]).includes(definition.kind);
+      expect(version?.subresources).toEqual(template || policy ? undefined : { status: {} });
       expect(Object.keys(version?.schema.openAPIV3Schema.properties as object)).toEqual(
-        template
+        template || policy
           ? ['apiVersion', 'kind', 'metadata', 'spec']
           : ['apiVersion', 'kind', 'metadata', 'spec', 'status'],
       );
@@ -60,6 +62,7 @@ describe('CRDs (infra/crds)', () => {
       }
       const names = version?.additionalPrinterColumns.map((c) => c.name) ?? [];
       if (template) expect(names).toEqual(['Image', 'Age']);
+      else if (policy) expect(names).toEqual(['Images', 'Service Accounts', 'Age']);
       else if (definition.kind !== 'TerraformPlan')
         expect(names.slice(0, 5)).toEqual(['Ready', 'Op', 'Reason', 'Waiting', 'Age']);
     },

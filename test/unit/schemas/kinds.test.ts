@@ -171,7 +171,7 @@ describe('object names: DESIGN.md section 9 (the owner-name label)', () => {
     },
   );
 
-  it('the CRDs of the three target kinds carry the same rule as CEL; the plan and template kinds do not need it', () => {
+  it('the CRDs of the three target kinds carry the same rule as CEL; the plan, template and policy kinds do not need it', () => {
     const rules = KIND_DEFINITIONS.map((d) => [d.kind, d.rootRules.map((r) => r.cel)]);
     expect(rules).toEqual([
       ['TerraformCluster', ['size(self.metadata.name) <= 63']],
@@ -182,6 +182,8 @@ describe('object names: DESIGN.md section 9 (the owner-name label)', () => {
       ['TerraformClusterTemplate', []],
       ['TerraformMachineTemplate', []],
       ['TerraformMachinePoolTemplate', []],
+      // No Job carries a run policy's name.
+      ['TerraformRunPolicy', []],
     ]);
   });
 
