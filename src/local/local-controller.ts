@@ -183,7 +183,7 @@ export async function startLocalController(options: LocalControllerOptions): Pro
   mkdirSync(logDir, { recursive: true });
   const kubectl = kubectlFor(stack.kubectlPath, stack.kubeconfigPath);
 
-  log('applying the CRDs and the plan approval policy (kubectl apply)');
+  log('applying the CRDs and the admission policies (kubectl apply)');
   await applyClusterResources(kubectl, repoRoot);
   await ensureRunnerBuilt(repoRoot, log);
 
