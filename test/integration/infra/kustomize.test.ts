@@ -125,6 +125,15 @@ describe('infra/ renders', () => {
     expect(first.stdout).toContain(
       'validatingadmissionpolicy.admissionregistration.k8s.io/captf-terraformplan-approval',
     );
+    expect(first.stdout).toContain(
+      'validatingadmissionpolicy.admissionregistration.k8s.io/captf-run-policy ',
+    );
+    expect(first.stdout).toContain(
+      'validatingadmissionpolicybinding.admissionregistration.k8s.io/captf-run-policy ',
+    );
+    expect(first.stdout).toContain(
+      'customresourcedefinition.apiextensions.k8s.io/terraformrunpolicies.infrastructure.cluster.x-k8s.io',
+    );
     expect(first.stdout).toContain('deployment.apps/captf-redis');
     const second = await kubectl(['apply', '--dry-run=server', '-n', 'default', '-f', '-'], yaml(namespaced));
     expect(second.stdout).toContain('role.rbac.authorization.k8s.io/captf-runner');
