@@ -46,7 +46,7 @@ const blocks = bashBlocks(readFileSync(DOC, 'utf8'));
 let workDir = '';
 let session: { status: number | null; output: string };
 /** What the shared stack had before the doc ran: the test puts it back that way. */
-let before: { namespace: boolean; policy: boolean; podPolicy: boolean };
+let before: { namespace: boolean; policy: boolean; podPolicy: boolean; runPolicy: boolean };
 
 async function kubectl(args: string[]): Promise<string> {
   const stack = testStack();
@@ -65,6 +65,7 @@ beforeAll(async () => {
     namespace: await exists(['namespace', 'captf-system']),
     policy: await exists(['-f', join(root, 'infra/admission/approval-policy.yaml')]),
     podPolicy: await exists(['-f', join(root, 'infra/admission/controller-pod-patch-policy.yaml')]),
+    runPolicy: await exists(['-f', join(root, 'infra/admission/run-policy.yaml')]),
   };
   await applyKnativeCrds(stack);
   workDir = mkdtempSync(join(tmpdir(), 'captf-install-doc-'));
@@ -133,6 +134,8 @@ afterAll(async () => {
     await kubectl(['delete', '-f', join(root, 'infra/admission/approval-policy.yaml'), ...gone]);
   if (!before.podPolicy)
     await kubectl(['delete', '-f', join(root, 'infra/admission/controller-pod-patch-policy.yaml'), ...gone]);
+  if (!before.runPolicy)
+    await kubectl(['delete', '-f', join(root, 'infra/admission/run-policy.yaml'), ...gone]);
 }, 300_000);
 
 describe('docs/install.md against the local control plane', () => {
@@ -149,7 +152,7 @@ describe('docs/install.md against the local control plane', () => {
         'needs the Prometheus operator',
       ].sort(),
     );
-    expect(blocks.length - skipped.length).toBe(8);
+    expect(blocks.length - skipped.length).toBe(9);
   });
 
   it('the Knative path is installed with the image references of infra/kustomization.yaml', async () => {
@@ -185,6 +188,44 @@ describe('docs/install.md against the local control plane', () => {
         'terraformmachine.infrastructure.cluster.x-k8s.io/m-b',
       ].sort(),
     );
+  });
+
+  it("the run policy of step 4 refuses an image outside team-a's bound with the message the doc shows", async () => {
+    const shown = readFileSync(DOC, 'utf8')
+      .split('\n')
+      .find((line) =>
+        line.startsWith('terraformmachines.infrastructure.cluster.x-k8s.io "m-x" is forbidden'),
+      );
+    expect(shown).toBeDefined();
+    const machine = JSON.stringify({
+      apiVersion: 'infrastructure.cluster.x-k8s.io/v1alpha1',
+      kind: 'TerraformMachine',
+      metadata: { name: 'm-x', namespace: 'team-a' },
+      spec: { source: { image: 'docker.io/someone/miner:1' } },
+    });
+    const stack = testStack();
+    const refusal = () => {
+      const child = run(stack.kubectlPath, [
+        '--kubeconfig',
+        stack.kubeconfigPath,
+        'create',
+        '--dry-run=server',
+        '-f',
+        '-',
+      ]);
+      child.child.stdin?.end(machine);
+      return child.then(
+        () => '',
+        (error: { stderr?: string }) => String(error.stderr),
+      );
+    };
+    // The policy applied in step 3 takes effect once the API server compiled it (usually already).
+    let error = await refusal();
+    for (let attempt = 0; attempt < 60 && error === ''; attempt += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      error = await refusal();
+    }
+    expect(error).toContain(shown);
   });
 
   it('the Lambda path: the relay runs the controller image, and the built kubeconfig acts as the controller', async () => {
