@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { API_VERSION } from '../schemas/kinds/api-group.ts';
@@ -39,8 +40,11 @@ export async function applyClusterResources(kubectl: Kubectl, repoRoot: string):
   await waitForRunPolicy(kubectl);
 }
 
-/** The probe's objects: a TerraformRunPolicy in `default` and the object it must refuse (never stored). */
-const PROBE = 'captf-admission-probe';
+/**
+ * Where the probe's objects go: a system namespace no workload uses, since the probe policy bounds its
+ * namespace while it exists.
+ */
+const PROBE_NAMESPACE = 'kube-public';
 
 /**
  * infra/admission/run-policy.yaml takes TerraformRunPolicy as its param kind. For a few seconds after that
@@ -50,16 +54,18 @@ const PROBE = 'captf-admission-probe';
  * live and finds its params, and the sample applied next is judged by it, not refused by its setup.
  */
 async function waitForRunPolicy(kubectl: Kubectl): Promise<void> {
+  // Named per call: local runs that share an API server (the test stack) probe at the same time.
+  const probe = `captf-admission-probe-${randomBytes(4).toString('hex')}`;
   const policy = {
     apiVersion: API_VERSION,
     kind: 'TerraformRunPolicy',
-    metadata: { name: PROBE, namespace: 'default' },
+    metadata: { name: probe, namespace: PROBE_NAMESPACE },
     spec: { allowedImages: ['captf.invalid/allowed/'] },
   };
   const refused = {
     apiVersion: API_VERSION,
     kind: 'TerraformCluster',
-    metadata: { name: PROBE, namespace: 'default' },
+    metadata: { name: probe, namespace: PROBE_NAMESPACE },
     spec: { source: { image: 'captf.invalid/refused:1' } },
   };
   await kubectl.run(['apply', '-f', '-'], JSON.stringify(policy));
@@ -71,12 +77,12 @@ async function waitForRunPolicy(kubectl: Kubectl): Promise<void> {
         await kubectl.run(['create', '--dry-run=server', '-o', 'name', '-f', '-'], JSON.stringify(refused));
       } catch (error) {
         answer = String(error);
-        if (answer.includes(`TerraformRunPolicy ${PROBE} allows`)) return;
+        if (answer.includes(`TerraformRunPolicy ${probe} allows`)) return;
       }
       await sleep(RUN_POLICY_POLL_MS);
     }
     throw new Error(`wait for the run policy: not enforced after ${RUN_POLICY_TIMEOUT_MS} ms (${answer})`);
   } finally {
-    await kubectl.run(['delete', 'terraformrunpolicy', PROBE, '-n', 'default', '--ignore-not-found']);
+    await kubectl.run(['delete', 'terraformrunpolicy', probe, '-n', PROBE_NAMESPACE, '--ignore-not-found']);
   }
 }
