@@ -411,7 +411,14 @@ function finish(base: Base, status: TargetStatus, move: Move, result: StepOutcom
     plans: base.planWrites,
     spec: bookkeeping && Object.keys(bookkeeping.spec).length > 0 ? bookkeeping.spec : undefined,
     // Written only when something changed; a write always names the generation it saw.
-    status: withGeneration(changed(snap.status, pausedStatus(planning, status)), snap.generation),
+    // A start or a watch writes its own status with the Paused condition (its move's); the rest here.
+    status: withGeneration(
+      changed(
+        snap.status,
+        move.kind === 'rest' || move.kind === 'delete-job' ? pausedStatus(planning, status) : status,
+      ),
+      snap.generation,
+    ),
     events: base.events,
     prune,
     releasePods: released,
