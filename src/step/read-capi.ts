@@ -6,12 +6,16 @@ import { CAPI_GROUP } from '../adapters/kube/resources.ts';
 import {
   type BootstrapData,
   CAPI_OWNER_KIND,
+  type CapiClusterView,
   type CapiContext,
   type CapiOwner,
   CLONED_FROM_NAME_ANNOTATION,
+  type ClusterMemberView,
   CONTROL_PLANE_LABEL,
+  PAUSED_ANNOTATION,
 } from '../core/cluster-api.ts';
-import type { ObjectRef } from '../core/object-ref.ts';
+import type { ObjectKind, ObjectRef } from '../core/object-ref.ts';
+import { API_GROUP } from '../schemas/kinds/api-group.ts';
 
 /**
  * The Cluster API reads of a step (src/core/cluster-api.ts): the owner Cluster API set on the object (a
@@ -51,6 +55,28 @@ const MachinePoolSchema = z.looseObject({
 
 const ClusterStatusSchema = z.looseObject({
   initialization: z.looseObject({ infrastructureProvisioned: z.boolean().optional() }).optional(),
+});
+
+/** A v1beta2 contract reference (`{apiGroup, kind, name}`), as Machines and MachinePools name our objects. */
+const ContractReferenceSchema = z.looseObject({ apiGroup: z.string(), kind: z.string(), name: z.string() });
+
+const MachineInfrastructureSchema = z.looseObject({
+  spec: z.looseObject({ infrastructureRef: ContractReferenceSchema }),
+});
+
+const MachinePoolInfrastructureSchema = z.looseObject({
+  spec: z.looseObject({
+    template: z.looseObject({ spec: z.looseObject({ infrastructureRef: ContractReferenceSchema }) }),
+  }),
+});
+
+const MemberSchema = z.looseObject({
+  status: z
+    .looseObject({
+      waitReason: z.string().optional(),
+      conditions: z.array(z.looseObject({ type: z.string(), status: z.string() })).optional(),
+    })
+    .optional(),
 });
 
 /** Whether any owner reference is of Cluster API's group (a Cluster, Machine or MachinePool). */
@@ -153,4 +179,57 @@ export async function readCapiContext(
       : undefined;
   const bootstrapData = bootstrapDataOf(secret);
   return { expectsOwner: false, ...clusterPart, owner, ...(bootstrapData ? { bootstrapData } : {}) };
+}
+
+/** The kind of ours a Machine or MachinePool drives: the inverse of CAPI_OWNER_KIND. */
+const DRIVEN_KIND: Readonly<Record<CapiOwner['kind'], ObjectKind>> = {
+  Machine: 'TerraformMachine',
+  MachinePool: 'TerraformMachinePool',
+};
+
+/**
+ * The object of ours a Machine (`spec.infrastructureRef`) or MachinePool
+ * (`spec.template.spec.infrastructureRef`) names; undefined when it names another provider's.
+ */
+export function infrastructureTargetOf(
+  kind: CapiOwner['kind'],
+  namespace: string,
+  raw: CustomObject,
+): ObjectRef | undefined {
+  const reference =
+    kind === 'Machine'
+      ? MachineInfrastructureSchema.safeParse(raw).data?.spec.infrastructureRef
+      : MachinePoolInfrastructureSchema.safeParse(raw).data?.spec.template.spec.infrastructureRef;
+  if (reference === undefined) return undefined;
+  const driven = DRIVEN_KIND[kind];
+  return reference.apiGroup === API_GROUP && reference.kind === driven
+    ? { kind: driven, namespace, name: reference.name }
+    : undefined;
+}
+
+/** Pause and infrastructure of a Cluster API Cluster. */
+export function capiClusterViewOf(cluster: CustomObject): CapiClusterView {
+  return {
+    paused: capiClusterPaused(cluster),
+    infrastructureProvisioned: infrastructureProvisioned(cluster) === true,
+  };
+}
+
+/** `spec.paused` of a Cluster API Cluster (false without one). */
+export function capiClusterPaused(cluster: CustomObject | undefined): boolean {
+  const spec = cluster?.spec;
+  return typeof spec === 'object' && spec !== null && Reflect.get(spec, 'paused') === true;
+}
+
+/** One of our objects as a member of its Cluster API cluster. */
+export function clusterMemberViewOf(ref: ObjectRef, object: CustomObject): ClusterMemberView<ObjectRef> {
+  const parsed = MemberSchema.safeParse(object);
+  const status = parsed.success ? parsed.data.status : undefined;
+  const paused = status?.conditions?.find((condition) => condition.type === 'Paused')?.status;
+  return {
+    ref,
+    pausedAnnotation: object.metadata.annotations?.[PAUSED_ANNOTATION] !== undefined,
+    ...(paused !== undefined ? { pausedCondition: paused } : {}),
+    ...(status?.waitReason !== undefined ? { waitReason: status.waitReason } : {}),
+  };
 }
