@@ -14,6 +14,7 @@ import {
   CONTROL_PLANE_LABEL,
   PAUSED_ANNOTATION,
 } from '../core/cluster-api.ts';
+import { LABELS } from '../core/job-labels.ts';
 import type { ObjectKind, ObjectRef } from '../core/object-ref.ts';
 import { API_GROUP } from '../schemas/kinds/api-group.ts';
 
@@ -149,9 +150,12 @@ export function infrastructureProvisioned(cluster: CustomObject | undefined): bo
 }
 
 /**
- * Cluster API's view of the object, or undefined for an object Cluster API does not drive (no owner of
- * the contract's kind, not cloned from a template). `capiCluster` is the Cluster the step read (or its
- * pending read). Requests: the owner, then its bootstrap Secret once the owner names one.
+ * Cluster API's view of the object, or undefined for an object Cluster API does not drive: no owner of
+ * the contract's kind, not cloned from a template, and not labelled with the name of an existing Cluster
+ * API Cluster. A machine or pool written by hand for a Machine or MachinePool of that Cluster waits for its
+ * owner like a clone does: applied before, it would run without the owner's inputs (bootstrap data,
+ * replicas) and be applied again once adopted. `capiCluster` is the Cluster the step read (or its pending
+ * read). Requests: the owner, then its bootstrap Secret once the owner names one.
  */
 export async function readCapiContext(
   reader: KubeReader,
@@ -159,15 +163,17 @@ export async function readCapiContext(
   object: CustomObject,
   capiCluster: Promise<CustomObject | undefined>,
 ): Promise<CapiContext | undefined> {
+  if (CAPI_OWNER_KIND[ref.kind] === undefined) return undefined;
   const reference = capiOwnerReference(ref, object);
-  const cloned =
-    CAPI_OWNER_KIND[ref.kind] !== undefined &&
-    object.metadata.annotations?.[CLONED_FROM_NAME_ANNOTATION] !== undefined;
-  if (reference === undefined && !cloned) return undefined;
+  const cloned = object.metadata.annotations?.[CLONED_FROM_NAME_ANNOTATION] !== undefined;
+  const labelled = object.metadata.labels?.[LABELS.clusterName] !== undefined;
+  if (reference === undefined && !cloned && !labelled) return undefined;
   const [raw, cluster] = await Promise.all([
     reference ? reader.getCapiObject(reference.kind, ref.namespace, reference.name) : undefined,
     capiCluster,
   ]);
+  // Labelled with a cluster that Cluster API does not know: a standalone object of a TerraformCluster.
+  if (reference === undefined && !cloned && cluster === undefined) return undefined;
   const provisioned = infrastructureProvisioned(cluster);
   const clusterPart = provisioned !== undefined ? { clusterInfrastructureProvisioned: provisioned } : {};
   // No owner yet, or an owner that cannot be read (gone with its deletion): the object waits for one.

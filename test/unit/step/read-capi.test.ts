@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { CustomObject } from '../../../src/adapters/kube/custom-object.ts';
+import type { KubeReader } from '../../../src/adapters/kube/reader.ts';
 import {
   capiClusterViewOf,
   clusterMemberViewOf,
   infrastructureTargetOf,
+  readCapiContext,
 } from '../../../src/step/read-capi.ts';
 
 // What the /events route reads from Cluster API's objects to reach ours (src/step/read-capi.ts): the object
@@ -99,5 +101,56 @@ describe('capiClusterViewOf and clusterMemberViewOf', () => {
       waitReason: 'Paused',
     });
     expect(clusterMemberViewOf(ref, object({}))).toEqual({ ref, pausedAnnotation: false });
+  });
+});
+
+describe('readCapiContext: which machines and pools Cluster API drives', () => {
+  // Only the Cluster API reads are answered; the rest of the reader is never called here.
+  const reader = {
+    getCapiObject: async () => undefined,
+    getSecret: async () => undefined,
+  } as unknown as KubeReader;
+  const capiCluster = object({}, { status: { initialization: { infrastructureProvisioned: true } } });
+  const pool = { kind: 'TerraformMachinePool' as const, namespace: 'team-a', name: 'mp' };
+  const meta = (extra: Partial<CustomObject['metadata']>) =>
+    object({}, { metadata: { name: 'mp', uid: 'u', resourceVersion: '1', ...extra } });
+  const rows = [
+    {
+      id: 'R1',
+      name: 'no owner, not cloned, no cluster label: standalone (no Cluster API view)',
+      object: meta({}),
+      cluster: capiCluster,
+      expected: undefined,
+    },
+    {
+      id: 'R2',
+      name: 'written by hand for a MachinePool of an existing Cluster (its label): waits for the owner',
+      object: meta({ labels: { 'cluster.x-k8s.io/cluster-name': 'capi' } }),
+      cluster: capiCluster,
+      expected: { expectsOwner: true, clusterInfrastructureProvisioned: true },
+    },
+    {
+      id: 'R3',
+      name: 'labelled with a cluster Cluster API does not know: standalone (a TerraformCluster of its own)',
+      object: meta({ labels: { 'cluster.x-k8s.io/cluster-name': 'demo' } }),
+      cluster: undefined,
+      expected: undefined,
+    },
+    {
+      id: 'R4',
+      name: 'cloned from a template, no owner yet: waits for the owner',
+      object: meta({ annotations: { 'cluster.x-k8s.io/cloned-from-name': 'tmpl' } }),
+      cluster: undefined,
+      expected: { expectsOwner: true },
+    },
+  ];
+  it.each(rows)('$id $name', async ({ object: raw, cluster, expected }) => {
+    expect(await readCapiContext(reader, pool, raw, Promise.resolve(cluster))).toEqual(expected);
+  });
+
+  it('R5 a TerraformCluster is never a member that waits for an owner', async () => {
+    const ref = { kind: 'TerraformCluster' as const, namespace: 'team-a', name: 'capi' };
+    const raw = meta({ labels: { 'cluster.x-k8s.io/cluster-name': 'capi' } });
+    expect(await readCapiContext(reader, ref, raw, Promise.resolve(capiCluster))).toBeUndefined();
   });
 });
