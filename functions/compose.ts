@@ -7,12 +7,14 @@ import { KUBE_ERROR_TABLE, KubeError } from '../src/adapters/kube/errors.ts';
 import type { RedisAdapter } from '../src/adapters/redis/adapter.ts';
 import type { Unknown } from '../src/adapters/redis/unknown.ts';
 import type { Config } from '../src/config.ts';
+import { clusterMembersToWake } from '../src/core/cluster-api.ts';
 import { finishedCondition } from '../src/core/job-conditions.ts';
 import { ANNOTATIONS, LABELS, POD_RESULT_FINALIZER } from '../src/core/job-labels.ts';
 import { runSecretName } from '../src/core/names.ts';
 import { OBJECT_KINDS, type ObjectRef, refKey } from '../src/core/object-ref.ts';
 import type {
   AppDeps,
+  ClusterMembers,
   ObjectVersions,
   OwnerLookup,
   OwnerResolver,
@@ -28,6 +30,7 @@ import { isTargetKind } from '../src/schemas/kinds/api-group.ts';
 import type { DependentsPort, EventDedupe, RequeueSchedule } from '../src/settle/ports.ts';
 import { createSettle } from '../src/settle/settle.ts';
 import type { ReconcileStep } from '../src/step/contract.ts';
+import { capiClusterViewOf, clusterMemberViewOf, infrastructureTargetOf } from '../src/step/read-capi.ts';
 import { asJobView } from '../src/step/views.ts';
 
 /**
@@ -81,6 +84,7 @@ export function composeAppDeps(input: ComposeInput): AppDeps {
     dedupe,
     versions: objectVersionsOf(kube),
     owners: ownerResolverOf(kube),
+    clusterMembers: clusterMembersOf(kube),
     readiness: readinessOf(redis, kube),
     tokenReviews: tokenReviewsOf(kube),
     metrics,
@@ -253,7 +257,39 @@ function ownerResolverOf(kube: KubeAdapter): OwnerResolver {
             ? { found: true, ref: { kind: target.kind, namespace: owned.namespace, name: target.name } }
             : { found: false, reason: 'OwnerNotOurs' };
         }
+        case 'Machine':
+        case 'MachinePool': {
+          const { kind } = owned;
+          const owner = await kubeRead(() => reader.getCapiObject(kind, owned.namespace, owned.name));
+          if (owner === undefined) return { found: false, reason: 'ObjectGone' };
+          const ref = infrastructureTargetOf(kind, owned.namespace, owner);
+          return ref === undefined ? { found: false, reason: 'OwnerNotOurs' } : { found: true, ref };
+        }
       }
+    },
+  };
+}
+
+/**
+ * The objects of a Cluster API cluster a change of its Cluster must reach (DESIGN.md section 13): the
+ * Cluster and the objects labelled with its name, read live (one GET, one list per kind).
+ */
+function clusterMembersOf(kube: KubeAdapter): ClusterMembers {
+  const { reader } = kube;
+  return {
+    async toWake({ namespace, name }) {
+      const cluster = await kubeRead(() => reader.getCapiObject('Cluster', namespace, name));
+      if (cluster === undefined) return { found: false, reason: 'ObjectGone' };
+      const selector = { namespace, labelSelector: { [LABELS.clusterName]: name } };
+      const lists = await Promise.all(
+        OBJECT_KINDS.map((kind) => kubeRead(() => reader.listCustomObjects(kind, selector))),
+      );
+      const members = OBJECT_KINDS.flatMap((kind, index) =>
+        (lists[index] ?? []).map((object) =>
+          clusterMemberViewOf({ kind, namespace, name: object.metadata.name }, object),
+        ),
+      );
+      return { found: true, refs: clusterMembersToWake(capiClusterViewOf(cluster), members) };
     },
   };
 }

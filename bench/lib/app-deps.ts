@@ -118,6 +118,7 @@ export function benchAppDeps(): AppDeps {
     dedupe,
     versions: changingVersions(),
     owners: { resolve: async () => ({ found: false, reason: 'ObjectGone' }) },
+    clusterMembers: { toWake: async () => ({ found: false, reason: 'ObjectGone' }) },
     readiness: async () => ({ redis: { ok: true }, apiServer: { ok: true } }),
     metrics,
     sweep: async () => ({ state: 'skipped', reason: 'NotDueOrHeldElsewhere' }),

@@ -51,6 +51,8 @@ export interface CapiContext {
 
 /** Annotation Cluster API puts on an object it cloned from a template. */
 export const CLONED_FROM_NAME_ANNOTATION = 'cluster.x-k8s.io/cloned-from-name';
+/** Cluster API's pause annotation on any object (DESIGN.md section 2), beside `Cluster.spec.paused`. */
+export const PAUSED_ANNOTATION = 'cluster.x-k8s.io/paused';
 /** Label of a control-plane Machine. */
 export const CONTROL_PLANE_LABEL = 'cluster.x-k8s.io/control-plane';
 
@@ -101,4 +103,49 @@ export function capiWait(kind: ObjectKind, capi: CapiContext | undefined): CapiW
     };
   }
   return undefined;
+}
+
+/** What a Cluster API Cluster says to every object of its cluster: pause and the infrastructure state. */
+export interface CapiClusterView {
+  /** `spec.paused`. */
+  paused: boolean;
+  /** `status.initialization.infrastructureProvisioned`. */
+  infrastructureProvisioned: boolean;
+}
+
+/** One object of a Cluster API cluster (label `cluster.x-k8s.io/cluster-name`), as the last step left it. */
+export interface ClusterMemberView<R> {
+  ref: R;
+  /** The object's own pause annotation (`cluster.x-k8s.io/paused`). */
+  pausedAnnotation: boolean;
+  /** The status of its `Paused` condition; undefined before its first step. */
+  pausedCondition?: string;
+  /** `status.waitReason`. */
+  waitReason?: string;
+}
+
+/**
+ * The objects a Cluster's change must reach at once (CAPI providers watch their Cluster for pause
+ * transitions and infrastructure provisioned): those whose status no longer matches it, a `Paused`
+ * condition other than the pause now in force, or a wait for the Cluster's infrastructure that is now
+ * provisioned. Judged from state, not from the change, so an event replayed or delivered twice wakes
+ * nobody once the objects have caught up; an object never stepped has its own creation event.
+ */
+export function clusterMembersToWake<R>(
+  cluster: CapiClusterView,
+  members: readonly ClusterMemberView<R>[],
+): R[] {
+  return members
+    .filter((member) => {
+      const paused = member.pausedAnnotation || cluster.paused;
+      const shownPaused = member.pausedCondition === 'True';
+      if (member.pausedCondition !== undefined && shownPaused !== paused) return true;
+      if (member.waitReason === 'Paused' && !paused) return true;
+      return (
+        member.waitReason === 'WaitingForClusterInfrastructure' &&
+        cluster.infrastructureProvisioned &&
+        !paused
+      );
+    })
+    .map((member) => member.ref);
 }

@@ -22,6 +22,11 @@ export const ANNOTATIONS = {
   outcome: 'captf.io/outcome',
   /** When the Job finished, as bookkeeping saw it (RFC 3339). */
   finishedAt: 'captf.io/finished-at',
+  /**
+   * The state suffix the Job runs with (src/core/state-identity.ts): a step that created the Job but died
+   * (or lost a Conflict) before its status write recorded `status.stateSuffix` finds it here.
+   */
+  stateSuffix: 'captf.io/state-suffix',
 } as const;
 
 /**

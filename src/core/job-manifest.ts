@@ -150,6 +150,8 @@ export interface JobManifestInput {
   /** The controller's `--runner-image`; its entrypoint is the runner. */
   runnerImage: string;
   policy: EffectiveJobsPolicy;
+  /** The state suffix of the run (annotation `captf.io/state-suffix`). */
+  stateSuffix?: string;
 }
 
 /** The labels of a Job, its pods and its per-run Secret (section 9); events map them to the owner. */
@@ -190,6 +192,7 @@ export function buildJobManifest(input: JobManifestInput): JobManifest {
   const annotations = {
     [ANNOTATIONS.inputsHash]: input.inputsHash,
     [ANNOTATIONS.generation]: String(owner.generation),
+    ...(input.stateSuffix !== undefined ? { [ANNOTATIONS.stateSuffix]: input.stateSuffix } : {}),
   };
   const binMount = { name: 'captf-bin', mountPath: RUNNER_BIN_DIR };
   return {

@@ -32,6 +32,7 @@ import { decisionAnnotations, decisionsOf, type RunDecisions } from './run-decis
 import { inputSecretTexts, type RunInputs, resolveRunInputs } from './run-inputs.ts';
 import type { RunConfigSource } from './run-secret-manifest.ts';
 import type { Snapshot } from './snapshot.ts';
+import { jobStateSuffixes, unrecordedStateSuffix } from './state-identity.ts';
 import { type OutcomeExtras, outcomeOf, type StepOutcome, type StepReason } from './step-outcome.ts';
 import type {
   JobRef,
@@ -411,7 +412,14 @@ function finish(base: Base, status: TargetStatus, move: Move, result: StepOutcom
     plans: base.planWrites,
     spec: bookkeeping && Object.keys(bookkeeping.spec).length > 0 ? bookkeeping.spec : undefined,
     // Written only when something changed; a write always names the generation it saw.
-    status: withGeneration(changed(snap.status, pausedStatus(planning, status)), snap.generation),
+    // A start or a watch writes its own status with the Paused condition (its move's); the rest here.
+    status: withGeneration(
+      changed(
+        snap.status,
+        move.kind === 'rest' || move.kind === 'delete-job' ? pausedStatus(planning, status) : status,
+      ),
+      snap.generation,
+    ),
     events: base.events,
     prune,
     releasePods: released,
@@ -420,13 +428,17 @@ function finish(base: Base, status: TargetStatus, move: Move, result: StepOutcom
   };
 }
 
-/** `status` with the Paused condition of the snapshot (every status a step writes carries it). */
+/**
+ * `status` with what every status a step writes carries: the Paused condition of the snapshot, and the
+ * state suffix a Job of the object carries when the status records none (its start's write was lost).
+ */
 function pausedStatus(planning: Planning, status: TargetStatus): TargetStatus {
   const conditions = withPausedCondition(status.conditions ?? [], planning.snap.paused, {
     now: planning.facts.now,
     generation: planning.snap.generation,
   });
-  return { ...status, conditions };
+  const suffix = unrecordedStateSuffix(status, jobStateSuffixes(planning.snap.jobs));
+  return { ...status, conditions, ...(suffix !== undefined ? { stateSuffix: suffix } : {}) };
 }
 
 /** A wait or idle step: the status, pruning, and a stale lease healed. */
@@ -694,6 +706,7 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
     image: op === 'apply' ? image : (base.status.source?.pinnedImage ?? image),
     runnerImage: facts.config.runnerImage,
     policy,
+    stateSuffix: inputs.source.stateSuffix,
   });
   const activeJob = { name, op, attempt, startedAt: facts.now.toISOString() };
   const running = activeStatus(

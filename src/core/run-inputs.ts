@@ -6,7 +6,7 @@ import { secretTextsOfSecretValue } from './redaction.ts';
 import type { RunDecisions } from './run-decisions.ts';
 import type { RunConfigSource } from './run-secret-manifest.ts';
 import type { ReferencedSecrets, Snapshot } from './snapshot.ts';
-import { stateSuffixOf } from './state-identity.ts';
+import { jobStateSuffixes, stateSuffixOf } from './state-identity.ts';
 import { envSecretRefs, firstNotOptedIn, variablesFromRefs } from './variables-opt-in.ts';
 
 /**
@@ -40,6 +40,7 @@ export function resolveRunInputs(
     Snapshot,
     | 'ref'
     | 'uid'
+    | 'jobs'
     | 'status'
     | 'spec'
     | 'referencedSecrets'
@@ -97,6 +98,7 @@ export function resolveRunInputs(
         name: snap.ref.name,
         uid: snap.uid,
         status: snap.status,
+        jobSuffixes: jobStateSuffixes(snap.jobs),
       }),
       variables: spec.variables ?? {},
       secretVariables,

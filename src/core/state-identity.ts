@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { TargetKind } from '../schemas/kinds/api-group.ts';
 import type { TargetStatus } from '../schemas/kinds/target.ts';
-import { KIND_CODES } from './job-labels.ts';
+import { ANNOTATIONS, KIND_CODES } from './job-labels.ts';
+import { type JobView, timestampMs } from './views.ts';
 
 /**
  * The identity an object's Terraform state is named by (DESIGN.md section 2, issue 11): the kubernetes
@@ -11,8 +12,9 @@ import { KIND_CODES } from './job-labels.ts';
  * object is re-created, so a UID-named state would be lost and the infrastructure built twice.
  *
  * Objects whose state was first written under their UID (releases before this rule) keep it: the suffix a
- * run used is recorded in `status.stateSuffix` when its Job starts, and an object with runs on record but
- * no recorded suffix is one of those.
+ * run used is recorded in `status.stateSuffix` when its Job starts (and on the Job, annotation
+ * `captf.io/state-suffix`, in case that status write is lost), and an object with runs on record but no
+ * recorded suffix anywhere is one of those.
  */
 
 /** Longest suffix: the kubernetes backend copies it into the label `tfstateSecretSuffix` (63 at most). */
@@ -36,16 +38,44 @@ function ranBeforeSuffixWasRecorded(status: TargetStatus): boolean {
 }
 
 /**
- * The state suffix of the object's runs: the recorded one; the UID for an object that ran before suffixes
- * were recorded; otherwise {@link nameStateSuffix}.
+ * The state suffix of the object's runs: the one its status records; else the one a Job of it carries
+ * (`jobSuffixes`, from the annotation); the UID for an object that ran before suffixes were recorded;
+ * otherwise {@link nameStateSuffix}.
  */
 export function stateSuffixOf(object: {
   kind: TargetKind;
   name: string;
   uid: string;
   status: TargetStatus;
+  jobSuffixes?: readonly string[];
 }): string {
   if (object.status.stateSuffix !== undefined) return object.status.stateSuffix;
+  const [fromJob] = object.jobSuffixes ?? [];
+  if (fromJob !== undefined) return fromJob;
   if (ranBeforeSuffixWasRecorded(object.status)) return object.uid;
   return nameStateSuffix(object.kind, object.name);
+}
+
+/**
+ * The suffix `status.stateSuffix` should record when it records none yet but a Job of the object carries
+ * one (its start's status write was lost); undefined otherwise.
+ */
+export function unrecordedStateSuffix(
+  status: TargetStatus,
+  jobSuffixes: readonly string[],
+): string | undefined {
+  return status.stateSuffix === undefined ? jobSuffixes[0] : undefined;
+}
+
+/** The state suffixes the object's Jobs carry (annotation `captf.io/state-suffix`), newest Job first. */
+export function jobStateSuffixes(jobs: readonly JobView[]): string[] {
+  return [...jobs]
+    .sort(
+      (a, b) =>
+        (timestampMs(b.metadata.creationTimestamp) ?? 0) - (timestampMs(a.metadata.creationTimestamp) ?? 0),
+    )
+    .flatMap((job) => {
+      const suffix = job.metadata.annotations?.[ANNOTATIONS.stateSuffix];
+      return suffix ? [suffix] : [];
+    });
 }

@@ -38,6 +38,8 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
     meaning:
       'A container of the running Job cannot be created from its configuration (a missing Secret or ConfigMap).',
   },
+  // Lifting the pause wakes the object: the Cluster's event (src/http/routes/events.ts) or, for its own
+  // annotation, the object's.
   Paused: {
     requeueSeconds: 600,
     jitter: false,
@@ -67,14 +69,16 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
     meaning:
       'Cluster API cloned the object from a template and has not set its owner reference (Machine or MachinePool) yet.',
   },
-  // Nothing about the Cluster API Cluster reaches the object: this requeue finds the change.
+  // The Cluster's event wakes the object once provisioned (src/http/routes/events.ts); this requeue is the
+  // fallback where no event comes.
   WaitingForClusterInfrastructure: {
     requeueSeconds: 15,
     jitter: true,
     meaning:
       "The Cluster API Cluster's infrastructure is not provisioned yet (`status.initialization.infrastructureProvisioned`).",
   },
-  // The bootstrap provider writes the Machine, not our object: this requeue finds the data.
+  // The Machine's event wakes the object when it names its data; no event comes for the Secret itself, so
+  // this requeue finds a Secret created after its name was set.
   WaitingForBootstrapData: {
     requeueSeconds: 15,
     jitter: true,

@@ -11,8 +11,12 @@ import type { Settle } from '../settle/settle.ts';
  * Ports throw UnavailableError (./errors.ts) on a Redis or API server outage.
  */
 
-/** Objects the `/events` route may have to map to their owner by a live read (DESIGN.md section 13). */
-export type OwnedKind = 'Job' | 'Pod' | 'TerraformPlan';
+/**
+ * Objects the `/events` route may have to map to their owner by a live read (DESIGN.md section 13): ours
+ * (Jobs, Pods, plans) to the object they belong to, and Cluster API's Machines and MachinePools to the object
+ * of ours their infrastructure reference names (they hold its owner, version and bootstrap data).
+ */
+export type OwnedKind = 'Job' | 'Pod' | 'TerraformPlan' | 'Machine' | 'MachinePool';
 
 /** An owned object named by an event that carried no owner labels (reference mode). */
 export interface OwnedObject {
@@ -32,6 +36,24 @@ export type OwnerLookup =
  */
 export interface OwnerResolver {
   resolve(owned: OwnedObject): Promise<OwnerLookup>;
+}
+
+/** A Cluster API Cluster named by an event. */
+export interface NamedCluster {
+  namespace: string;
+  name: string;
+}
+
+/** The objects of a Cluster API cluster to look at now, or why there are none. */
+export type ClusterWake = { found: true; refs: ObjectRef[] } | { found: false; reason: 'ObjectGone' };
+
+/**
+ * Reads a Cluster API Cluster and the objects of ours labelled with its name, live, and answers those whose
+ * status no longer matches the Cluster's pause or provisioned infrastructure (src/core/cluster-api.ts
+ * `clusterMembersToWake`).
+ */
+export interface ClusterMembers {
+  toWake(cluster: NamedCluster): Promise<ClusterWake>;
 }
 
 /**
@@ -80,6 +102,7 @@ export interface AppDeps {
   dedupe: EventDedupe;
   versions: ObjectVersions;
   owners: OwnerResolver;
+  clusterMembers: ClusterMembers;
   readiness: ReadinessProbe;
   /** Checks the bearer tokens that are not the static one; required when `config.auth.oidc` is set. */
   tokenReviews?: TokenReviews;

@@ -8,17 +8,25 @@ import type { OwnedKind } from './deps.ts';
 /**
  * Which object an event is about (DESIGN.md section 13): our kinds map to themselves; Jobs, Pods and
  * TerraformPlans map to their owner through the `captf.io/owner-kind`/`owner-name` labels or a
- * controlling owner reference when the payload has them, else through a live read. Pure.
+ * controlling owner reference when the payload has them, else through a live read; Cluster API's Machines
+ * and MachinePools to the object their infrastructure reference names (a live read), and a Cluster to the
+ * objects of its cluster whose status it has outdated. Pure.
  */
 
 const OUR_GROUP = API_GROUP;
+const CLUSTER_API_GROUP = 'cluster.x-k8s.io';
 
 /** Owned kinds and the API group each must come from ('' is the core group). */
 const OWNED_GROUPS: Readonly<Record<OwnedKind, string>> = {
   Job: 'batch',
   Pod: '',
   TerraformPlan: OUR_GROUP,
+  Machine: CLUSTER_API_GROUP,
+  MachinePool: CLUSTER_API_GROUP,
 };
+
+/** Cluster API's objects name ours in their spec, which the payload does not keep: always read live. */
+const READ_LIVE: ReadonlySet<OwnedKind> = new Set(['Machine', 'MachinePool']);
 
 /** Where an event leads. */
 export type EventTarget =
@@ -28,6 +36,7 @@ export type EventTarget =
       owned: { kind: OwnedKind; namespace: string; name: string };
       reason: 'NoOwnerInPayload';
     }
+  | { kind: 'cluster'; cluster: { namespace: string; name: string }; reason: 'ClusterApiCluster' }
   | { kind: 'ignored'; reason: 'NotManaged' }
   | { kind: 'unsupported'; reason: 'UnknownKind'; message: string };
 
@@ -41,15 +50,22 @@ export function targetOf(subject: EventSubject): EventTarget {
       reason: 'OurKind',
     };
   }
+  if (group === CLUSTER_API_GROUP && subject.kind === 'Cluster') {
+    return {
+      kind: 'cluster',
+      cluster: { namespace: subject.namespace, name: subject.name },
+      reason: 'ClusterApiCluster',
+    };
+  }
   const owned = ownedKindOf(subject.kind, group);
   if (owned === undefined) {
     return {
       kind: 'unsupported',
       reason: 'UnknownKind',
-      message: `route event: unknown kind ${subject.kind.slice(0, 63)} (${subject.apiVersion.slice(0, 80)}); expected one of ${[...OBJECT_KINDS, 'Job', 'Pod', 'TerraformPlan'].join(', ')}`,
+      message: `route event: unknown kind ${subject.kind.slice(0, 63)} (${subject.apiVersion.slice(0, 80)}); expected one of ${[...OBJECT_KINDS, ...Object.keys(OWNED_GROUPS), 'Cluster'].join(', ')}`,
     };
   }
-  if (subject.mode === 'ref' || subject.labels === undefined) {
+  if (subject.mode === 'ref' || subject.labels === undefined || READ_LIVE.has(owned)) {
     return {
       kind: 'lookup',
       owned: { kind: owned, namespace: subject.namespace, name: subject.name },

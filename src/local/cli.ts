@@ -30,6 +30,8 @@ import { grantPlanApprovers, prepareWorkloadNamespace } from './workload-namespa
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SAMPLE_FILE = join(repoRoot, 'infra', 'samples', 'local', 'demo.yaml');
+/** The Cluster API sample beside it: a Cluster and a MachineDeployment the real Cluster API drives. */
+const CAPI_SAMPLE_FILE = join(repoRoot, 'infra', 'samples', 'local', 'capi-demo.yaml');
 const SAMPLE_NAMESPACE = 'team-a';
 
 const log = (line: string): void => console.log(`[captf] ${line}`);
@@ -121,6 +123,10 @@ async function up(options: UpOptions): Promise<void> {
     await grantPlanApprovers(controller.kubectl, SAMPLE_NAMESPACE);
     await controller.kubectl.run(['apply', '-f', SAMPLE_FILE]);
     log(`applied ${SAMPLE_FILE}`);
+    await controller.kubectl.run(['apply', '-f', CAPI_SAMPLE_FILE]);
+    log(
+      `applied ${CAPI_SAMPLE_FILE} (kubectl get clusters,machinedeployments,machines -n ${SAMPLE_NAMESPACE})`,
+    );
     for (const line of nextCommands({
       kubectlPath: info.kubectlPath,
       kubeconfigPath: info.kubeconfigPath,

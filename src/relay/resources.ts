@@ -1,8 +1,11 @@
+import { CAPI_GROUP, CAPI_RESOURCES, type CapiKind } from '../adapters/kube/resources.ts';
 import { LABELS } from '../core/job-labels.ts';
 import { CUSTOM_KINDS, KINDS, OUR_API_VERSION } from '../schemas/kinds/registry.ts';
 /**
  * What the relay watches (DESIGN.md section 15; the same set the ApiServerSource in infra/knative watches):
- * our kinds, and the Jobs and Pods labelled `captf.io/managed=true`, in all namespaces. No Secrets: nothing
+ * our kinds, the Jobs and Pods labelled `captf.io/managed=true`, and Cluster API's Clusters, Machines and
+ * MachinePools (pause, provisioned infrastructure, bootstrap data, replicas: what our objects read from
+ * them), in all namespaces. No Secrets: nothing
  * waits on a Secret's change (a per-run Secret is the controller's own; a rotated referenced Secret changes the
  * inputs hash, seen at the object's next step), and the event source's role reads none.
  */
@@ -16,10 +19,18 @@ export interface RelayResource {
 
 const MANAGED = `${LABELS.managed}=true`;
 
+/** The Cluster API kinds watched, in the order of infra/knative/apiserversource.yaml. */
+const CAPI_WATCHED: readonly CapiKind[] = ['Cluster', 'Machine', 'MachinePool'];
+
 export const RELAY_RESOURCES: readonly RelayResource[] = [
   ...CUSTOM_KINDS.map((kind) => ({ apiVersion: OUR_API_VERSION, kind, plural: KINDS[kind].plural })),
   { apiVersion: 'batch/v1', kind: 'Job', plural: 'jobs', labelSelector: MANAGED },
   { apiVersion: 'v1', kind: 'Pod', plural: 'pods', labelSelector: MANAGED },
+  ...CAPI_WATCHED.map((kind) => ({
+    apiVersion: `${CAPI_GROUP}/${CAPI_RESOURCES[kind].version}`,
+    kind,
+    plural: CAPI_RESOURCES[kind].plural,
+  })),
 ];
 
 /** The cluster-wide collection path of a resource: `/api/v1/pods`, `/apis/batch/v1/jobs`. */

@@ -6,12 +6,17 @@ import { CAPI_GROUP } from '../adapters/kube/resources.ts';
 import {
   type BootstrapData,
   CAPI_OWNER_KIND,
+  type CapiClusterView,
   type CapiContext,
   type CapiOwner,
   CLONED_FROM_NAME_ANNOTATION,
+  type ClusterMemberView,
   CONTROL_PLANE_LABEL,
+  PAUSED_ANNOTATION,
 } from '../core/cluster-api.ts';
-import type { ObjectRef } from '../core/object-ref.ts';
+import { LABELS } from '../core/job-labels.ts';
+import type { ObjectKind, ObjectRef } from '../core/object-ref.ts';
+import { API_GROUP } from '../schemas/kinds/api-group.ts';
 
 /**
  * The Cluster API reads of a step (src/core/cluster-api.ts): the owner Cluster API set on the object (a
@@ -51,6 +56,28 @@ const MachinePoolSchema = z.looseObject({
 
 const ClusterStatusSchema = z.looseObject({
   initialization: z.looseObject({ infrastructureProvisioned: z.boolean().optional() }).optional(),
+});
+
+/** A v1beta2 contract reference (`{apiGroup, kind, name}`), as Machines and MachinePools name our objects. */
+const ContractReferenceSchema = z.looseObject({ apiGroup: z.string(), kind: z.string(), name: z.string() });
+
+const MachineInfrastructureSchema = z.looseObject({
+  spec: z.looseObject({ infrastructureRef: ContractReferenceSchema }),
+});
+
+const MachinePoolInfrastructureSchema = z.looseObject({
+  spec: z.looseObject({
+    template: z.looseObject({ spec: z.looseObject({ infrastructureRef: ContractReferenceSchema }) }),
+  }),
+});
+
+const MemberSchema = z.looseObject({
+  status: z
+    .looseObject({
+      waitReason: z.string().optional(),
+      conditions: z.array(z.looseObject({ type: z.string(), status: z.string() })).optional(),
+    })
+    .optional(),
 });
 
 /** Whether any owner reference is of Cluster API's group (a Cluster, Machine or MachinePool). */
@@ -123,9 +150,12 @@ export function infrastructureProvisioned(cluster: CustomObject | undefined): bo
 }
 
 /**
- * Cluster API's view of the object, or undefined for an object Cluster API does not drive (no owner of
- * the contract's kind, not cloned from a template). `capiCluster` is the Cluster the step read (or its
- * pending read). Requests: the owner, then its bootstrap Secret once the owner names one.
+ * Cluster API's view of the object, or undefined for an object Cluster API does not drive: no owner of
+ * the contract's kind, not cloned from a template, and not labelled with the name of an existing Cluster
+ * API Cluster. A machine or pool written by hand for a Machine or MachinePool of that Cluster waits for its
+ * owner like a clone does: applied before, it would run without the owner's inputs (bootstrap data,
+ * replicas) and be applied again once adopted. `capiCluster` is the Cluster the step read (or its pending
+ * read). Requests: the owner, then its bootstrap Secret once the owner names one.
  */
 export async function readCapiContext(
   reader: KubeReader,
@@ -133,15 +163,17 @@ export async function readCapiContext(
   object: CustomObject,
   capiCluster: Promise<CustomObject | undefined>,
 ): Promise<CapiContext | undefined> {
+  if (CAPI_OWNER_KIND[ref.kind] === undefined) return undefined;
   const reference = capiOwnerReference(ref, object);
-  const cloned =
-    CAPI_OWNER_KIND[ref.kind] !== undefined &&
-    object.metadata.annotations?.[CLONED_FROM_NAME_ANNOTATION] !== undefined;
-  if (reference === undefined && !cloned) return undefined;
+  const cloned = object.metadata.annotations?.[CLONED_FROM_NAME_ANNOTATION] !== undefined;
+  const labelled = object.metadata.labels?.[LABELS.clusterName] !== undefined;
+  if (reference === undefined && !cloned && !labelled) return undefined;
   const [raw, cluster] = await Promise.all([
     reference ? reader.getCapiObject(reference.kind, ref.namespace, reference.name) : undefined,
     capiCluster,
   ]);
+  // Labelled with a cluster that Cluster API does not know: a standalone object of a TerraformCluster.
+  if (reference === undefined && !cloned && cluster === undefined) return undefined;
   const provisioned = infrastructureProvisioned(cluster);
   const clusterPart = provisioned !== undefined ? { clusterInfrastructureProvisioned: provisioned } : {};
   // No owner yet, or an owner that cannot be read (gone with its deletion): the object waits for one.
@@ -153,4 +185,57 @@ export async function readCapiContext(
       : undefined;
   const bootstrapData = bootstrapDataOf(secret);
   return { expectsOwner: false, ...clusterPart, owner, ...(bootstrapData ? { bootstrapData } : {}) };
+}
+
+/** The kind of ours a Machine or MachinePool drives: the inverse of CAPI_OWNER_KIND. */
+const DRIVEN_KIND: Readonly<Record<CapiOwner['kind'], ObjectKind>> = {
+  Machine: 'TerraformMachine',
+  MachinePool: 'TerraformMachinePool',
+};
+
+/**
+ * The object of ours a Machine (`spec.infrastructureRef`) or MachinePool
+ * (`spec.template.spec.infrastructureRef`) names; undefined when it names another provider's.
+ */
+export function infrastructureTargetOf(
+  kind: CapiOwner['kind'],
+  namespace: string,
+  raw: CustomObject,
+): ObjectRef | undefined {
+  const reference =
+    kind === 'Machine'
+      ? MachineInfrastructureSchema.safeParse(raw).data?.spec.infrastructureRef
+      : MachinePoolInfrastructureSchema.safeParse(raw).data?.spec.template.spec.infrastructureRef;
+  if (reference === undefined) return undefined;
+  const driven = DRIVEN_KIND[kind];
+  return reference.apiGroup === API_GROUP && reference.kind === driven
+    ? { kind: driven, namespace, name: reference.name }
+    : undefined;
+}
+
+/** Pause and infrastructure of a Cluster API Cluster. */
+export function capiClusterViewOf(cluster: CustomObject): CapiClusterView {
+  return {
+    paused: capiClusterPaused(cluster),
+    infrastructureProvisioned: infrastructureProvisioned(cluster) === true,
+  };
+}
+
+/** `spec.paused` of a Cluster API Cluster (false without one). */
+export function capiClusterPaused(cluster: CustomObject | undefined): boolean {
+  const spec = cluster?.spec;
+  return typeof spec === 'object' && spec !== null && Reflect.get(spec, 'paused') === true;
+}
+
+/** One of our objects as a member of its Cluster API cluster. */
+export function clusterMemberViewOf(ref: ObjectRef, object: CustomObject): ClusterMemberView<ObjectRef> {
+  const parsed = MemberSchema.safeParse(object);
+  const status = parsed.success ? parsed.data.status : undefined;
+  const paused = status?.conditions?.find((condition) => condition.type === 'Paused')?.status;
+  return {
+    ref,
+    pausedAnnotation: object.metadata.annotations?.[PAUSED_ANNOTATION] !== undefined,
+    ...(paused !== undefined ? { pausedCondition: paused } : {}),
+    ...(status?.waitReason !== undefined ? { waitReason: status.waitReason } : {}),
+  };
 }

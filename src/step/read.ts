@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { V1Secret } from '@kubernetes/client-node';
-import type { CustomObject } from '../adapters/kube/custom-object.ts';
 import type { KubeReader } from '../adapters/kube/reader.ts';
+import { PAUSED_ANNOTATION } from '../core/cluster-api.ts';
 import { canonicalJson, inputsHash, inputsOf } from '../core/inputs-hash.ts';
 import { LABELS } from '../core/job-labels.ts';
 import { type JobRecord, jobRecord } from '../core/job-record.ts';
@@ -24,7 +24,7 @@ import {
   TerraformClusterStatusSchema,
 } from '../schemas/kinds/terraform-cluster.ts';
 import { TerraformPlanSchema } from '../schemas/kinds/terraform-plan.ts';
-import { ownedByClusterApi, readCapiContext } from './read-capi.ts';
+import { capiClusterPaused, ownedByClusterApi, readCapiContext } from './read-capi.ts';
 import { asJobView, asPodView } from './views.ts';
 
 /**
@@ -34,9 +34,6 @@ import { asJobView, asPodView } from './views.ts';
  * each referenced Secret), and the facts the planner asks for only when it needs them (the object's pods,
  * a Job's per-run Secret). Secret data is kept in memory only, never logged.
  */
-
-/** Cluster API's pause annotation (DESIGN.md section 2). */
-export const PAUSED_ANNOTATION = 'cluster.x-k8s.io/paused';
 
 function decodeSecretData(secret: V1Secret): Record<string, string> {
   const data: Record<string, string> = {};
@@ -121,11 +118,6 @@ async function readOwningCluster(
   };
 }
 
-function capiPaused(cluster: CustomObject | undefined): boolean {
-  const spec = cluster?.spec;
-  return typeof spec === 'object' && spec !== null && Reflect.get(spec, 'paused') === true;
-}
-
 /**
  * Reads the snapshot; undefined when the object does not exist. Throws a KubeError on an API failure.
  * Requests: object, Jobs; plus the owning TerraformCluster and the Cluster API Cluster for objects with a
@@ -196,7 +188,7 @@ export async function readSnapshot(reader: KubeReader, ref: ObjectRef): Promise<
     status,
     ...(clusterName !== undefined ? { clusterName } : {}),
     ...(owningCluster ? { owningCluster } : {}),
-    paused: annotations?.[PAUSED_ANNOTATION] !== undefined || capiPaused(capiCluster),
+    paused: annotations?.[PAUSED_ANNOTATION] !== undefined || capiClusterPaused(capiCluster),
     ...(capi ? { capi } : {}),
     ...(ownedByClusterApi(object) ? { ownedByClusterApi: true } : {}),
     jobs: jobViews,

@@ -32,6 +32,7 @@ export const SAMPLE_FILE = join(repoRoot, 'infra', 'samples', 'local', 'demo.yam
 export const RESOURCE = {
   TerraformCluster: 'terraformcluster',
   TerraformMachine: 'terraformmachine',
+  TerraformMachinePool: 'terraformmachinepool',
   TerraformPlan: 'terraformplan',
 } as const;
 export type Resource = (typeof RESOURCE)[keyof typeof RESOURCE];
@@ -52,14 +53,20 @@ export interface ObservedObject {
     resourceVersion: string;
     finalizers?: string[];
     deletionTimestamp?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string }[];
   };
   spec: {
     variables?: Record<string, unknown>;
     providerID?: string;
+    providerIDList?: string[];
     controlPlaneEndpoint?: { host: string; port: number };
   };
   status?: {
     ready?: boolean;
+    initialization?: { provisioned?: boolean };
+    replicas?: number;
     stateSuffix?: string;
     conditions?: Condition[];
     activeJob?: { name: string; op: string; attempt: number };
@@ -167,7 +174,7 @@ export async function startE2eRun(label: string, options: E2eRunOptions = {}): P
     podsDir: join(workDir, 'node', 'pods'),
     close: async () => {
       // Finalizers first: with the controller gone nobody would remove them and the namespace would hang.
-      for (const resource of ['terraformclusters', 'terraformmachines']) {
+      for (const resource of ['terraformclusters', 'terraformmachines', 'terraformmachinepools']) {
         const names = await controller.kubectl
           .run(['get', resource, '-n', namespace, '-o', 'name'])
           .catch(() => '');

@@ -14,7 +14,10 @@ import { acceptRawText } from '../raw-body.ts';
  * carries neither, so its object's version is read (one GET). After a step, the version the step left is
  * remembered too, so the events its own writes cause (and the `add` replay of a restarted source) end at
  * that check. Events about Jobs, Pods and plans in reference mode always reach the step: their
- * change is not visible in the owner's version.
+ * change is not visible in the owner's version; so do those about a Machine or MachinePool, for the object
+ * of ours it names. An event about a Cluster API Cluster runs no step itself: the objects of its cluster
+ * whose status it outdated (pause, provisioned infrastructure) get a requeue due now, as woken dependents
+ * do, and the timer runs them.
  */
 export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: AuthHook): FastifyPluginAsync {
   return async (app) => {
@@ -34,6 +37,18 @@ export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: Au
       if (target.kind === 'ignored') {
         eventLog.debug({ reason: target.reason }, 'event ignored');
         return reply.code(200).send({ handled: false, reason: target.reason });
+      }
+      if (target.kind === 'cluster') {
+        const wake = await deps.clusterMembers.toWake(target.cluster);
+        if (!wake.found) {
+          eventLog.debug({ reason: wake.reason }, 'event ignored');
+          return reply.code(200).send({ handled: false, reason: wake.reason });
+        }
+        const nowMs = deps.clock();
+        for (const ref of wake.refs) await deps.schedule.add(ref, nowMs);
+        if (wake.refs.length > 0)
+          eventLog.info({ cluster: target.cluster, woken: wake.refs }, 'cluster woke');
+        return reply.code(200).send({ handled: true, woken: wake.refs });
       }
       const lookup: OwnerLookup =
         target.kind === 'object' ? { found: true, ref: target.ref } : await deps.owners.resolve(target.owned);

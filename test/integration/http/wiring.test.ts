@@ -1,5 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { BatchV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import {
+  BatchV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { composeAppDeps } from '../../../functions/compose.ts';
@@ -192,6 +199,115 @@ describe('handlers wired to real Redis and the API server', () => {
     expect(at.kind).toBe('scheduled');
     if (at.kind === 'scheduled') expect(at.dueMs - Date.now()).toBeGreaterThan(10_000);
     answer = () => ({});
+    await app.close();
+  });
+
+  it("Cluster API's objects reach ours: a Machine and a MachinePool their infrastructure reference, a paused Cluster the members it outdated", async () => {
+    const app = appWith(redis);
+    const objects = kc.makeApiClient(CustomObjectsApi);
+    const capi = (plural: string, body: Record<string, unknown>) =>
+      objects.createNamespacedCustomObject({
+        group: 'cluster.x-k8s.io',
+        version: 'v1beta2',
+        namespace,
+        plural,
+        body: { apiVersion: 'cluster.x-k8s.io/v1beta2', ...body },
+      });
+    // Paused from the start, so Cluster API's own manager (running for the test run) leaves them be.
+    await capi('clusters', {
+      kind: 'Cluster',
+      metadata: { name: 'w-c' },
+      spec: { paused: true, infrastructureRef: { apiGroup: GROUP, kind: 'TerraformCluster', name: 'w-c' } },
+    });
+    const machineSpec = (infrastructureRef: Record<string, string>) => ({
+      clusterName: 'w-c',
+      bootstrap: { dataSecretName: 'w-bootstrap' },
+      infrastructureRef,
+    });
+    await capi('machines', {
+      kind: 'Machine',
+      metadata: { name: 'w-m' },
+      spec: machineSpec({ apiGroup: GROUP, kind: 'TerraformMachine', name: 'm-capi' }),
+    });
+    await capi('machinepools', {
+      kind: 'MachinePool',
+      metadata: { name: 'w-mp' },
+      spec: {
+        clusterName: 'w-c',
+        template: { spec: machineSpec({ apiGroup: GROUP, kind: 'TerraformMachinePool', name: 'mp-capi' }) },
+      },
+    });
+    // Two members of the Cluster: one whose status shows no pause, one that already shows it.
+    for (const [name, status] of [
+      ['member-a', 'False'],
+      ['member-b', 'True'],
+    ] as const) {
+      await objects.createNamespacedCustomObject({
+        group: GROUP,
+        version: 'v1alpha1',
+        namespace,
+        plural: 'terraformmachines',
+        body: {
+          apiVersion: `${GROUP}/v1alpha1`,
+          kind: 'TerraformMachine',
+          metadata: { name, labels: { 'cluster.x-k8s.io/cluster-name': 'w-c' } },
+          spec: { source: { image: 'm:1' } },
+        },
+      });
+      await objects.patchNamespacedCustomObjectStatus(
+        {
+          group: GROUP,
+          version: 'v1alpha1',
+          namespace,
+          plural: 'terraformmachines',
+          name,
+          body: {
+            status: {
+              conditions: [
+                {
+                  type: 'Paused',
+                  status,
+                  reason: status === 'True' ? 'Paused' : 'NotPaused',
+                  message: 'm',
+                  lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+                },
+              ],
+            },
+          },
+        },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    }
+    calls.length = 0;
+    for (const [kind, name] of [
+      ['Machine', 'w-m'],
+      ['MachinePool', 'w-mp'],
+    ] as const) {
+      const response = await app.inject({
+        method: 'POST',
+        url: '/events',
+        ...refEvent('cluster.x-k8s.io/v1beta2', kind, name),
+      });
+      expect(response.statusCode, `${kind}: ${response.body}`).toBe(200);
+    }
+    expect(calls).toEqual([
+      { kind: 'TerraformMachine', namespace, name: 'm-capi' },
+      { kind: 'TerraformMachinePool', namespace, name: 'mp-capi' },
+    ]);
+
+    calls.length = 0;
+    const cluster = await app.inject({
+      method: 'POST',
+      url: '/events',
+      ...refEvent('cluster.x-k8s.io/v1beta2', 'Cluster', 'w-c'),
+    });
+    expect(cluster.statusCode, cluster.body).toBe(200);
+    const memberA = { kind: 'TerraformMachine', namespace, name: 'member-a' };
+    expect(cluster.json()).toEqual({ handled: true, woken: [memberA] });
+    expect(calls).toEqual([]);
+    const at = await redis.schedule.scheduledAt(`TerraformMachine/${namespace}/member-a`);
+    expect(at.kind).toBe('scheduled');
+    if (at.kind === 'scheduled') expect(at.dueMs - Date.now()).toBeLessThan(1000);
     await app.close();
   });
 

@@ -120,6 +120,46 @@ describe('destructive guard and plan digests (DESIGN.md section 11)', () => {
     expect(again.result).toMatchObject({ result: 'succeeded', plan: { add: 0, change: 0, destroy: 0 } });
   });
 
+  it('a Cluster API machine: a plan that changes its providerID is refused before apply (ProviderIDChange), even approved', async () => {
+    const state = await backend();
+    const first = await runRunner({
+      flags: ['--op=apply'],
+      module: 'machine',
+      config: { kind: 'TerraformMachine', variables: { name: 'm-a' }, backend: state },
+    });
+    const providerID = String(first.result.outputs?.providerID ?? '');
+    expect(providerID).toMatch(/^captf-test:\/\//);
+    const replace = {
+      kind: 'TerraformMachine' as const,
+      variables: { name: 'm-a', generation: 2 },
+      backend: state,
+      providerID,
+    };
+    const refused = await runRunner({ flags: ['--op=apply'], module: 'machine', config: replace });
+    expect(refused.result.result).toBe('failed');
+    expect(refused.result.error).toMatchObject({
+      kind: 'step',
+      step: 'show-json',
+      reason: 'ProviderIDChange',
+    });
+    expect(refused.result.error?.summary).toContain(providerID);
+    expect(stepNames(refused.result)).toEqual(['prepare', 'init', 'validate', 'plan', 'show-json']);
+    // An approval does not get past it: the digest of that very plan is refused the same way.
+    const approved = await runRunner({
+      flags: ['--op=apply', `--expected-plan-digest=${refused.result.plan?.digest ?? ''}`],
+      module: 'machine',
+      config: replace,
+    });
+    expect(approved.result.error?.reason).toBe('ProviderIDChange');
+    // Nothing was applied; an in-place change (the name) keeps the providerID and applies.
+    const inPlace = await runRunner({
+      flags: ['--op=apply'],
+      module: 'machine',
+      config: { ...replace, variables: { name: 'm-a2' } },
+    });
+    expect(inPlace.result).toMatchObject({ result: 'succeeded', outputs: { providerID } });
+  });
+
   it('the digest depends on the per-object key: the same plan under another key has another digest', async () => {
     const state = await backend();
     const config = { variables: { name: 'm-a' }, backend: state, applyPolicy: 'Manual' as const };

@@ -196,6 +196,10 @@ describe('duplicates and concurrency', () => {
     expect(again.action).toBe('watching');
     expect((await statusOf(env, ref)).activeJob?.attempt).toBe(1);
     expect(await jobsOf(env, ref)).toHaveLength(1);
+    // The state suffix the lost write carried comes back from the Job: a later run finds the same state.
+    const [job] = await jobsOf(env, ref);
+    expect(job?.metadata?.annotations?.['captf.io/state-suffix']).toBe('m-m-c02b');
+    expect((await statusOf(env, ref)).stateSuffix).toBe('m-m-c02b');
   });
 
   it('C03: an event older than the world: redelivered and relayed twice, decisions come from live reads; no second Job', async () => {

@@ -88,6 +88,7 @@ function dryRunApp(step: ReconcileStep): FastifyInstance {
     dedupe: { seen: async () => false, remember: nothing },
     versions: { versionOf: async () => undefined },
     owners: { resolve: async () => ({ found: false, reason: 'ObjectGone' }) },
+    clusterMembers: { toWake: async () => ({ found: false, reason: 'ObjectGone' }) },
     readiness: async () => ({ redis: { ok: true }, apiServer: { ok: true } }),
     metrics,
     sweep: async () => ({ state: 'skipped', reason: 'NotDueOrHeldElsewhere' }),

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CUSTOM_RESOURCES } from '../../../src/adapters/kube/resources.ts';
 import type { ObjectRef } from '../../../src/core/object-ref.ts';
+import { nameStateSuffix } from '../../../src/core/state-identity.ts';
 import { createRedisFleetStore } from '../../../src/metrics/redis-fleet-store.ts';
 import { createMetrics, type Metrics } from '../../../src/metrics/registry.ts';
 import { type StepMetrics, stepMetricsOf } from '../../../src/step/step-metrics.ts';
@@ -148,7 +149,7 @@ describe('step metrics', () => {
 
     // The kubernetes backend's state Secret, as the runner's Terraform would leave it.
     const suffix = (await statusOf(env, ref)).stateSuffix;
-    expect(suffix).toBe(`m-${ref.name}`);
+    expect(suffix).toBe(nameStateSuffix(ref.kind, ref.name));
     await createSecret(env, `tfstate-default-${suffix}`, { tfstate: 'x'.repeat(4000) });
     await finishJob(env, created.job ?? '', { exitCode: 0, result: result('apply', 'succeeded') });
     expect(await step()(ref)).toMatchObject({ action: 'bookkept', reason: 'ApplySucceeded' });

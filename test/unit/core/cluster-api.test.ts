@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { type CapiContext, capiWait } from '../../../src/core/cluster-api.ts';
+import {
+  type CapiClusterView,
+  type CapiContext,
+  type ClusterMemberView,
+  capiWait,
+  clusterMembersToWake,
+} from '../../../src/core/cluster-api.ts';
 import { moduleInputsDigest, moduleInputsOf } from '../../../src/core/module-inputs.ts';
 import { runtimeEnv } from '../../../src/runner/runtime-env.ts';
 
@@ -149,5 +155,85 @@ describe('runtimeEnv: contract inputs as TF_VAR_', () => {
       TF_VAR_control_plane: 'true',
       TF_VAR_cluster_exports: '{"network_id":"net-1"}',
     });
+  });
+});
+
+describe('clusterMembersToWake (a Cluster change reaches the objects it outdated)', () => {
+  const unpaused = { paused: false, infrastructureProvisioned: true };
+  const paused = { paused: true, infrastructureProvisioned: true };
+  const rows: {
+    id: string;
+    name: string;
+    cluster: CapiClusterView;
+    member: Omit<ClusterMemberView<string>, 'ref'>;
+    woken: boolean;
+  }[] = [
+    {
+      id: 'K1',
+      name: 'paused Cluster, member shows Paused False: woken',
+      cluster: paused,
+      member: { pausedAnnotation: false, pausedCondition: 'False' },
+      woken: true,
+    },
+    {
+      id: 'K2',
+      name: 'paused Cluster, member already shows Paused True: not woken (a replayed event costs nothing)',
+      cluster: paused,
+      member: { pausedAnnotation: false, pausedCondition: 'True', waitReason: 'Paused' },
+      woken: false,
+    },
+    {
+      id: 'K3',
+      name: 'unpaused Cluster, member still waits as Paused: woken',
+      cluster: unpaused,
+      member: { pausedAnnotation: false, pausedCondition: 'True', waitReason: 'Paused' },
+      woken: true,
+    },
+    {
+      id: 'K4',
+      name: 'unpaused Cluster, member paused by its own annotation: not woken',
+      cluster: unpaused,
+      member: { pausedAnnotation: true, pausedCondition: 'True', waitReason: 'Paused' },
+      woken: false,
+    },
+    {
+      id: 'K5',
+      name: 'infrastructure now provisioned, member waits for it: woken',
+      cluster: unpaused,
+      member: {
+        pausedAnnotation: false,
+        pausedCondition: 'False',
+        waitReason: 'WaitingForClusterInfrastructure',
+      },
+      woken: true,
+    },
+    {
+      id: 'K6',
+      name: 'infrastructure not provisioned, member waits for it: not woken',
+      cluster: { paused: false, infrastructureProvisioned: false },
+      member: {
+        pausedAnnotation: false,
+        pausedCondition: 'False',
+        waitReason: 'WaitingForClusterInfrastructure',
+      },
+      woken: false,
+    },
+    {
+      id: 'K7',
+      name: 'a member never stepped (no Paused condition) is left to its own creation event',
+      cluster: paused,
+      member: { pausedAnnotation: false },
+      woken: false,
+    },
+    {
+      id: 'K8',
+      name: 'an up-to-date member of a settled Cluster: not woken',
+      cluster: unpaused,
+      member: { pausedAnnotation: false, pausedCondition: 'False' },
+      woken: false,
+    },
+  ];
+  it.each(rows)('$id $name', ({ cluster, member, woken }) => {
+    expect(clusterMembersToWake(cluster, [{ ref: 'm', ...member }])).toEqual(woken ? ['m'] : []);
   });
 });

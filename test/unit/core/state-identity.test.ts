@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_STATE_SUFFIX_LENGTH, nameStateSuffix, stateSuffixOf } from '../../../src/core/state-identity.ts';
+import {
+  MAX_STATE_SUFFIX_LENGTH,
+  nameStateSuffix,
+  stateSuffixOf,
+  unrecordedStateSuffix,
+} from '../../../src/core/state-identity.ts';
 
 // Issue 11 item 5: the state is named by what clusterctl move and a restore keep (kind and name), never by
 // the UID; objects whose state was written under their UID before the rule keep it.
@@ -11,6 +16,14 @@ describe('stateSuffixOf', () => {
     expect(stateSuffixOf({ ...object, uid: 'uid-2', status: {} })).toBe('m-m-a');
     expect(stateSuffixOf({ kind: 'TerraformCluster', name: 'm-a', uid: 'u', status: {} })).toBe('c-m-a');
     expect(stateSuffixOf({ kind: 'TerraformMachinePool', name: 'm-a', uid: 'u', status: {} })).toBe('mp-m-a');
+  });
+
+  it("a status that lost its start's write: the newest Job's annotation, before the legacy rule", () => {
+    const status = { lastRun: { job: 'j' } } as never;
+    expect(stateSuffixOf({ ...object, status, jobSuffixes: ['m-m-a', 'old'] })).toBe('m-m-a');
+    expect(unrecordedStateSuffix({}, ['m-m-a'])).toBe('m-m-a');
+    expect(unrecordedStateSuffix({ stateSuffix: 'x' }, ['m-m-a'])).toBeUndefined();
+    expect(unrecordedStateSuffix({}, [])).toBeUndefined();
   });
 
   it('the recorded suffix wins, whatever the UID or name rule says', () => {

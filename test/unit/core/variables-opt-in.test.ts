@@ -31,13 +31,14 @@ function spec(extra: Partial<TargetSpec> = {}): TargetSpec {
 
 type Inputs = Pick<
   Snapshot,
-  'ref' | 'uid' | 'status' | 'spec' | 'referencedSecrets' | 'variablesSecretOptIns'
+  'ref' | 'uid' | 'jobs' | 'status' | 'spec' | 'referencedSecrets' | 'variablesSecretOptIns'
 >;
 
 function snap(optIns: Record<string, boolean>, extra: Partial<TargetSpec> = {}): Inputs {
   return {
     ref: { kind: 'TerraformMachine', namespace: 'team-a', name: 'm-a' },
     uid: 'uid-1',
+    jobs: [],
     status: {},
     spec: spec(extra),
     referencedSecrets: new Map<string, Record<string, string>>([

@@ -163,6 +163,81 @@ describe('POST /events: owned objects map to their owner', () => {
   });
 });
 
+describe('POST /events: Cluster API objects reach the objects of ours they drive', () => {
+  const CAPI = 'cluster.x-k8s.io/v1beta2';
+  const machine: ObjectRef = { kind: 'TerraformMachine', namespace: 'team-a', name: 'md-1-x' };
+  const pool: ObjectRef = { kind: 'TerraformMachinePool', namespace: 'team-a', name: 'mp' };
+
+  it.each([
+    { id: 'Machine', name: 'its TerraformMachine', mode: 'ref', target: machine },
+    {
+      id: 'Machine',
+      name: 'its TerraformMachine (resource mode still reads live)',
+      mode: 'resource',
+      target: machine,
+    },
+    { id: 'MachinePool', name: 'its TerraformMachinePool', mode: 'ref', target: pool },
+  ] as const)(
+    '$id → $name: the infrastructure reference read live, one step',
+    async ({ id, mode, target }) => {
+      const t = testApp();
+      t.owners.owners.set(`${id}/team-a/x-1`, target);
+      const data =
+        mode === 'ref'
+          ? { apiVersion: CAPI, kind: id, name: 'x-1', namespace: 'team-a' }
+          : {
+              apiVersion: CAPI,
+              kind: id,
+              metadata: { name: 'x-1', namespace: 'team-a', uid: 'u', resourceVersion: '3' },
+            };
+      const response = await send(t, 'binary', `dev.knative.apiserver.${mode}.update`, data);
+      expect(response.statusCode).toBe(200);
+      expect(t.owners.calls).toEqual([{ kind: id, namespace: 'team-a', name: 'x-1' }]);
+      expect(t.calls.map((c) => c.ref)).toEqual([target]);
+    },
+  );
+
+  it('a Machine of another provider (nothing of ours named): 200, no step', async () => {
+    const t = testApp();
+    const data = { apiVersion: CAPI, kind: 'Machine', name: 'docker-1', namespace: 'team-a' };
+    const response = await send(t, 'binary', 'dev.knative.apiserver.ref.update', data);
+    expect(response.json()).toEqual({ handled: false, reason: 'ObjectGone' });
+    expect(t.calls).toEqual([]);
+  });
+
+  it('a Cluster: no step; the members it outdated get a requeue due now', async () => {
+    const t = testApp();
+    t.clusterMembers.members.set('team-a/capi', [machine, pool]);
+    const data = { apiVersion: CAPI, kind: 'Cluster', name: 'capi', namespace: 'team-a' };
+    const response = await send(t, 'structured', 'dev.knative.apiserver.ref.update', data);
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual({ handled: true, woken: [machine, pool] });
+    expect(t.calls).toEqual([]);
+    expect(t.schedule.dueAt(machine)).toBe(T0);
+    expect(t.schedule.dueAt(pool)).toBe(T0);
+  });
+
+  it('a Cluster that is gone, or whose members are up to date: 200, nothing scheduled', async () => {
+    const t = testApp();
+    t.clusterMembers.members.set('team-a/settled', []);
+    for (const name of ['gone', 'settled']) {
+      const data = { apiVersion: CAPI, kind: 'Cluster', name, namespace: 'team-a' };
+      const response = await send(t, 'binary', 'dev.knative.apiserver.ref.update', data);
+      expect(response.statusCode).toBe(200);
+    }
+    expect(t.clusterMembers.calls.map((c) => c.name)).toEqual(['gone', 'settled']);
+    expect(t.calls).toEqual([]);
+    expect(t.schedule.dueAt(machine)).toBeUndefined();
+  });
+
+  it('a MachineSet (not watched): 400 unsupported-event-kind', async () => {
+    const t = testApp();
+    const data = { apiVersion: CAPI, kind: 'MachineSet', name: 'ms', namespace: 'team-a' };
+    const response = await send(t, 'binary', 'dev.knative.apiserver.ref.update', data);
+    expect(response.statusCode).toBe(400);
+  });
+});
+
 describe('POST /events: duplicated, reordered and replayed deliveries', () => {
   const ref: ObjectRef = { kind: 'TerraformCluster', namespace: 'team-a', name: 'c1' };
   const resource = (rv: string) => ({

@@ -6,6 +6,9 @@ import { buildApp } from '../../../src/http/app.ts';
 import type {
   AppConfig,
   AppDeps,
+  ClusterMembers,
+  ClusterWake,
+  NamedCluster,
   ObjectVersions,
   OwnedObject,
   OwnerLookup,
@@ -118,6 +121,17 @@ export class MemoryOwners implements OwnerResolver {
   }
 }
 
+/** Cluster wake-ups answered from a table of `namespace/name` (absent: the Cluster is gone). */
+export class MemoryClusterMembers implements ClusterMembers {
+  readonly members = new Map<string, ObjectRef[]>();
+  readonly calls: NamedCluster[] = [];
+  async toWake(cluster: NamedCluster): Promise<ClusterWake> {
+    this.calls.push(cluster);
+    const refs = this.members.get(`${cluster.namespace}/${cluster.name}`);
+    return refs === undefined ? { found: false, reason: 'ObjectGone' } : { found: true, refs };
+  }
+}
+
 /** A step that records its calls and answers from a function of the ref. */
 export function recordingStep(
   answer: (ref: ObjectRef, options?: StepOptions) => Partial<StepOutcome> = () => ({}),
@@ -177,6 +191,7 @@ export interface TestApp {
   dedupe: MemoryDedupe;
   versions: MemoryVersions;
   owners: MemoryOwners;
+  clusterMembers: MemoryClusterMembers;
   calls: ReturnType<typeof recordingStep>['calls'];
   dependents: MemoryDependents;
   logs: ReturnType<typeof logSink>;
@@ -196,6 +211,7 @@ export function testApp(
   const dedupe = (overrides.dedupe as MemoryDedupe | undefined) ?? new MemoryDedupe();
   const versions = new MemoryVersions();
   const owners = new MemoryOwners();
+  const clusterMembers = new MemoryClusterMembers();
   const recording = recordingStep(overrides.answer);
   const { calls } = recording;
   const logs = logSink();
@@ -227,6 +243,7 @@ export function testApp(
     dedupe,
     versions,
     owners,
+    clusterMembers,
     readiness: async () => ({ redis: { ok: true }, apiServer: { ok: true } }),
     metrics,
     sweep: async (nowMs): Promise<SweepReport> => {
@@ -236,7 +253,19 @@ export function testApp(
     ...rest,
     clock,
   };
-  return { app: buildApp(deps), deps, schedule, dedupe, versions, owners, calls, dependents, logs, sweeps };
+  return {
+    app: buildApp(deps),
+    deps,
+    schedule,
+    dedupe,
+    versions,
+    owners,
+    clusterMembers,
+    calls,
+    dependents,
+    logs,
+    sweeps,
+  };
 }
 
 export const auth = { authorization: `Bearer ${TOKEN}` };

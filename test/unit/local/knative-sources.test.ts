@@ -30,6 +30,9 @@ describe('the ApiServerSource receive adapter config from infra/knative/apiserve
         { gvr: { Group: group, Version: 'v1alpha1', Resource: 'terraformplans' } },
         { gvr: { Group: 'batch', Version: 'v1', Resource: 'jobs' }, selector: 'captf.io/managed=true' },
         { gvr: { Group: '', Version: 'v1', Resource: 'pods' }, selector: 'captf.io/managed=true' },
+        { gvr: { Group: 'cluster.x-k8s.io', Version: 'v1beta2', Resource: 'clusters' } },
+        { gvr: { Group: 'cluster.x-k8s.io', Version: 'v1beta2', Resource: 'machines' } },
+        { gvr: { Group: 'cluster.x-k8s.io', Version: 'v1beta2', Resource: 'machinepools' } },
       ],
       mode: 'Reference',
     });
