@@ -7,6 +7,8 @@ import { CA_EXTENSIONS, issueCertificate, LOOPBACK_SERVER_EXTENSIONS } from './c
 import { freePort } from './ports.ts';
 import { type ManagedProcess, startProcess, waitUntilHealthy } from './process.ts';
 
+/** The user name of the local control plane's admin (the kubeconfig's token, in `system:masters`). */
+export const ADMIN_USER = 'captf-admin';
 /** A running local control plane: etcd, kube-apiserver, kube-controller-manager and kube-scheduler. */
 export interface ControlPlane {
   apiServerUrl: string;
@@ -94,7 +96,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   writeFileSync(saPub, publicKey.export({ type: 'spki', format: 'pem' }));
   const adminToken = randomBytes(24).toString('hex');
   const tokens = join(pki, 'tokens.csv');
-  writeFileSync(tokens, `${adminToken},captf-admin,captf-admin,"system:masters"\n`, { mode: 0o600 });
+  writeFileSync(tokens, `${adminToken},${ADMIN_USER},${ADMIN_USER},"system:masters"\n`, { mode: 0o600 });
 
   const [etcdPort, etcdPeerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
   const etcdUrl = `http://127.0.0.1:${etcdPort}`;

@@ -2,6 +2,7 @@ import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CUSTOM_RESOURCES } from '../../../src/adapters/kube/resources.ts';
 import type { ObjectRef } from '../../../src/core/object-ref.ts';
+import { ADMIN_USER } from '../../../src/local/control-plane.ts';
 import {
   createStepEnv,
   eventsOf,
@@ -48,7 +49,8 @@ async function approve(name: string): Promise<void> {
       ...CUSTOM_RESOURCES.TerraformPlan,
       namespace: env.namespace,
       name,
-      body: { spec: { approved: true, approvedBy: 'alice' } },
+      // The approval policy (infra/admission, installed with the CRDs) holds approvedBy to the requester.
+      body: { spec: { approved: true, approvedBy: ADMIN_USER } },
     },
     setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
   );
