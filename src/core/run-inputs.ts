@@ -6,7 +6,7 @@ import { secretTextsOfSecretValue } from './redaction.ts';
 import type { RunDecisions } from './run-decisions.ts';
 import type { RunConfigSource } from './run-secret-manifest.ts';
 import type { ReferencedSecrets, Snapshot } from './snapshot.ts';
-import { jobStateSuffixes, stateSuffixOf } from './state-identity.ts';
+import { snapshotStateSuffix } from './state-identity.ts';
 import { envSecretRefs, firstNotOptedIn, variablesFromRefs } from './variables-opt-in.ts';
 
 /**
@@ -93,13 +93,7 @@ export function resolveRunInputs(
     source: {
       kind: snap.ref.kind,
       namespace: snap.ref.namespace,
-      stateSuffix: stateSuffixOf({
-        kind: snap.ref.kind,
-        name: snap.ref.name,
-        uid: snap.uid,
-        status: snap.status,
-        jobSuffixes: jobStateSuffixes(snap.jobs),
-      }),
+      stateSuffix: snapshotStateSuffix(snap),
       variables: spec.variables ?? {},
       secretVariables,
       contractInputs: moduleInputsOf({

@@ -79,3 +79,19 @@ export function jobStateSuffixes(jobs: readonly JobView[]): string[] {
       return suffix ? [suffix] : [];
     });
 }
+
+/** The state suffix of a snapshot's object: {@link stateSuffixOf} over its status and its Jobs. */
+export function snapshotStateSuffix(snap: {
+  ref: { kind: TargetKind; name: string };
+  uid: string;
+  status: TargetStatus;
+  jobs: readonly JobView[];
+}): string {
+  return stateSuffixOf({
+    kind: snap.ref.kind,
+    name: snap.ref.name,
+    uid: snap.uid,
+    status: snap.status,
+    jobSuffixes: jobStateSuffixes(snap.jobs),
+  });
+}

@@ -7,7 +7,7 @@ import { runSecretName } from '../core/names.ts';
 import { buildPlanManifest } from '../core/plan-manifest.ts';
 import { stateSecretOf } from '../core/run-secret-manifest.ts';
 import type { Snapshot } from '../core/snapshot.ts';
-import { jobStateSuffixes, stateSuffixOf } from '../core/state-identity.ts';
+import { snapshotStateSuffix } from '../core/state-identity.ts';
 import { outcomeOf, type StepOutcome, UNAVAILABLE_RETRY_SECONDS } from '../core/step-outcome.ts';
 import type { Move, PlanWrite, StepPlan } from '../core/step-plan.ts';
 import { OUR_API_VERSION } from '../schemas/kinds/registry.ts';
@@ -243,13 +243,7 @@ async function measureState(performance: Performance): Promise<void> {
   const where = stateSecretOf({
     backend: snap.spec?.backend,
     namespace: snap.ref.namespace,
-    stateSuffix: stateSuffixOf({
-      kind: snap.ref.kind,
-      name: snap.ref.name,
-      uid: snap.uid,
-      status: snap.status,
-      jobSuffixes: jobStateSuffixes(snap.jobs),
-    }),
+    stateSuffix: snapshotStateSuffix(snap),
   });
   if (where === undefined) return;
   const secret = await deps.kube.reader.getSecret(where.namespace, where.name).catch(() => undefined);

@@ -100,19 +100,6 @@ async function getCapi(resource: string, name: string): Promise<CapiObject | und
   }
 }
 
-async function patchCapi(resource: string, name: string, patch: Record<string, unknown>): Promise<void> {
-  await run.kubectl.run([
-    'patch',
-    resource,
-    name,
-    '-n',
-    run.namespace,
-    '--type=merge',
-    '-p',
-    JSON.stringify(patch),
-  ]);
-}
-
 /** What the namespace shows, for a failed wait over Cluster API objects. */
 async function capiPicture(): Promise<string> {
   const show = (args: string[]) =>
@@ -458,9 +445,9 @@ describe('the sample driven by Cluster API v1.14.2 (issue 11, DESIGN.md section 
   it(
     'scaled to 3, then to 1: the TerraformMachines Cluster API deletes are destroyed and their finalizers removed',
     async () => {
-      await patchCapi('machinedeployments', 'md', { spec: { replicas: 3 } });
+      await patchObject(run, 'machinedeployments', 'md', { spec: { replicas: 3 } });
       const three = await waitMdSettled(3, 3 * MINUTE);
-      await patchCapi('machinedeployments', 'md', { spec: { replicas: 1 } });
+      await patchObject(run, 'machinedeployments', 'md', { spec: { replicas: 1 } });
       const one = await waitMdSettled(1, 3 * MINUTE);
       const kept = one.machines[0]?.metadata.name;
       const deleted = three.machines.map((m) => m.metadata.name).filter((name) => name !== kept);
@@ -485,7 +472,7 @@ describe('the sample driven by Cluster API v1.14.2 (issue 11, DESIGN.md section 
     async () => {
       const [old] = await mdMachines();
       await applyObjects(run, [machineTemplate('tmpl-2', { size: 'large' })]);
-      await patchCapi('machinedeployments', 'md', {
+      await patchObject(run, 'machinedeployments', 'md', {
         spec: { template: { spec: { infrastructureRef: { name: 'tmpl-2' } } } },
       });
       const { machines } = await waitMdSettled(
@@ -558,7 +545,7 @@ describe('the sample driven by Cluster API v1.14.2 (issue 11, DESIGN.md section 
       // pool (its next requeue is the drift check, half an hour away).
       await sleep(5_000);
       const scaledAtMs = Date.now();
-      await patchCapi('machinepools.cluster.x-k8s.io', 'mp', { spec: { replicas: 3 } });
+      await patchObject(run, 'machinepools.cluster.x-k8s.io', 'mp', { spec: { replicas: 3 } });
       const pool = await waitCapi(
         'the MachinePool with 3 providerIDs',
         () => getCapi('machinepools.cluster.x-k8s.io', 'mp'),
@@ -584,7 +571,7 @@ describe('the sample driven by Cluster API v1.14.2 (issue 11, DESIGN.md section 
       const [target] = await mdMachines();
       const name = target?.metadata.name ?? '';
       const jobsBefore = await jobsOf(run, name);
-      await patchCapi('clusters.cluster.x-k8s.io', CLUSTER, { spec: { paused: true } });
+      await patchObject(run, 'clusters.cluster.x-k8s.io', CLUSTER, { spec: { paused: true } });
       await waitCapi(
         'the Cluster Paused',
         () => getCapi('clusters.cluster.x-k8s.io', CLUSTER),
@@ -620,7 +607,7 @@ describe('the sample driven by Cluster API v1.14.2 (issue 11, DESIGN.md section 
       expect(await jobsOf(run, name)).toEqual(jobsBefore);
       expect(await activeJobOwners()).toEqual([]);
 
-      await patchCapi('clusters.cluster.x-k8s.io', CLUSTER, { spec: { paused: false } });
+      await patchObject(run, 'clusters.cluster.x-k8s.io', CLUSTER, { spec: { paused: false } });
       const applied = await waitObject(
         run,
         RESOURCE.TerraformMachine,

@@ -280,10 +280,10 @@ export async function readObject<T = ObservedObject>(
   }
 }
 
-/** Merge-patches an object, optionally as another user (`--as`). */
+/** Merge-patches an object (ours, or any resource kubectl names), optionally as another user (`--as`). */
 export async function patchObject(
   run: E2eScope,
-  resource: Resource,
+  resource: Resource | string,
   name: string,
   patch: Record<string, unknown>,
   as?: string,
