@@ -188,7 +188,7 @@ try {
     keyPrefix: 'bench',
     tickIntervalMs: 1000,
   });
-  await prepareWorkloadNamespace(setup.kubectl, root, NAMESPACE, stack.info);
+  await prepareWorkloadNamespace(setup.kubectl, NAMESPACE, stack.info);
   await setup.kubectl.run(
     ['apply', '-f', '-'],
     JSON.stringify({ apiVersion: 'v1', kind: 'List', items: sampleObjects(setup.nodeName) }),

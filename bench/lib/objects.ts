@@ -174,6 +174,7 @@ export function retainedJobs(count: number): JobView[] {
       image: 'registry.example.com/modules/aws-machine:1.4.2',
       runnerImage: 'registry.example.com/captf-runner:0.1.0',
       policy,
+      serviceAccountName: `captf-runner-m-${MACHINE_NAME}`,
     });
     const finishedAt = ago((index + 1) * 600);
     const failed = outcome !== 'succeeded';

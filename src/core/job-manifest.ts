@@ -11,6 +11,7 @@ import {
   RUNNER_FILE,
   RUNNER_WORK_DIR,
   RUNTIME_PATH,
+  SERVICE_ACCOUNT_DIR,
   STOP_TIMEOUT_SECONDS,
   TERMINATION_GRACE_SECONDS,
 } from '../schemas/job-contract.ts';
@@ -64,7 +65,7 @@ export interface JobManifest {
         restartPolicy: 'Never';
         terminationGracePeriodSeconds: number;
         securityContext: PodSecurityContext;
-        serviceAccountName?: string;
+        serviceAccountName: string;
         imagePullSecrets: { name: string }[];
         nodeSelector: Record<string, string>;
         tolerations: Toleration[];
@@ -150,6 +151,11 @@ export interface JobManifestInput {
   /** The controller's `--runner-image`; its entrypoint is the runner. */
   runnerImage: string;
   policy: EffectiveJobsPolicy;
+  /**
+   * The pod's service account: the spec's `jobs.serviceAccountName`, else the object's own runner identity
+   * (src/core/runner-identity.ts).
+   */
+  serviceAccountName: string;
   /** The state suffix of the run (annotation `captf.io/state-suffix`). */
   stateSuffix?: string;
 }
@@ -216,7 +222,7 @@ export function buildJobManifest(input: JobManifestInput): JobManifest {
           terminationGracePeriodSeconds: TERMINATION_GRACE_SECONDS,
           // Pod Security `restricted` (issue 16): admitted in namespaces that enforce it.
           securityContext: jobPodSecurityContext(),
-          ...(policy.serviceAccountName ? { serviceAccountName: policy.serviceAccountName } : {}),
+          serviceAccountName: input.serviceAccountName,
           imagePullSecrets: policy.imagePullSecrets,
           nodeSelector: policy.nodeSelector,
           tolerations: policy.tolerations,
@@ -246,6 +252,8 @@ export function buildJobManifest(input: JobManifestInput): JobManifest {
                 `--config-dir=${RUN_CONFIG_DIR}`,
                 `--work-dir=${RUNNER_WORK_DIR}`,
                 `--result-file=${RESULT_FILE}`,
+                // The token the kubernetes backend reaches the state with (src/runner/kube-proxy.ts).
+                `--service-account-dir=${SERVICE_ACCOUNT_DIR}`,
                 // Derived from the same grace as terminationGracePeriodSeconds (section 10).
                 `--stop-timeout=${STOP_TIMEOUT_SECONDS}`,
               ],

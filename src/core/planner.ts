@@ -28,6 +28,7 @@ import { isPodAlive, podsOfJob } from './pods.ts';
 import { FINALIZER, preamble } from './preamble.ts';
 import { selectJobsToPrune } from './prune.ts';
 import { createRedactor, type Redactor } from './redaction.ts';
+import { runnerAccountOf } from './runner-identity.ts';
 import { decisionAnnotations, decisionsOf, type RunDecisions } from './run-decisions.ts';
 import { inputSecretTexts, type RunInputs, resolveRunInputs } from './run-inputs.ts';
 import type { RunConfigSource } from './run-secret-manifest.ts';
@@ -688,16 +689,19 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
     tick,
   });
   const image = snap.spec?.source.image ?? '';
+  const owner = {
+    apiVersion: API_VERSION,
+    kind: snap.ref.kind,
+    name: snap.ref.name,
+    namespace: snap.ref.namespace,
+    uid: snap.uid,
+  };
+  const { serviceAccountName, identity } = runnerAccountOf(policy.serviceAccountName, {
+    owner,
+    source: inputs.source,
+  });
   const manifest = buildJobManifest({
-    owner: {
-      apiVersion: API_VERSION,
-      kind: snap.ref.kind,
-      name: snap.ref.name,
-      namespace: snap.ref.namespace,
-      uid: snap.uid,
-      generation: snap.generation,
-      clusterName: snap.clusterName ?? '',
-    },
+    owner: { ...owner, generation: snap.generation, clusterName: snap.clusterName ?? '' },
     name,
     op,
     attempt,
@@ -706,6 +710,7 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
     image: op === 'apply' ? image : (base.status.source?.pinnedImage ?? image),
     runnerImage: facts.config.runnerImage,
     policy,
+    serviceAccountName,
     stateSuffix: inputs.source.stateSuffix,
   });
   const activeJob = { name, op, attempt, startedAt: facts.now.toISOString() };
@@ -725,6 +730,7 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
     decisions,
     annotations: decisionAnnotations(decisions),
     inputs: inputs.source,
+    ...(identity ? { identity } : {}),
     guard: guardOf(op, name, policy.activeDeadlineSeconds),
     // The suffix this run names its state by, kept for every later run (src/core/state-identity.ts).
     status: pausedStatus(planning, {

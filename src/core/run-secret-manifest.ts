@@ -58,18 +58,16 @@ const STATE_SECRET_PREFIX = 'tfstate-default-';
 
 /**
  * Where the kubernetes backend keeps the object's state (`tfstate-default-<secret_suffix>`, with the
- * defaults of `buildRunConfig` under the spec's `backend.config`); undefined for any other backend, whose
- * state no Secret size limit applies to.
+ * defaults of `buildRunConfig` under the spec's `backend.config`) and its `secret_suffix`; undefined for any
+ * other backend, whose state no Secret size limit applies to.
  */
 export function stateSecretOf(
   source: Pick<RunConfigSource, 'backend' | 'namespace' | 'stateSuffix'>,
-): { namespace: string; name: string } | undefined {
+): { namespace: string; name: string; suffix: string } | undefined {
   if ((source.backend?.type ?? 'kubernetes') !== 'kubernetes') return undefined;
   const config = { ...kubernetesBackendDefaults(source), ...source.backend?.config };
-  return {
-    namespace: String(config.namespace),
-    name: `${STATE_SECRET_PREFIX}${String(config.secret_suffix)}`,
-  };
+  const suffix = String(config.secret_suffix);
+  return { namespace: String(config.namespace), name: `${STATE_SECRET_PREFIX}${suffix}`, suffix };
 }
 
 /**

@@ -8,6 +8,7 @@ import type { PlanChange } from './record-run.ts';
 import type { Redactor } from './redaction.ts';
 import type { RunDecisions } from './run-decisions.ts';
 import type { RunConfigSource } from './run-secret-manifest.ts';
+import type { RunnerIdentity } from './runner-identity.ts';
 import type { Snapshot } from './snapshot.ts';
 import type { StepOutcome } from './step-outcome.ts';
 import type { PodView } from './views.ts';
@@ -88,6 +89,8 @@ export interface PlannedStart {
   annotations: Record<string, string>;
   /** The run config without the plan key (the shell reads or creates that Secret). */
   inputs: Omit<RunConfigSource, 'planHmacKey'>;
+  /** The object's runner identity, put in place before the Job; absent when the spec names the account. */
+  identity?: RunnerIdentity;
   guard: RunGuardSpec;
   /** The status once the Job exists. */
   status: TargetStatus;

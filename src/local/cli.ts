@@ -119,7 +119,7 @@ async function up(options: UpOptions): Promise<void> {
       log('no sample applied (--no-sample); press Ctrl-C to stop');
       await new Promise(() => undefined);
     }
-    await prepareWorkloadNamespace(controller.kubectl, repoRoot, SAMPLE_NAMESPACE, info);
+    await prepareWorkloadNamespace(controller.kubectl, SAMPLE_NAMESPACE, info);
     await grantPlanApprovers(controller.kubectl, SAMPLE_NAMESPACE);
     await controller.kubectl.run(['apply', '-f', SAMPLE_FILE]);
     log(`applied ${SAMPLE_FILE}`);

@@ -18,6 +18,11 @@ export const RUNNER_WORK_DIR = '/captf/work';
 /** What the module image provides (section 10, image contract). */
 export const MODULE_DIR = '/captf/module';
 export const RUNTIME_PATH = '/captf/runtime';
+/**
+ * Where the kubelet mounts the pod's service account token and the cluster CA (the ServiceAccount admission
+ * plugin's `kube-api-access` volume): the runner reaches the state with them (src/runner/kube-proxy.ts).
+ */
+export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 /** Where the runner writes its result document (`terminationMessagePolicy: File`). */
 export const RESULT_FILE = '/dev/termination-log';
 

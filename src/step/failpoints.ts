@@ -21,6 +21,7 @@ export const FAILPOINTS = [
   'after-lease-renew',
   'after-lease-take',
   'after-slot-take',
+  'after-runner-identity',
   'after-job-create',
   'after-run-secret-create',
   'after-active-status',

@@ -1,5 +1,5 @@
 import type { V1Job } from '@kubernetes/client-node';
-import { outcomeOfFailedWrite } from '../adapters/kube/errors.ts';
+import { KubeError, outcomeOfFailedWrite } from '../adapters/kube/errors.ts';
 import type { EventObjectRef } from '../core/event-spec.ts';
 import { LABELS } from '../core/job-labels.ts';
 import type { Snapshot } from '../core/snapshot.ts';
@@ -9,6 +9,7 @@ import { releaseRunGuards, runGuard, takeRunGuards } from './leases.ts';
 import { conflict, emitEvents, type Performance, unavailable } from './perform.ts';
 import { runConfigOf } from './run-config.ts';
 import { createRunSecret } from './run-secret.ts';
+import { ensureRunnerIdentity } from './runner-identity.ts';
 import { toV1Job } from './views.ts';
 
 /** A Job found under our name is ours to adopt when it carries this object's UID, op and attempt. */
@@ -49,7 +50,7 @@ async function createOrAdopt(performance: Performance, start: PlannedStart): Pro
 
 /**
  * Starting a Job (DESIGN.md section 5 steps 6-8): the run lease (and cluster lease) and Job slots, then
- * Job → per-run Secret → `status.activeJob`, in that order, under a deterministic name so a repeated step
+ * the runner identity → Job → per-run Secret → `status.activeJob`, in that order, under a deterministic name so a repeated step
  * finds what a crashed one created. A rejected create proves no Job exists and gives the guards back; a
  * create whose answer was lost proves nothing and keeps them.
  */
@@ -77,6 +78,22 @@ export async function performStart(performance: Performance, start: PlannedStart
   if (taken.kind === 'unknown') return unavailable(performance, `take the run lease: ${taken.cause.message}`);
   if (taken.kind === 'wait') return held({ reason: taken.reason, message: taken.message });
   deps.failpoints.hit('after-slot-take');
+
+  if (start.identity) {
+    // Before the Job: its pod is admitted only once its ServiceAccount exists. Nothing of the run exists
+    // yet, so a failure gives the guards back.
+    const ensured = await ensureRunnerIdentity(deps.kube, start.identity).catch((error: unknown) => {
+      if (error instanceof KubeError) return error;
+      throw error;
+    });
+    if (ensured instanceof KubeError) {
+      const released = await releaseRunGuards(deps.redis, guard, start.name);
+      if (released !== 'released')
+        return unavailable(performance, 'release the run lease: Redis did not answer');
+      return unavailable(performance, `put the runner identity in place: ${ensured.message}`);
+    }
+    deps.failpoints.hit('after-runner-identity');
+  }
 
   const created = await createOrAdopt(performance, start);
   if (created.kind === 'rejected' || created.kind === 'foreign') {

@@ -251,7 +251,6 @@ describe('a system at rest', () => {
           spec: {
             source: { image: 'captf.local/sample-cluster:1' },
             variables: { name },
-            backend: { secretRef: { name: 'captf-local-backend' } },
             jobs: pinnedJobs(run),
             ...spec,
           },

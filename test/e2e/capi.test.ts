@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LOCAL_BACKEND_SECRET } from '../../src/local/workload-namespace.ts';
 import { testStack } from '../env/index.ts';
 import {
   applyObjects,
@@ -267,7 +266,6 @@ function terraformCluster(): Record<string, unknown> {
     spec: {
       source: { image: 'captf.local/sample-cluster:1' },
       variables: { name: CLUSTER },
-      backend: { secretRef: { name: LOCAL_BACKEND_SECRET } },
       jobs: pinnedJobs(run),
       defaults: { jobs: pinnedJobs(run) },
     },
@@ -293,7 +291,6 @@ function machineTemplate(name: string, variables: Record<string, unknown>): Reco
         spec: {
           source: { image: 'captf.local/sample-machine:1' },
           variables,
-          backend: { secretRef: { name: LOCAL_BACKEND_SECRET } },
           jobs: pinnedJobs(run),
         },
       },
@@ -509,7 +506,6 @@ describe('the sample driven by Cluster API v1.14.2 (issue 11, DESIGN.md section 
           },
           spec: {
             source: { image: 'captf.local/sample-pool:1' },
-            backend: { secretRef: { name: LOCAL_BACKEND_SECRET } },
             jobs: pinnedJobs(run),
           },
         },

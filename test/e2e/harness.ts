@@ -164,7 +164,7 @@ export async function startE2eRun(label: string, options: E2eRunOptions = {}): P
     tickIntervalMs: 1000,
   });
   const namespace = `e2e-${label}-${suffix}`;
-  await prepareWorkloadNamespace(controller.kubectl, repoRoot, namespace, stack);
+  await prepareWorkloadNamespace(controller.kubectl, namespace, stack);
   return {
     namespace,
     nodeName,
@@ -251,7 +251,6 @@ export function machine(
     spec: {
       source: { image: image ?? 'captf.local/sample-machine:1' },
       variables: { name, ...variables },
-      backend: { secretRef: { name: 'captf-local-backend' } },
       jobs: { ...pinnedJobs(run), ...jobs },
       ...rest,
     },

@@ -200,7 +200,7 @@ export async function startLambdaRun(label: string): Promise<LambdaRun> {
     })();
 
     const namespace = `lambda-${label}-${suffix}`;
-    await prepareWorkloadNamespace(kubectl, repoRoot, namespace, stack);
+    await prepareWorkloadNamespace(kubectl, namespace, stack);
     return {
       namespace,
       nodeName,

@@ -1,11 +1,13 @@
 import {
   AuthenticationV1Api,
   BatchV1Api,
+  CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
   createConfiguration,
   EventsV1Api,
   KubeConfig,
+  RbacAuthorizationV1Api,
   type RequestContext,
   type ResponseContext,
   ServerConfiguration,
@@ -38,6 +40,8 @@ export interface KubeApis {
   custom: CustomObjectsApi;
   events: EventsV1Api;
   authentication: AuthenticationV1Api;
+  rbac: RbacAuthorizationV1Api;
+  coordination: CoordinationV1Api;
 }
 
 /**
@@ -84,5 +88,7 @@ export function makeKubeApis(
     custom: new CustomObjectsApi(configuration),
     events: new EventsV1Api(configuration),
     authentication: new AuthenticationV1Api(configuration),
+    rbac: new RbacAuthorizationV1Api(configuration),
+    coordination: new CoordinationV1Api(configuration),
   };
 }

@@ -1,4 +1,4 @@
-import type { V1Job, V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { V1Job, V1Pod, V1RoleBinding, V1Secret } from '@kubernetes/client-node';
 import type { CustomKind, CustomResource } from '../../schemas/kinds/registry.ts';
 import type { KubeApis } from './connection.ts';
 import { type CustomObject, parseCustomList, parseCustomObject } from './custom-object.ts';
@@ -36,6 +36,8 @@ export interface KubeReader {
   listPods(selector?: ListSelector): Promise<V1Pod[]>;
   /** A Secret, data included (base64): never log it. */
   getSecret(namespace: string, name: string): Promise<V1Secret | undefined>;
+  /** A RoleBinding (the marker of a runner identity, src/step/runner-identity.ts). */
+  getRoleBinding(namespace: string, name: string): Promise<V1RoleBinding | undefined>;
   listSecrets(selector?: ListSelector): Promise<V1Secret[]>;
 }
 
@@ -180,6 +182,12 @@ export class ApiKubeReader implements KubeReader {
   getSecret(namespace: string, name: string): Promise<V1Secret | undefined> {
     return readOne(`get Secret ${namespace}/${name}`, () =>
       this.#apis.core.readNamespacedSecret({ namespace, name }),
+    );
+  }
+
+  getRoleBinding(namespace: string, name: string): Promise<V1RoleBinding | undefined> {
+    return readOne(`get RoleBinding ${namespace}/${name}`, () =>
+      this.#apis.rbac.readNamespacedRoleBinding({ namespace, name }),
     );
   }
 

@@ -3,9 +3,13 @@ import {
   PatchStrategy,
   setHeaderOptions,
   type V1Job,
+  type V1Lease,
   V1MicroTime,
   type V1ObjectMeta,
+  type V1Role,
+  type V1RoleBinding,
   type V1Secret,
+  type V1ServiceAccount,
 } from '@kubernetes/client-node';
 import type { EventSpec } from '../../core/event-spec.ts';
 import type { CustomKind } from '../../schemas/kinds/registry.ts';
@@ -53,6 +57,18 @@ export interface KubeWriter {
   createJob(job: V1Job): Promise<V1Job>;
   /** Creates a Secret in `secret.metadata.namespace`. */
   createSecret(secret: V1Secret): Promise<V1Secret>;
+  /** Creates a ServiceAccount, a Lease, a Role or a RoleBinding (a runner identity, src/step/runner-identity.ts). */
+  createServiceAccount(account: V1ServiceAccount): Promise<V1ServiceAccount>;
+  createLease(lease: V1Lease): Promise<V1Lease>;
+  createRole(role: V1Role): Promise<V1Role>;
+  createRoleBinding(binding: V1RoleBinding): Promise<V1RoleBinding>;
+  /**
+   * Replaces a ServiceAccount, Role or RoleBinding unconditionally (no resourceVersion: the manifest is the
+   * whole truth).
+   */
+  replaceServiceAccount(account: V1ServiceAccount): Promise<V1ServiceAccount>;
+  replaceRole(role: V1Role): Promise<V1Role>;
+  replaceRoleBinding(binding: V1RoleBinding): Promise<V1RoleBinding>;
   /** Creates one of our objects (a TerraformPlan). */
   createCustomObject(kind: CustomKind, object: NewCustomObject): Promise<CustomObject>;
   /**
@@ -161,6 +177,69 @@ export class ApiKubeWriter implements KubeWriter {
     const { namespace, name } = placementOf(secret.metadata, 'Secret');
     return writing(`create Secret ${namespace}/${name}`, () =>
       this.#apis.core.createNamespacedSecret({ namespace, body: secret, fieldManager: FIELD_MANAGER }),
+    );
+  }
+
+  createServiceAccount(account: V1ServiceAccount): Promise<V1ServiceAccount> {
+    const { namespace, name } = placementOf(account.metadata, 'ServiceAccount');
+    return writing(`create ServiceAccount ${namespace}/${name}`, () =>
+      this.#apis.core.createNamespacedServiceAccount({
+        namespace,
+        body: account,
+        fieldManager: FIELD_MANAGER,
+      }),
+    );
+  }
+
+  createLease(lease: V1Lease): Promise<V1Lease> {
+    const { namespace, name } = placementOf(lease.metadata, 'Lease');
+    return writing(`create Lease ${namespace}/${name}`, () =>
+      this.#apis.coordination.createNamespacedLease({ namespace, body: lease, fieldManager: FIELD_MANAGER }),
+    );
+  }
+
+  createRole(role: V1Role): Promise<V1Role> {
+    const { namespace, name } = placementOf(role.metadata, 'Role');
+    return writing(`create Role ${namespace}/${name}`, () =>
+      this.#apis.rbac.createNamespacedRole({ namespace, body: role, fieldManager: FIELD_MANAGER }),
+    );
+  }
+
+  createRoleBinding(binding: V1RoleBinding): Promise<V1RoleBinding> {
+    const { namespace, name } = placementOf(binding.metadata, 'RoleBinding');
+    return writing(`create RoleBinding ${namespace}/${name}`, () =>
+      this.#apis.rbac.createNamespacedRoleBinding({ namespace, body: binding, fieldManager: FIELD_MANAGER }),
+    );
+  }
+
+  replaceServiceAccount(account: V1ServiceAccount): Promise<V1ServiceAccount> {
+    const { namespace, name } = placementOf(account.metadata, 'ServiceAccount');
+    return writing(`replace ServiceAccount ${namespace}/${name}`, () =>
+      this.#apis.core.replaceNamespacedServiceAccount({
+        namespace,
+        name,
+        body: account,
+        fieldManager: FIELD_MANAGER,
+      }),
+    );
+  }
+
+  replaceRole(role: V1Role): Promise<V1Role> {
+    const { namespace, name } = placementOf(role.metadata, 'Role');
+    return writing(`replace Role ${namespace}/${name}`, () =>
+      this.#apis.rbac.replaceNamespacedRole({ namespace, name, body: role, fieldManager: FIELD_MANAGER }),
+    );
+  }
+
+  replaceRoleBinding(binding: V1RoleBinding): Promise<V1RoleBinding> {
+    const { namespace, name } = placementOf(binding.metadata, 'RoleBinding');
+    return writing(`replace RoleBinding ${namespace}/${name}`, () =>
+      this.#apis.rbac.replaceNamespacedRoleBinding({
+        namespace,
+        name,
+        body: binding,
+        fieldManager: FIELD_MANAGER,
+      }),
     );
   }
 

@@ -4,6 +4,7 @@ import {
   envValueOrValueFrom,
   lockTimeoutBelowDeadline,
   ruleMessage,
+  serviceAccountNotRunnerIdentity,
   withRules,
 } from './rules.ts';
 
@@ -116,7 +117,14 @@ export const JobsPolicySchema = withRules(
         .optional()
         .describe('Secrets for pulling the module image.'),
       resources: ResourcesSchema.optional(),
-      serviceAccountName: z.string().min(1).max(253).optional().describe('Service account of the Job pod.'),
+      serviceAccountName: z
+        .string()
+        .min(1)
+        .max(253)
+        .optional()
+        .describe(
+          "Service account of the Job pod; absent: the object's own runner identity, which reaches only its state.",
+        ),
       nodeSelector: z.record(z.string(), z.string()).optional().describe('Node labels the Job pod needs.'),
       tolerations: z.array(TolerationSchema).optional().describe('Taints the Job pod tolerates.'),
       env: z
@@ -126,7 +134,7 @@ export const JobsPolicySchema = withRules(
         .describe('Extra environment of the `source` container; TF_ and KUBE_ names are rejected.'),
     })
     .describe('How the Jobs of this object run.'),
-  [lockTimeoutBelowDeadline],
+  [lockTimeoutBelowDeadline, serviceAccountNotRunnerIdentity],
 );
 export type JobsPolicy = z.infer<typeof JobsPolicySchema>;
 

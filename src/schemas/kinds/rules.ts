@@ -94,6 +94,20 @@ export const envNameNotReserved: CrossFieldRule<{ name: string }> = {
     `env name ${v.name} is reserved (TF_ and KUBE_ belong to the runner); pass Terraform inputs through spec.variables and backend settings through spec.backend`,
 };
 
+/** The names of the controller's per-object runner identities (src/core/runner-identity.ts). */
+export const RUNNER_IDENTITY_PREFIX = 'captf-runner-';
+
+/**
+ * A spec may not name a runner identity as its Jobs' account (issue 16 item 3): `captf-runner-<suffix>` may
+ * read and write another object's state, and naming it would run this object's module with those rights.
+ */
+export const serviceAccountNotRunnerIdentity: CrossFieldRule<{ serviceAccountName?: string | undefined }> = {
+  cel: `!has(self.serviceAccountName) || !self.serviceAccountName.startsWith('${RUNNER_IDENTITY_PREFIX}')`,
+  message: `serviceAccountName may not start with ${RUNNER_IDENTITY_PREFIX}: those accounts are the controller's per-object runner identities; leave serviceAccountName out to run as this object's own`,
+  fieldPath: '.serviceAccountName',
+  holds: (v) => !(v.serviceAccountName ?? '').startsWith(RUNNER_IDENTITY_PREFIX),
+};
+
 /** An env entry has a literal value or a reference, not both (the kubelet would pick one silently). */
 export const envValueOrValueFrom: CrossFieldRule<{ value?: string | undefined; valueFrom?: unknown }> = {
   cel: '!(has(self.value) && has(self.valueFrom))',

@@ -95,6 +95,30 @@ describe('controller ClusterRole', () => {
     { id: 'secret-get', name: 'get a Secret by name', verb: 'get', resource: 'secrets' },
     { id: 'secret-delete', name: 'delete per-run Secrets', verb: 'delete', resource: 'secrets' },
     {
+      id: 'runner-identity-account',
+      name: 'create runner identity ServiceAccounts',
+      verb: 'create',
+      resource: 'serviceaccounts',
+    },
+    {
+      id: 'runner-identity-role',
+      name: 'create runner identity Roles',
+      verb: 'create',
+      resource: 'roles.rbac.authorization.k8s.io',
+    },
+    {
+      id: 'runner-identity-binding',
+      name: 'create runner identity RoleBindings',
+      verb: 'create',
+      resource: 'rolebindings.rbac.authorization.k8s.io',
+    },
+    {
+      id: 'runner-lock-lease',
+      name: 'create the free state lock Lease',
+      verb: 'create',
+      resource: 'leases.coordination.k8s.io',
+    },
+    {
       id: 'status',
       name: 'patch TerraformCluster status',
       verb: 'patch',
@@ -134,22 +158,36 @@ describe('controller ClusterRole', () => {
     },
   ];
   const denied = [
-    {
-      id: 'secret-update',
-      name: 'update Secrets (state belongs to the runner)',
-      verb: 'update',
-      resource: 'secrets',
-    },
     { id: 'pod-create', name: 'create Pods', verb: 'create', resource: 'pods' },
     { id: 'pod-exec', name: 'exec into Pods', verb: 'create', resource: 'pods/exec' },
     { id: 'job-update', name: 'update Job specs', verb: 'update', resource: 'jobs.batch' },
     { id: 'configmaps', name: 'read ConfigMaps', verb: 'list', resource: 'configmaps' },
     {
-      id: 'leases',
-      name: 'touch Leases (the runner backend lock)',
-      verb: 'update',
+      id: 'lease-delete',
+      name: 'delete Leases (a state lock is the runner’s)',
+      verb: 'delete',
       resource: 'leases.coordination.k8s.io',
     },
+    {
+      id: 'role-delete',
+      name: 'delete Roles (runner identities go with their objects)',
+      verb: 'delete',
+      resource: 'roles.rbac.authorization.k8s.io',
+    },
+    {
+      id: 'clusterrole-create',
+      name: 'create ClusterRoles',
+      verb: 'create',
+      resource: 'clusterroles.rbac.authorization.k8s.io',
+    },
+    {
+      id: 'clusterrolebinding-create',
+      name: 'create ClusterRoleBindings',
+      verb: 'create',
+      resource: 'clusterrolebindings.rbac.authorization.k8s.io',
+    },
+    { id: 'role-escalate', name: 'escalate Roles', verb: 'escalate', resource: 'roles.rbac.authorization.k8s.io' },
+    { id: 'role-bind', name: 'bind any Role', verb: 'bind', resource: 'roles.rbac.authorization.k8s.io' },
     {
       id: 'capi-write',
       name: 'patch Cluster API Clusters',
@@ -399,18 +437,3 @@ describe('Cluster API ClusterRole (aggregated into its manager role)', () => {
   });
 });
 
-describe('runner Role', () => {
-  it('grants the kubernetes backend its Secrets and Lease in one namespace, nothing cluster-wide', async () => {
-    const namespace = `runner-${randomBytes(3).toString('hex')}`;
-    await kubectl(['create', 'namespace', namespace]);
-    await kubectl(['apply', '-n', namespace, '-f', join(root, 'infra/rbac/runner.yaml')]);
-    const runner = `system:serviceaccount:${namespace}:captf-runner`;
-    expect(await canI(runner, 'create', 'secrets', namespace)).toBe(true);
-    expect(await canI(runner, 'update', 'leases.coordination.k8s.io', namespace)).toBe(true);
-    expect(await canI(runner, 'list', 'secrets', 'default')).toBe(false);
-    expect(await canI(runner, 'create', 'jobs.batch', namespace)).toBe(false);
-    expect(await canI(runner, 'get', 'terraformclusters.infrastructure.cluster.x-k8s.io', namespace)).toBe(
-      false,
-    );
-  });
-});

@@ -43,6 +43,7 @@ const SCENARIO_FAILPOINTS: Failpoint[] = [
   'after-finalizer-patch',
   'after-lease-take',
   'after-slot-take',
+  'after-runner-identity',
   'after-job-create',
   'after-run-secret-create',
   'after-active-status',

@@ -28,6 +28,7 @@ const input: JobManifestInput = {
   image: 'registry.example.com/m:1',
   runnerImage: 'registry.example.com/captf-runner:0.1.0',
   policy: resolveJobsPolicy({ env: [{ name: 'HTTPS_PROXY', value: 'p' }] }),
+  serviceAccountName: 'captf-runner-m-m-a',
 };
 
 describe('buildJobManifest: DESIGN.md section 9', () => {
@@ -221,6 +222,7 @@ describe('stateSecretOf: where captf_state_bytes is measured (DESIGN.md section 
     expect(stateSecretOf({ backend: undefined, namespace: 'team-a', stateSuffix: 'm-m-a' })).toEqual({
       namespace: 'team-a',
       name: 'tfstate-default-m-m-a',
+      suffix: 'm-m-a',
     });
     expect(
       stateSecretOf({
@@ -228,7 +230,7 @@ describe('stateSecretOf: where captf_state_bytes is measured (DESIGN.md section 
         namespace: 'team-a',
         stateSuffix: 'm-m-a',
       }),
-    ).toEqual({ namespace: 'states', name: 'tfstate-default-shared' });
+    ).toEqual({ namespace: 'states', name: 'tfstate-default-shared', suffix: 'shared' });
   });
 
   it('is undefined for any other backend: no Secret size limit applies to its state', () => {

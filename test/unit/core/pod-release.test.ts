@@ -158,6 +158,7 @@ describe('the Job template carries the finalizer', () => {
       image: 'registry.example.com/m:1',
       runnerImage: 'registry.example.com/captf-runner:0.1.0',
       policy: resolveJobsPolicy({}),
+      serviceAccountName: 'captf-runner-m-m-a',
     });
     expect(manifest.spec.template.metadata.finalizers).toEqual([POD_RESULT_FINALIZER]);
     expect(POD_RESULT_FINALIZER).toBe(OURS);

@@ -1,0 +1,220 @@
+import { createHash } from 'node:crypto';
+import type { TargetKind } from '../schemas/kinds/api-group.ts';
+import { RUNNER_IDENTITY_PREFIX } from '../schemas/kinds/rules.ts';
+import { canonicalJson } from './canonical-json.ts';
+import { type OwnerReference, ownerReference } from './job-manifest.ts';
+import { LABELS } from './job-labels.ts';
+import { CLUSTERCTL_MOVE_LABEL, type RunConfigSource, stateSecretOf } from './run-secret-manifest.ts';
+
+/**
+ * The runner identity of one object (issue 16 item 3, DESIGN.md section 15): a ServiceAccount of its own,
+ * and a Role whose rules name, by `resourceNames`, only that object's Terraform state Secret and lock Lease.
+ * A runner pod of object A — its module, its providers — can then neither read nor change object B's state,
+ * lock, per-run Secret or plan key in the same namespace, which a namespace-wide runner Role allowed.
+ *
+ * RBAC cannot restrict `create` by name, so the controller creates the state Secret (empty: OpenTofu's
+ * kubernetes backend reads a Secret without a `tfstate` key as no state) and the Lease (no holder: the
+ * backend's Lock takes a free Lease with an update) before the first Job; the runner then needs `get` and
+ * `update` only. The backend's one list (`tofu init` lists the workspaces' Secrets) goes through the
+ * runner's loopback proxy, which answers it with a read of the one Secret (src/runner/kube-proxy.ts).
+ *
+ * The Job of an object whose spec names `jobs.serviceAccountName` runs as that account instead: the cluster
+ * admin bounds which accounts are allowed (infra/admission/run-policy.yaml) and grants them what they need.
+ */
+
+/** The ServiceAccount, Role and RoleBinding name of the object whose state is named `stateSuffix`. */
+export function runnerIdentityName(stateSuffix: string): string {
+  return `${RUNNER_IDENTITY_PREFIX}${stateSuffix}`;
+}
+
+/** The annotation on the RoleBinding that records the digest of the identity it completes. */
+export const RUNNER_IDENTITY_ANNOTATION = 'captf.io/runner-identity';
+
+/** OpenTofu's labels on a kubernetes-backend state Secret and Lease (its client.go getLabels). */
+function backendLabels(suffix: string, movesWithCluster: boolean): Record<string, string> {
+  return {
+    tfstate: 'true',
+    tfstateSecretSuffix: suffix,
+    tfstateWorkspace: 'default',
+    'app.kubernetes.io/managed-by': 'terraform',
+    // clusterctl move carries the state (and its lock) with the Cluster (src/core/run-secret-manifest.ts).
+    ...(movesWithCluster ? { [CLUSTERCTL_MOVE_LABEL]: '' } : {}),
+  };
+}
+
+interface Metadata {
+  name: string;
+  namespace: string;
+  labels: Record<string, string>;
+  annotations?: Record<string, string>;
+  ownerReferences?: OwnerReference[];
+}
+
+/** One RBAC rule, as the Role carries it. */
+export interface PolicyRule {
+  apiGroups: string[];
+  resources: string[];
+  resourceNames: string[];
+  verbs: string[];
+}
+
+/** Everything one object's runner identity consists of, in the order the shell creates it. */
+export interface RunnerIdentity {
+  serviceAccount: { apiVersion: 'v1'; kind: 'ServiceAccount'; metadata: Metadata };
+  /** The empty state Secret, when the object's state lives in a kubernetes backend. */
+  stateSecret?: {
+    apiVersion: 'v1';
+    kind: 'Secret';
+    type: 'Opaque';
+    metadata: Metadata & { annotations: Record<string, string> };
+  };
+  /** The free lock Lease, beside the state Secret. */
+  lockLease?: {
+    apiVersion: 'coordination.k8s.io/v1';
+    kind: 'Lease';
+    metadata: Metadata;
+    spec: Record<string, never>;
+  };
+  role: { apiVersion: 'rbac.authorization.k8s.io/v1'; kind: 'Role'; metadata: Metadata; rules: PolicyRule[] };
+  /** Created last: its annotation {@link RUNNER_IDENTITY_ANNOTATION} says all the rest is in place. */
+  roleBinding: {
+    apiVersion: 'rbac.authorization.k8s.io/v1';
+    kind: 'RoleBinding';
+    metadata: Metadata & { annotations: Record<string, string> };
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io'; kind: 'Role'; name: string };
+    subjects: { kind: 'ServiceAccount'; name: string; namespace: string }[];
+  };
+}
+
+/** What the identity is built from. */
+export interface RunnerIdentityInput {
+  owner: { apiVersion: string; kind: TargetKind; name: string; namespace: string; uid: string };
+  /** The run's config source: where the state lives (backend, namespace, state suffix). */
+  source: Pick<RunConfigSource, 'backend' | 'namespace' | 'stateSuffix' | 'movesWithCluster'>;
+}
+
+/**
+ * The object's runner identity. The ServiceAccount lives in the object's namespace; the Role, the binding
+ * and the state objects in the state's namespace (the object's, unless `spec.backend.config.namespace`
+ * names another), owned by the object when that is the same namespace (owner references do not cross
+ * namespaces). The state Secret and Lease are never owned: the state must outlive anything the garbage
+ * collector removes. Another backend than `kubernetes` gets an empty Role: its runner reads nothing here.
+ */
+export function buildRunnerIdentity(input: RunnerIdentityInput): RunnerIdentity {
+  const { owner, source } = input;
+  const name = runnerIdentityName(source.stateSuffix);
+  const state = stateSecretOf(source);
+  const stateNamespace = state?.namespace ?? owner.namespace;
+  const owned =
+    stateNamespace === owner.namespace
+      ? { ownerReferences: [ownerReference(owner, { blockOwnerDeletion: false })] }
+      : {};
+  const labels = {
+    [LABELS.ownerKind]: owner.kind,
+    [LABELS.ownerName]: owner.name,
+    [LABELS.ownerUid]: owner.uid,
+  };
+  const serviceAccount = {
+    apiVersion: 'v1' as const,
+    kind: 'ServiceAccount' as const,
+    metadata: {
+      name,
+      namespace: owner.namespace,
+      labels,
+      ownerReferences: [ownerReference(owner, { blockOwnerDeletion: false })],
+    },
+  };
+  const lockName = state ? `lock-${state.name}` : undefined;
+  const rules: PolicyRule[] =
+    state && lockName
+      ? [
+          { apiGroups: [''], resources: ['secrets'], resourceNames: [state.name], verbs: ['get', 'update'] },
+          {
+            apiGroups: ['coordination.k8s.io'],
+            resources: ['leases'],
+            resourceNames: [lockName],
+            verbs: ['get', 'update'],
+          },
+        ]
+      : [];
+  const role = {
+    apiVersion: 'rbac.authorization.k8s.io/v1' as const,
+    kind: 'Role' as const,
+    metadata: { name, namespace: stateNamespace, labels, ...owned },
+    rules,
+  };
+  const stateObjects =
+    state && lockName
+      ? {
+          stateSecret: {
+            apiVersion: 'v1' as const,
+            kind: 'Secret' as const,
+            type: 'Opaque' as const,
+            metadata: {
+              name: state.name,
+              namespace: state.namespace,
+              labels: backendLabels(state.suffix, source.movesWithCluster === true),
+              // OpenTofu writes gzip-compressed state and marks its Secrets so.
+              annotations: { encoding: 'gzip' },
+            },
+          },
+          lockLease: {
+            apiVersion: 'coordination.k8s.io/v1' as const,
+            kind: 'Lease' as const,
+            metadata: {
+              name: lockName,
+              namespace: state.namespace,
+              labels: backendLabels(state.suffix, source.movesWithCluster === true),
+            },
+            spec: {},
+          },
+        }
+      : {};
+  const bindingBody = {
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io' as const, kind: 'Role' as const, name },
+    subjects: [{ kind: 'ServiceAccount' as const, name, namespace: owner.namespace }],
+  };
+  const digest = createHash('sha256')
+    .update(canonicalJson({ serviceAccount, role, ...stateObjects, bindingBody }))
+    .digest('hex')
+    .slice(0, 16);
+  return {
+    serviceAccount,
+    ...stateObjects,
+    role,
+    roleBinding: {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: {
+        name,
+        namespace: stateNamespace,
+        labels,
+        annotations: { [RUNNER_IDENTITY_ANNOTATION]: digest },
+        ...owned,
+      },
+      ...bindingBody,
+    },
+  };
+}
+
+/** Whether a RoleBinding read from the API server completes `identity` (one read decides; no other). */
+export function isRunnerIdentityInPlace(
+  identity: RunnerIdentity,
+  binding: { metadata?: { annotations?: Record<string, string> } } | undefined,
+): boolean {
+  const want = identity.roleBinding.metadata.annotations[RUNNER_IDENTITY_ANNOTATION];
+  return binding?.metadata?.annotations?.[RUNNER_IDENTITY_ANNOTATION] === want;
+}
+
+/**
+ * The service account a Job runs as: the one the spec names (`jobs.serviceAccountName`, no identity to put
+ * in place), else the object's own runner identity.
+ */
+export function runnerAccountOf(
+  named: string | undefined,
+  input: RunnerIdentityInput,
+): { serviceAccountName: string; identity?: RunnerIdentity } {
+  if (named !== undefined && named !== '') return { serviceAccountName: named };
+  const identity = buildRunnerIdentity(input);
+  return { serviceAccountName: identity.serviceAccount.metadata.name, identity };
+}

@@ -1,0 +1,70 @@
+import type { V1Lease, V1Role, V1RoleBinding, V1Secret, V1ServiceAccount } from '@kubernetes/client-node';
+import { isKubeError } from '../adapters/kube/errors.ts';
+import type { KubeReader } from '../adapters/kube/reader.ts';
+import type { KubeWriter } from '../adapters/kube/writer.ts';
+import { isRunnerIdentityInPlace, type RunnerIdentity } from '../core/runner-identity.ts';
+
+/** What putting an identity in place did: nothing (the RoleBinding said it is complete), or its writes. */
+export type IdentityEnsured = 'in-place' | 'written';
+
+/** Creates; an object already there under the name is left as it is (a placeholder, or an earlier step's). */
+async function createUnlessExists(create: () => Promise<unknown>): Promise<void> {
+  try {
+    await create();
+  } catch (error) {
+    if (!isKubeError(error, 'AlreadyExists')) throw error;
+  }
+}
+
+/** Creates, or replaces what is there: a Role's rules and a RoleBinding's digest must be the manifest's. */
+async function createOrReplace(
+  create: () => Promise<unknown>,
+  replace: () => Promise<unknown>,
+): Promise<void> {
+  try {
+    await create();
+  } catch (error) {
+    if (!isKubeError(error, 'AlreadyExists')) throw error;
+    await replace();
+  }
+}
+
+/**
+ * Puts an object's runner identity (src/core/runner-identity.ts) in place before its Job is created, so the
+ * Job's pod is admitted (its ServiceAccount exists) and its runner may reach its state. One read when it is
+ * in place: the RoleBinding is written last and carries the digest of everything before it; otherwise the
+ * ServiceAccount, the empty state Secret, the free Lease and the Role are created (the state objects kept
+ * when they exist; the account and the Role replaced, as their owner or the state's name may have changed),
+ * then the RoleBinding. Idempotent: a step
+ * that died half-way leaves no digest, and the next one finishes. Throws a KubeError on an API failure.
+ */
+export async function ensureRunnerIdentity(
+  kube: { reader: KubeReader; writer: KubeWriter },
+  identity: RunnerIdentity,
+): Promise<IdentityEnsured> {
+  const { reader, writer } = kube;
+  const { metadata } = identity.roleBinding;
+  if (isRunnerIdentityInPlace(identity, await reader.getRoleBinding(metadata.namespace, metadata.name)))
+    return 'in-place';
+  // Replaced when there: one left by an earlier object of the same name still names that object as owner,
+  // and the garbage collector would take it from under this one's pods.
+  const account = identity.serviceAccount as V1ServiceAccount;
+  await createOrReplace(
+    () => writer.createServiceAccount(account),
+    () => writer.replaceServiceAccount(account),
+  );
+  const { stateSecret, lockLease } = identity;
+  if (stateSecret) await createUnlessExists(() => writer.createSecret(stateSecret as V1Secret));
+  if (lockLease) await createUnlessExists(() => writer.createLease(lockLease as V1Lease));
+  const role = identity.role as V1Role;
+  await createOrReplace(
+    () => writer.createRole(role),
+    () => writer.replaceRole(role),
+  );
+  const binding = identity.roleBinding as V1RoleBinding;
+  await createOrReplace(
+    () => writer.createRoleBinding(binding),
+    () => writer.replaceRoleBinding(binding),
+  );
+  return 'written';
+}

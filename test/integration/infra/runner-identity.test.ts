@@ -1,0 +1,339 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import { KubeConfig } from '@kubernetes/client-node';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../../../src/adapters/clock.ts';
+import { createKubeAdapter, type KubeAdapter } from '../../../src/adapters/kube/adapter.ts';
+import { buildRunnerIdentity, type RunnerIdentity } from '../../../src/core/runner-identity.ts';
+import { nameStateSuffix } from '../../../src/core/state-identity.ts';
+import { ensureRunnerIdentity } from '../../../src/step/runner-identity.ts';
+import { testStack } from '../../env/index.ts';
+
+// Issue 16 item 3 on the real API server: the controller's ServiceAccount (impersonated, bound only to the
+// shipped ClusterRole, held by infra/admission/controller-runner-identity-policy.yaml) puts each object's
+// runner identity in place, and the runner identity of object A is refused B's state Secret, lock Lease,
+// plan key and per-run Secret, and any list or create.
+
+const run = promisify(execFile);
+const root = join(import.meta.dirname, '..', '..', '..');
+const namespace = `identity-${randomBytes(3).toString('hex')}`;
+const CONTROLLER = 'system:serviceaccount:captf-system:captf-controller';
+const GROUP = 'infrastructure.cluster.x-k8s.io';
+
+async function kubectl(args: string[], input?: string): Promise<string> {
+  const child = run(testStack().kubectlPath, ['--kubeconfig', testStack().kubeconfigPath, ...args]);
+  if (input !== undefined) child.child.stdin?.end(input);
+  return (await child).stdout;
+}
+
+/** Runs kubectl as `user` in the test namespace; its error text, or '' when it succeeded. */
+async function errorAs(user: string, args: string[], input?: string): Promise<string> {
+  try {
+    await kubectl(['--as', user, '-n', namespace, ...args], input);
+    return '';
+  } catch (error) {
+    return String((error as { stderr?: string }).stderr ?? error);
+  }
+}
+
+/** The authorizer's verdict (SubjectAccessReview) for a service account on one named object. */
+async function allowed(user: string, verb: string, resource: string, name?: string): Promise<boolean> {
+  const [plural = '', group = ''] = resource.split('.', 2);
+  const review = {
+    apiVersion: 'authorization.k8s.io/v1',
+    kind: 'SubjectAccessReview',
+    spec: {
+      user,
+      groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'],
+      resourceAttributes: {
+        namespace,
+        verb,
+        resource: plural,
+        group: resource.includes('.') ? resource.slice(plural.length + 1) : group,
+        ...(name ? { name } : {}),
+      },
+    },
+  };
+  return (
+    (await kubectl(['create', '-f', '-', '-o', 'jsonpath={.status.allowed}'], JSON.stringify(review))) ===
+    'true'
+  );
+}
+
+function controllerAdapter(): KubeAdapter {
+  const admin = new KubeConfig();
+  admin.loadFromFile(testStack().kubeconfigPath);
+  const cluster = admin.getCurrentCluster();
+  const user = admin.getCurrentUser();
+  if (cluster === null || user === null) throw new Error('kubeconfig: no current cluster or user');
+  const config = new KubeConfig();
+  config.loadFromClusterAndUser(cluster, { ...user, impersonateUser: CONTROLLER });
+  return createKubeAdapter({
+    source: { kind: 'loaded', config },
+    clock: systemClock,
+    reporter: { controller: 'captf.io/controller', instance: 'runner-identity-test' },
+  });
+}
+
+/** Creates a TerraformMachine (an owner the garbage collector finds) and returns its identity. */
+async function machine(name: string): Promise<RunnerIdentity> {
+  const created = JSON.parse(
+    await kubectl(
+      ['create', '-o', 'json', '-f', '-'],
+      JSON.stringify({
+        apiVersion: `${GROUP}/v1alpha1`,
+        kind: 'TerraformMachine',
+        metadata: { name, namespace },
+        spec: { source: { image: 'registry.example.com/modules/m:1' } },
+      }),
+    ),
+  ) as { metadata: { uid: string } };
+  return buildRunnerIdentity({
+    owner: {
+      apiVersion: `${GROUP}/v1alpha1`,
+      kind: 'TerraformMachine',
+      name,
+      namespace,
+      uid: created.metadata.uid,
+    },
+    source: { backend: undefined, namespace, stateSuffix: nameStateSuffix('TerraformMachine', name) },
+  });
+}
+
+const account = (identity: RunnerIdentity) =>
+  `system:serviceaccount:${namespace}:${identity.serviceAccount.metadata.name}`;
+
+let controller: KubeAdapter;
+let a: RunnerIdentity;
+let b: RunnerIdentity;
+
+beforeAll(async () => {
+  for (const file of ['namespace.yaml', 'rbac/controller.yaml']) {
+    await kubectl(['apply', '-f', join(root, 'infra', file)]);
+  }
+  await kubectl(['create', 'namespace', namespace]);
+  controller = controllerAdapter();
+  // The policy (installed with the CRDs) takes effect once the API server compiled it: probe with a write
+  // it must refuse.
+  const deadline = Date.now() + 60_000;
+  const probe = JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: { name: 'probe', namespace },
+  });
+  for (;;) {
+    const error = await errorAs(CONTROLLER, ['create', '--dry-run=server', '-f', '-'], probe);
+    if (error.includes('captf-controller-runner-identities')) break;
+    if (Date.now() > deadline) throw new Error(`the runner identity policy is not enforced: ${error}`);
+    await sleep(500);
+  }
+  a = await machine('m-a');
+  b = await machine('m-b');
+}, 120_000);
+
+describe('the controller puts a runner identity in place', () => {
+  it('with its own rights, in one pass, then costs one read per Job', async () => {
+    controller.takeRequestCounts();
+    expect(await ensureRunnerIdentity(controller, a)).toBe('written');
+    expect(controller.takeRequestCounts().total).toBe(6);
+    expect(await ensureRunnerIdentity(controller, a)).toBe('in-place');
+    expect(controller.takeRequestCounts()).toMatchObject({ total: 1, byRequest: { 'get rolebindings': 1 } });
+    expect(await ensureRunnerIdentity(controller, b)).toBe('written');
+    const secret = JSON.parse(
+      await kubectl(['-n', namespace, 'get', 'secret', 'tfstate-default-m-m-a', '-o', 'json']),
+    );
+    expect(secret.data).toBeUndefined();
+    expect(secret.metadata.labels).toMatchObject({ tfstate: 'true', tfstateSecretSuffix: 'm-m-a' });
+    const lease = JSON.parse(
+      await kubectl(['-n', namespace, 'get', 'lease', 'lock-tfstate-default-m-m-a', '-o', 'json']),
+    );
+    expect(lease.spec.holderIdentity).toBeUndefined();
+  });
+
+  it('finishes what a step that died half-way left, and keeps state that is already there', async () => {
+    const c = await machine('m-c');
+    await kubectl(['-n', namespace, 'create', 'serviceaccount', c.serviceAccount.metadata.name]);
+    await kubectl([
+      '-n',
+      namespace,
+      'create',
+      'secret',
+      'generic',
+      'tfstate-default-m-m-c',
+      '--from-literal=tfstate=kept',
+    ]);
+    expect(await ensureRunnerIdentity(controller, c)).toBe('written');
+    expect(
+      await kubectl([
+        '-n',
+        namespace,
+        'get',
+        'secret',
+        'tfstate-default-m-m-c',
+        '-o',
+        'jsonpath={.data.tfstate}',
+      ]),
+    ).toBe(Buffer.from('kept').toString('base64'));
+    const owners = await kubectl([
+      '-n',
+      namespace,
+      'get',
+      'serviceaccount',
+      c.serviceAccount.metadata.name,
+      '-o',
+      'jsonpath={.metadata.ownerReferences[0].uid}',
+    ]);
+    expect(owners).toBe(c.serviceAccount.metadata.ownerReferences?.[0]?.uid);
+    expect(await ensureRunnerIdentity(controller, c)).toBe('in-place');
+  });
+});
+
+describe("object A's runner identity reaches only A's state", () => {
+  it('may get and update its own state Secret and lock Lease', async () => {
+    expect(await allowed(account(a), 'get', 'secrets', 'tfstate-default-m-m-a')).toBe(true);
+    expect(await allowed(account(a), 'update', 'secrets', 'tfstate-default-m-m-a')).toBe(true);
+    expect(await allowed(account(a), 'get', 'leases.coordination.k8s.io', 'lock-tfstate-default-m-m-a')).toBe(
+      true,
+    );
+    expect(
+      await allowed(account(a), 'update', 'leases.coordination.k8s.io', 'lock-tfstate-default-m-m-a'),
+    ).toBe(true);
+    expect(await errorAs(account(a), ['get', 'secret', 'tfstate-default-m-m-a'])).toBe('');
+  });
+
+  it.each([
+    { what: "B's state Secret", verb: 'get', resource: 'secrets', name: 'tfstate-default-m-m-b' },
+    { what: "B's state Secret (write)", verb: 'update', resource: 'secrets', name: 'tfstate-default-m-m-b' },
+    {
+      what: "B's lock Lease",
+      verb: 'update',
+      resource: 'leases.coordination.k8s.io',
+      name: 'lock-tfstate-default-m-m-b',
+    },
+    { what: "B's plan key", verb: 'get', resource: 'secrets', name: 'captf-plan-key-m-m-b' },
+    {
+      what: "B's per-run Secret",
+      verb: 'get',
+      resource: 'secrets',
+      name: 'captf-run-captf-m-m-b-apply-a1-abcdef',
+    },
+    { what: 'any Secret by list', verb: 'list', resource: 'secrets' },
+    { what: 'a new Secret', verb: 'create', resource: 'secrets' },
+    {
+      what: 'its own state Secret (delete)',
+      verb: 'delete',
+      resource: 'secrets',
+      name: 'tfstate-default-m-m-a',
+    },
+    { what: 'a new Lease', verb: 'create', resource: 'leases.coordination.k8s.io' },
+    {
+      what: 'its own Role (update)',
+      verb: 'update',
+      resource: 'roles.rbac.authorization.k8s.io',
+      name: 'captf-runner-m-m-a',
+    },
+  ])('is refused $what', async ({ verb, resource, name }) => {
+    expect(await allowed(account(a), verb, resource, name)).toBe(false);
+  });
+
+  it('and the API server refuses those reads and writes for real', async () => {
+    expect(await errorAs(account(a), ['get', 'secret', 'tfstate-default-m-m-b'])).toContain('Forbidden');
+    expect(await errorAs(account(a), ['get', 'secrets'])).toContain('Forbidden');
+    expect(
+      await errorAs(account(a), ['annotate', 'lease', 'lock-tfstate-default-m-m-b', 'taken=yes']),
+    ).toContain('Forbidden');
+  });
+});
+
+describe('the admission policy holds the controller to runner identities', () => {
+  const role = (name: string, rules: unknown[]) =>
+    JSON.stringify({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name, namespace },
+      rules,
+    });
+
+  it.each([
+    {
+      what: 'a Role under another name',
+      body: role('wide', [
+        { apiGroups: [''], resources: ['secrets'], resourceNames: ['tfstate-default-m-m-a'], verbs: ['get'] },
+      ]),
+      message: 'the controller may only write runner identities named captf-runner-',
+    },
+    {
+      what: 'a runner Role without resourceNames',
+      body: role('captf-runner-wide', [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }]),
+      message: "a runner identity's Role may only get and update named state Secrets",
+    },
+    {
+      what: 'a runner Role naming another Secret',
+      body: role('captf-runner-other', [
+        { apiGroups: [''], resources: ['secrets'], resourceNames: ['captf-plan-key-m-m-b'], verbs: ['get'] },
+      ]),
+      message: "a runner identity's Role may only get and update named state Secrets",
+    },
+    {
+      what: 'a RoleBinding to another Role',
+      body: JSON.stringify({
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'RoleBinding',
+        metadata: { name: 'captf-runner-m-m-a2', namespace },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'captf-runner-m-m-b' },
+        subjects: [{ kind: 'ServiceAccount', name: 'captf-runner-m-m-a2', namespace }],
+      }),
+      message: "a runner identity's RoleBinding may only bind its own Role to its own ServiceAccount",
+    },
+    {
+      what: 'a Lease that is not a state lock',
+      body: JSON.stringify({
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        metadata: { name: 'kube-scheduler', namespace },
+        spec: {},
+      }),
+      message: 'the controller may only create a free state lock Lease',
+    },
+  ])('refuses $what', async ({ body, message }) => {
+    expect(await errorAs(CONTROLLER, ['create', '-f', '-'], body)).toContain(message);
+  });
+
+  it('refuses the controller any Secret update, which it holds only to grant', async () => {
+    const secret = JSON.parse(
+      await kubectl(['-n', namespace, 'get', 'secret', 'tfstate-default-m-m-a', '-o', 'json']),
+    ) as { metadata: { labels: Record<string, string> } };
+    secret.metadata.labels.taken = 'yes';
+    expect(await errorAs(CONTROLLER, ['replace', '-f', '-'], JSON.stringify(secret))).toContain(
+      'the controller updates no Secret',
+    );
+  });
+});
+
+describe('a re-created object', () => {
+  it('gets its identity re-owned, so the garbage collector does not take it from under the new object', async () => {
+    await kubectl(['-n', namespace, 'delete', 'terraformmachine', 'm-b', '--wait=true']);
+    const again = await machine('m-b');
+    expect(again.serviceAccount.metadata.ownerReferences?.[0]?.uid).not.toBe(
+      b.serviceAccount.metadata.ownerReferences?.[0]?.uid,
+    );
+    expect(await ensureRunnerIdentity(controller, again)).toBe('written');
+    const uid = again.serviceAccount.metadata.ownerReferences?.[0]?.uid;
+    for (const kind of ['serviceaccount', 'role', 'rolebinding']) {
+      expect(
+        await kubectl([
+          '-n',
+          namespace,
+          'get',
+          kind,
+          'captf-runner-m-m-b',
+          '-o',
+          'jsonpath={.metadata.ownerReferences[0].uid}',
+        ]),
+      ).toBe(uid);
+    }
+  });
+});

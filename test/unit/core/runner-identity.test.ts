@@ -1,0 +1,173 @@
+import { describe, expect, it } from 'vitest';
+import { buildJobManifest } from '../../../src/core/job-manifest.ts';
+import {
+  buildRunnerIdentity,
+  isRunnerIdentityInPlace,
+  RUNNER_IDENTITY_ANNOTATION,
+  type RunnerIdentityInput,
+  runnerAccountOf,
+} from '../../../src/core/runner-identity.ts';
+import { SERVICE_ACCOUNT_DIR } from '../../../src/schemas/job-contract.ts';
+import { JobsPolicySchema, resolveJobsPolicy } from '../../../src/schemas/kinds/jobs-policy.ts';
+
+// Issue 16 item 3: each object's runner reaches only its own state (src/core/runner-identity.ts).
+
+const input: RunnerIdentityInput = {
+  owner: {
+    apiVersion: 'infrastructure.cluster.x-k8s.io/v1alpha1',
+    kind: 'TerraformMachine',
+    name: 'm-a',
+    namespace: 'team-a',
+    uid: 'uid-a',
+  },
+  source: { backend: undefined, namespace: 'team-a', stateSuffix: 'm-m-a' },
+};
+
+describe('buildRunnerIdentity', () => {
+  const identity = buildRunnerIdentity(input);
+
+  it('names the account, Role and RoleBinding captf-runner-<state suffix>, owned by the object', () => {
+    for (const part of [identity.serviceAccount, identity.role, identity.roleBinding]) {
+      expect(part.metadata).toMatchObject({ name: 'captf-runner-m-m-a', namespace: 'team-a' });
+      expect(part.metadata.ownerReferences).toEqual([
+        expect.objectContaining({
+          kind: 'TerraformMachine',
+          name: 'm-a',
+          uid: 'uid-a',
+          blockOwnerDeletion: false,
+        }),
+      ]);
+    }
+    expect(identity.roleBinding.roleRef).toEqual({
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: 'captf-runner-m-m-a',
+    });
+    expect(identity.roleBinding.subjects).toEqual([
+      { kind: 'ServiceAccount', name: 'captf-runner-m-m-a', namespace: 'team-a' },
+    ]);
+  });
+
+  it('grants get and update of exactly its state Secret and lock Lease, by name: no list, create or delete', () => {
+    expect(identity.role.rules).toEqual([
+      {
+        apiGroups: [''],
+        resources: ['secrets'],
+        resourceNames: ['tfstate-default-m-m-a'],
+        verbs: ['get', 'update'],
+      },
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        resourceNames: ['lock-tfstate-default-m-m-a'],
+        verbs: ['get', 'update'],
+      },
+    ]);
+  });
+
+  it("pre-creates the state Secret empty and the Lease free, with OpenTofu's labels and no owner", () => {
+    expect(identity.stateSecret).toEqual({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      type: 'Opaque',
+      metadata: {
+        name: 'tfstate-default-m-m-a',
+        namespace: 'team-a',
+        labels: {
+          tfstate: 'true',
+          tfstateSecretSuffix: 'm-m-a',
+          tfstateWorkspace: 'default',
+          'app.kubernetes.io/managed-by': 'terraform',
+        },
+        annotations: { encoding: 'gzip' },
+      },
+    });
+    expect(identity.lockLease?.metadata.name).toBe('lock-tfstate-default-m-m-a');
+    expect(identity.lockLease?.spec).toEqual({});
+    expect(identity.lockLease?.metadata.ownerReferences).toBeUndefined();
+  });
+
+  it('labels the state for clusterctl move when Cluster API owns the object', () => {
+    const moved = buildRunnerIdentity({ ...input, source: { ...input.source, movesWithCluster: true } });
+    expect(moved.stateSecret?.metadata.labels).toHaveProperty(['clusterctl.cluster.x-k8s.io/move'], '');
+    expect(moved.lockLease?.metadata.labels).toHaveProperty(['clusterctl.cluster.x-k8s.io/move'], '');
+  });
+
+  it("follows the spec's backend namespace and suffix; owns nothing across namespaces", () => {
+    const elsewhere = buildRunnerIdentity({
+      ...input,
+      source: {
+        ...input.source,
+        backend: { type: 'kubernetes', config: { namespace: 'states', secret_suffix: 'shared-a' } },
+      },
+    });
+    expect(elsewhere.serviceAccount.metadata.namespace).toBe('team-a');
+    expect(elsewhere.role.metadata).toMatchObject({ namespace: 'states' });
+    expect(elsewhere.role.metadata.ownerReferences).toBeUndefined();
+    expect(elsewhere.roleBinding.metadata.ownerReferences).toBeUndefined();
+    expect(elsewhere.roleBinding.subjects[0]?.namespace).toBe('team-a');
+    expect(elsewhere.role.rules.flatMap((rule) => rule.resourceNames)).toEqual([
+      'tfstate-default-shared-a',
+      'lock-tfstate-default-shared-a',
+    ]);
+  });
+
+  it('another backend gets an account with an empty Role and no state objects', () => {
+    const s3 = buildRunnerIdentity({
+      ...input,
+      source: { ...input.source, backend: { type: 's3', config: { bucket: 'b' } } },
+    });
+    expect(s3.role.rules).toEqual([]);
+    expect(s3.stateSecret).toBeUndefined();
+    expect(s3.lockLease).toBeUndefined();
+  });
+
+  it('the RoleBinding carries a digest that changes with anything it completes', () => {
+    const digest = identity.roleBinding.metadata.annotations[RUNNER_IDENTITY_ANNOTATION];
+    expect(digest).toMatch(/^[0-9a-f]{16}$/);
+    expect(buildRunnerIdentity(input).roleBinding.metadata.annotations[RUNNER_IDENTITY_ANNOTATION]).toBe(
+      digest,
+    );
+    const recreated = buildRunnerIdentity({ ...input, owner: { ...input.owner, uid: 'uid-a2' } });
+    expect(recreated.roleBinding.metadata.annotations[RUNNER_IDENTITY_ANNOTATION]).not.toBe(digest);
+    expect(isRunnerIdentityInPlace(identity, identity.roleBinding)).toBe(true);
+    expect(isRunnerIdentityInPlace(recreated, identity.roleBinding)).toBe(false);
+    expect(isRunnerIdentityInPlace(identity, undefined)).toBe(false);
+    expect(isRunnerIdentityInPlace(identity, { metadata: {} })).toBe(false);
+  });
+});
+
+describe('runnerAccountOf and the Job', () => {
+  it("a spec that names no account runs as the object's identity; one that names an account, as that", () => {
+    expect(runnerAccountOf(undefined, input)).toMatchObject({ serviceAccountName: 'captf-runner-m-m-a' });
+    expect(runnerAccountOf(undefined, input).identity).toBeDefined();
+    expect(runnerAccountOf('team-a-cloud', input)).toEqual({ serviceAccountName: 'team-a-cloud' });
+  });
+
+  it('the Job pod runs as that account and names the service account directory on its command line', () => {
+    const manifest = buildJobManifest({
+      owner: { ...input.owner, generation: 1 },
+      name: 'captf-m-m-a-apply-a1-abcdef',
+      op: 'apply',
+      attempt: 1,
+      inputsHash: 'h',
+      image: 'registry.example.com/m:1',
+      runnerImage: 'registry.example.com/captf-runner:0.1.0',
+      policy: resolveJobsPolicy({}),
+      serviceAccountName: 'captf-runner-m-m-a',
+    });
+    const pod = manifest.spec.template.spec;
+    expect(pod.serviceAccountName).toBe('captf-runner-m-m-a');
+    expect(pod.containers[0]?.args).toContain(`--service-account-dir=${SERVICE_ACCOUNT_DIR}`);
+  });
+
+  it('a spec may not name a runner identity: it could reach another object’s state', () => {
+    const parsed = JobsPolicySchema.safeParse({ serviceAccountName: 'captf-runner-m-m-b' });
+    expect(parsed.success).toBe(false);
+    expect(parsed.error?.issues[0]).toMatchObject({
+      path: ['serviceAccountName'],
+      message: expect.stringContaining('may not start with captf-runner-'),
+    });
+    expect(JobsPolicySchema.safeParse({ serviceAccountName: 'team-a-cloud' }).success).toBe(true);
+  });
+});
