@@ -10,6 +10,7 @@ import {
 } from '../schemas/job-contract.ts';
 import { OpSchema } from '../schemas/result.ts';
 import { ApplyPolicySchema, PlanDigestSchema } from '../schemas/run-config.ts';
+import { SERVICE_ACCOUNT_DIR } from './kube-proxy.ts';
 import type { RunOptions } from './run.ts';
 
 /**
@@ -19,7 +20,10 @@ import type { RunOptions } from './run.ts';
  * Flags of `run` (defaults in RUN_DEFAULTS; durations in whole seconds):
  *   --module-dir --runtime --config-dir --work-dir --result-file
  *   --lock-timeout --stop-timeout --expected-plan-digest --apply-policy --force-unlock-id
- * The last four override the run config's lockTimeoutSeconds, expectedPlanDigest, applyPolicy and
+ *   --service-account-dir
+ * `--service-account-dir` holds the pod's ServiceAccount token and CA, which the runner's loopback proxy
+ * reaches the API server with for the in-cluster kubernetes backend (src/runner/kube-proxy.ts); the Job
+ * passes it explicitly, so the local dev node can rewrite it. Of the others, the last four override the run config's lockTimeoutSeconds, expectedPlanDigest, applyPolicy and
  * forceUnlockId.
  */
 
@@ -33,6 +37,8 @@ export const RUN_DEFAULTS = {
   resultFile: RESULT_FILE,
   /** 540 s: grace 600 − 30 (section 10: the result is written before grace − 30 s) − 30 to write it. */
   stopTimeoutSeconds: STOP_TIMEOUT_SECONDS,
+  /** Where the kubelet mounts the pod's ServiceAccount token and CA. */
+  serviceAccountDir: SERVICE_ACCOUNT_DIR,
 } as const;
 
 /** A parsed command line. */
@@ -49,7 +55,7 @@ export const USAGE = `usage:
              [--work-dir=${RUN_DEFAULTS.workDir}] [--result-file=${RUN_DEFAULTS.resultFile}]
              [--lock-timeout=<seconds>] [--stop-timeout=<seconds, default ${RUN_DEFAULTS.stopTimeoutSeconds}>]
              [--expected-plan-digest=sha256:<hex>] [--apply-policy=Automatic|Manual]
-             [--force-unlock-id=<lock id>]
+             [--force-unlock-id=<lock id>] [--service-account-dir=${RUN_DEFAULTS.serviceAccountDir}]
 `;
 
 const SecondsSchema = z.coerce.number().int().min(0).max(86_400);
@@ -66,6 +72,7 @@ const RunFlagsSchema = z.object({
   'expected-plan-digest': PlanDigestSchema.optional(),
   'apply-policy': ApplyPolicySchema.optional(),
   'force-unlock-id': z.string().min(1).optional(),
+  'service-account-dir': z.string().min(1).default(RUN_DEFAULTS.serviceAccountDir),
 });
 
 const RUN_FLAG_NAMES = Object.keys(RunFlagsSchema.shape) as (keyof typeof RunFlagsSchema.shape)[];
@@ -105,6 +112,7 @@ export function parseCommandLine(argv: readonly string[]): Command {
     configDir: flags['config-dir'],
     workDir: flags['work-dir'],
     stopTimeoutSeconds: flags['stop-timeout'],
+    serviceAccountDir: flags['service-account-dir'],
   };
   if (flags['lock-timeout'] !== undefined) options.lockTimeoutSeconds = flags['lock-timeout'];
   if (flags['expected-plan-digest'] !== undefined) options.expectedPlanDigest = flags['expected-plan-digest'];

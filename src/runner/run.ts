@@ -1,3 +1,4 @@
+import { writeFile } from 'node:fs/promises';
 import { createRedactor, type Redactor } from '../core/redaction.ts';
 import type {
   Op,
@@ -9,9 +10,11 @@ import type {
   StepRecord,
 } from '../schemas/result.ts';
 import type { ApplyPolicy } from '../schemas/run-config.ts';
+import { backendAccess, proxiedBackend, proxyKubeconfig } from './backend-access.ts';
 import { readContractOutputs } from './contract-outputs.ts';
 import { decideGuard } from './guard.ts';
 import type { Interruption } from './interruption.ts';
+import { type KubeProxy, startKubeProxy } from './kube-proxy.ts';
 import { checkImageLayout } from './layout.ts';
 import { lockInfoFrom } from './lock-info.ts';
 import type { RunnerLog } from './log.ts';
@@ -24,7 +27,7 @@ import { runtimeEnv } from './runtime-env.ts';
 import { OP_STEPS, type StepCommand, type StepInputs, stepCommand, type TofuStep } from './steps.ts';
 import { curateSummary } from './summary.ts';
 import { runProcess } from './tofu-process.ts';
-import { prepareWorkspace, type Workspace } from './workspace.ts';
+import { prepareWorkspace, proxyKubeconfigPath, type Workspace } from './workspace.ts';
 
 /**
  * One `run --op=…` (DESIGN.md sections 10 to 12): prepare, then the op's steps in order, each timed and
@@ -44,6 +47,11 @@ export interface RunOptions {
   expectedPlanDigest?: string;
   applyPolicy?: ApplyPolicy;
   forceUnlockId?: string;
+  /**
+   * Holds the pod's ServiceAccount `token` and `ca.crt`: what the loopback proxy reaches the API server
+   * with when the backend is the in-cluster kubernetes backend (src/runner/backend-access.ts).
+   */
+  serviceAccountDir: string;
 }
 
 /** What the run needs from its surroundings (STYLE.md habit 7: time and environment injected). */
@@ -82,8 +90,28 @@ function round(seconds: number): number {
   return Math.round(seconds * 1000) / 1000;
 }
 
-/** Runs the op and returns its result document, redacted and fitted; never throws for expected failures. */
+/**
+ * Runs the op and returns its result document, redacted and fitted; never throws for expected failures.
+ * What the run starts (the loopback proxy) is stopped when it ends, however it ends; the runtime has exited
+ * by then, an interrupted one too (it had the proxy to release its lock through).
+ */
 export async function runOp(options: RunOptions, deps: RunDeps): Promise<RunnerResult> {
+  let proxy: KubeProxy | undefined;
+  try {
+    return await runSteps(options, deps, (started) => {
+      proxy = started;
+    });
+  } finally {
+    await proxy?.close();
+  }
+}
+
+/** The run itself; hands the proxy it starts to `onProxy` at once, so runOp stops it on every path. */
+async function runSteps(
+  options: RunOptions,
+  deps: RunDeps,
+  onProxy: (proxy: KubeProxy) => void,
+): Promise<RunnerResult> {
   const { log, interruption, nowMs } = deps;
   const steps: StepRecord[] = [];
   let redactor: Redactor = createRedactor([]);
@@ -123,9 +151,16 @@ export async function runOp(options: RunOptions, deps: RunDeps): Promise<RunnerR
     recordPrepare(1);
     return failure('step', 'prepare', read.message);
   }
-  const config = read.config;
-  redactor = createRedactor(runConfigSecrets(config));
+  redactor = createRedactor(runConfigSecrets(read.config));
   log.useRedactor(redactor);
+  // The in-cluster kubernetes backend goes through the loopback proxy (issue 16 item 3): the runtime gets a
+  // kubeconfig naming it, written once the proxy listens and before the first step.
+  const access = backendAccess(read.config.backend);
+  const kubeconfigPath = proxyKubeconfigPath(options.workDir);
+  const config =
+    access.kind === 'proxied' && read.config.backend !== undefined
+      ? { ...read.config, backend: proxiedBackend(read.config.backend, kubeconfigPath) }
+      : read.config;
   let workspace: Workspace;
   try {
     workspace = await prepareWorkspace(options.moduleDir, options.workDir, config);
@@ -133,6 +168,31 @@ export async function runOp(options: RunOptions, deps: RunDeps): Promise<RunnerR
     recordPrepare(1);
     const code = (cause as NodeJS.ErrnoException).code ?? 'failed';
     return failure('step', 'prepare', `prepare work dir ${options.workDir}: ${code}`);
+  }
+  if (access.kind === 'proxied') {
+    const started = await startKubeProxy({
+      serviceAccountDir: options.serviceAccountDir,
+      env: deps.env,
+      scope: access.scope,
+      log: (text) => log.error(text),
+    });
+    if (!started.ok) {
+      recordPrepare(1);
+      return failure('step', 'prepare', started.message);
+    }
+    onProxy(started.proxy);
+    try {
+      await writeFile(kubeconfigPath, proxyKubeconfig(started.proxy.url, access.scope.namespace), {
+        mode: 0o600,
+      });
+    } catch (cause) {
+      recordPrepare(1);
+      const code = (cause as NodeJS.ErrnoException).code ?? 'failed';
+      return failure('step', 'prepare', `write kubeconfig ${kubeconfigPath}: ${code}`);
+    }
+    log.info(
+      `kubernetes backend through ${started.proxy.url} as the service account of ${options.serviceAccountDir}`,
+    );
   }
   recordPrepare(0);
   if (interruption.requested) return finish('interrupted');

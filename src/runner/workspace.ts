@@ -23,6 +23,14 @@ export interface Workspace {
  */
 const BACKEND_OVERRIDE_FILE = 'captf_backend_override.tf.json';
 
+/**
+ * The kubeconfig that points the kubernetes backend at the runner's loopback proxy (src/runner/kube-proxy.ts),
+ * beside the other generated files; written by the run once the proxy listens.
+ */
+export function proxyKubeconfigPath(workDir: string): string {
+  return join(workDir, 'captf.kubeconfig');
+}
+
 /** Builds the work dir from the module and the run config; throws on I/O errors (the caller reports them). */
 export async function prepareWorkspace(
   sourceModuleDir: string,

@@ -55,6 +55,8 @@ export interface RunnerCall {
   command?: string[];
   /** Put the runner in its own process group, so a test can kill it and its children at once. */
   detached?: boolean;
+  /** Variables added to the test's own environment (say `KUBERNETES_SERVICE_HOST`). */
+  env?: Record<string, string>;
 }
 
 /** A finished run. */
@@ -99,6 +101,7 @@ export async function startRunner(call: RunnerCall): Promise<StartedRun> {
   const child = spawn(file, [...prefix, 'run', ...flags], {
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: call.detached ?? false,
+    env: { ...process.env, ...call.env },
   });
   let stdout = '';
   let stderr = '';

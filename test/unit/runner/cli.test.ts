@@ -13,6 +13,7 @@ describe('runner command line', () => {
         configDir: '/captf/config',
         workDir: '/captf/work',
         stopTimeoutSeconds: RUN_DEFAULTS.stopTimeoutSeconds,
+        serviceAccountDir: '/var/run/secrets/kubernetes.io/serviceaccount',
       },
     });
   });
@@ -32,6 +33,7 @@ describe('runner command line', () => {
       `--expected-plan-digest=${digest}`,
       '--apply-policy=Manual',
       '--force-unlock-id=abc',
+      '--service-account-dir=/sa',
     ]);
     expect(parsed).toEqual({
       command: 'run',
@@ -47,6 +49,7 @@ describe('runner command line', () => {
         expectedPlanDigest: digest,
         applyPolicy: 'Manual',
         forceUnlockId: 'abc',
+        serviceAccountDir: '/sa',
       },
     });
   });
@@ -57,6 +60,7 @@ describe('runner command line', () => {
     { id: 'unknown flag', argv: ['run', '--op=apply', '--lock=false'] },
     { id: 'lock timeout above 3600', argv: ['run', '--op=apply', '--lock-timeout=3601'] },
     { id: 'bad digest', argv: ['run', '--op=apply', '--expected-plan-digest=abc'] },
+    { id: 'empty service account dir', argv: ['run', '--op=apply', '--service-account-dir='] },
     { id: 'copy without dest', argv: ['copy'] },
     { id: 'unknown command', argv: ['plan'] },
   ])('$id is a usage error', ({ argv }) => {

@@ -1,0 +1,167 @@
+import { readFile } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { Agent, request } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { apiServerOrigin, forwardedHeaders, rewriteTarget, type StateSecretScope } from './backend-access.ts';
+
+/**
+ * The loopback proxy between the runtime's kubernetes backend and the API server (issue 16 item 3; the
+ * rules are in src/runner/backend-access.ts). It listens on 127.0.0.1 only, without credentials of its
+ * own to check: everything that can reach it is the runner's pod, which holds the token anyway. It
+ * forwards every request to the in-cluster API server as the pod's ServiceAccount, streaming both bodies,
+ * and narrows the state backend's Secret list to the run's own Secret.
+ */
+
+/** The default `--service-account-dir`: where the kubelet mounts a pod's ServiceAccount token and CA. */
+export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+/** A running proxy. */
+export interface KubeProxy {
+  /** `http://127.0.0.1:<port>`, for the kubeconfig. */
+  url: string;
+  /** Stops listening, ends open connections; resolves once the server is closed. Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface KubeProxyOptions {
+  /** Holds `token` and `ca.crt` (the kubelet's projected ServiceAccount volume). */
+  serviceAccountDir: string;
+  /** The runner's environment: `KUBERNETES_SERVICE_HOST` and `KUBERNETES_SERVICE_PORT`. */
+  env: NodeJS.ProcessEnv;
+  scope: StateSecretScope;
+  /** A line for the runner's log (failed upstream requests; each distinct one once). */
+  log: (text: string) => void;
+}
+
+/** A started proxy, or why it could not start (the message names the file or variable). */
+export type KubeProxyStart = { ok: true; proxy: KubeProxy } | { ok: false; message: string };
+
+/**
+ * The token, as client-go's cached file token source reads it: trimmed, and never empty. Throws a message
+ * that names the path.
+ */
+async function readToken(path: string): Promise<string> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (cause) {
+    throw new Error(
+      `service account token ${path}: ${(cause as NodeJS.ErrnoException).code ?? 'unreadable'}`,
+    );
+  }
+  const token = text.trim();
+  if (token === '') throw new Error(`service account token ${path}: empty`);
+  return token;
+}
+
+/** A Kubernetes Status body, so the runtime shows the proxy's failure as the API server's own. */
+function statusBody(code: number, message: string): string {
+  return JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', message, code });
+}
+
+/**
+ * Starts the proxy. Checks first what every request needs: the API server's address, the CA and the
+ * token; a failure is returned (naming the path), never thrown. The CA is read once: a new one is for new
+ * pods. The token is read again on every request, since the kubelet rotates it in place.
+ */
+export async function startKubeProxy(options: KubeProxyOptions): Promise<KubeProxyStart> {
+  const origin = apiServerOrigin(options.env);
+  if (!origin.ok) return { ok: false, message: origin.message };
+  const caPath = join(options.serviceAccountDir, 'ca.crt');
+  const tokenPath = join(options.serviceAccountDir, 'token');
+  let ca: string;
+  try {
+    ca = await readFile(caPath, 'utf8');
+  } catch (cause) {
+    return {
+      ok: false,
+      message: `service account CA ${caPath}: ${(cause as NodeJS.ErrnoException).code ?? 'unreadable'}`,
+    };
+  }
+  if (ca.trim() === '') return { ok: false, message: `service account CA ${caPath}: empty` };
+  try {
+    await readToken(tokenPath);
+  } catch (cause) {
+    return { ok: false, message: (cause as Error).message };
+  }
+
+  const agent = new Agent({ ca, keepAlive: true });
+  const reported = new Set<string>();
+  const reportOnce = (key: string, text: string) => {
+    if (reported.has(key)) return;
+    reported.add(key);
+    options.log(text);
+  };
+
+  const forward = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const method = req.method ?? 'GET';
+    const target = rewriteTarget(method, req.url ?? '/', options.scope);
+    let token: string;
+    try {
+      token = await readToken(tokenPath);
+    } catch (cause) {
+      reportOnce('token', `kube proxy: ${(cause as Error).message}`);
+      req.resume();
+      res.writeHead(503, { 'content-type': 'application/json' });
+      res.end(statusBody(503, `captf runner proxy: ${(cause as Error).message}`));
+      return;
+    }
+    const upstream = request({
+      agent,
+      hostname: origin.hostname,
+      port: origin.port,
+      method,
+      path: target,
+      headers: { ...forwardedHeaders(req.headers), authorization: `Bearer ${token}` },
+    });
+    upstream.on('response', (answer) => {
+      const status = answer.statusCode ?? 502;
+      // 404 is how the backend learns a state or lock does not exist yet: not a failure.
+      if (status >= 400 && status !== 404) {
+        const path = target.split('?')[0] ?? target;
+        reportOnce(`${method} ${path} ${status}`, `kube proxy: ${method} ${target} answered ${status}`);
+      }
+      res.writeHead(status, answer.statusMessage, forwardedHeaders(answer.headers));
+      pipeline(answer, res).catch(() => res.destroy());
+    });
+    upstream.on('error', (cause) => {
+      reportOnce(`error ${cause.message}`, `kube proxy: ${method} ${target}: ${cause.message}`);
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      res.writeHead(502, { 'content-type': 'application/json' });
+      res.end(statusBody(502, `captf runner proxy: API server ${origin.url}: ${cause.message}`));
+    });
+    // The body streams through; a client that goes away ends the upstream request too.
+    pipeline(req, upstream).catch(() => upstream.destroy());
+  };
+
+  const server: Server = createServer((req, res) => {
+    forward(req, res).catch(() => res.destroy());
+  });
+  // Watches and exec (upgrades) are not proxied: the state backend uses neither.
+  server.on('upgrade', (_req, socket) => socket.destroy());
+  const listening = await new Promise<{ ok: true } | { ok: false; message: string }>((resolve) => {
+    server.once('error', (cause) => resolve({ ok: false, message: `kube proxy: listen: ${cause.message}` }));
+    server.listen({ host: '127.0.0.1', port: 0 }, () => resolve({ ok: true }));
+  });
+  if (!listening.ok) {
+    agent.destroy();
+    return listening;
+  }
+  const { port } = server.address() as AddressInfo;
+  let closed: Promise<void> | undefined;
+  const close = () => {
+    closed ??= new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      // The runtime has exited by now; keep-alive connections would hold the server (and the runner) open.
+      server.closeAllConnections();
+      agent.destroy();
+    });
+    return closed;
+  };
+  return { ok: true, proxy: { url: `http://127.0.0.1:${port}`, close } };
+}

@@ -1,0 +1,271 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { request } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { gunzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startKubeProxy } from '../../../src/runner/kube-proxy.ts';
+import { testStack } from '../../env/index.ts';
+import { runRunner, stepNames } from './runner-process.ts';
+
+// Issue 16 item 3: a runner pod reaches only its own object's state. Its ServiceAccount's Role names one
+// state Secret and one lock Lease (`resourceNames`); the runner's loopback proxy (src/runner/kube-proxy.ts)
+// narrows OpenTofu's Secret list on `init` to that name, which is the only way RBAC allows such a list.
+// Real runner, real tofu, the controller's default backend (`in_cluster_config: true`), and the kubelet's
+// variables and service-account files pointing at the test API server.
+
+const run = promisify(execFile);
+const kubectl = async (args: string[], stdin?: string): Promise<string> => {
+  const child = run(testStack().kubectlPath, ['--kubeconfig', testStack().kubeconfigPath, ...args]);
+  if (stdin !== undefined) child.child.stdin?.end(stdin);
+  return (await child).stdout;
+};
+const apply = (manifest: object) => kubectl(['apply', '-f', '-'], JSON.stringify(manifest));
+
+const id = randomUUID().slice(0, 8);
+const NAMESPACE = `captf-sa-${id}`;
+const SERVICE_ACCOUNT = 'captf-run-a';
+const SUFFIX = `obj-a-${id}`;
+const STATE_SECRET = `tfstate-default-${SUFFIX}`;
+const LOCK_LEASE = `lock-tfstate-default-${SUFFIX}`;
+/** Another object's state in the same namespace, which object A's ServiceAccount may not touch. */
+const OTHER_SECRET = `tfstate-default-obj-b-${id}`;
+
+let token = '';
+let serviceAccountDir = '';
+
+/** What the kubelet gives a pod: the API server's address; the test API server stands in for it. */
+function kubeletEnv(): Record<string, string> {
+  const url = new URL(testStack().apiServerUrl);
+  return { KUBERNETES_SERVICE_HOST: url.hostname, KUBERNETES_SERVICE_PORT: url.port };
+}
+
+/** An empty state Secret as the controller pre-creates it (the labels OpenTofu's backend gives its own). */
+function stateSecret(name: string, suffix: string) {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    type: 'Opaque',
+    metadata: {
+      name,
+      namespace: NAMESPACE,
+      labels: {
+        tfstate: 'true',
+        tfstateSecretSuffix: suffix,
+        tfstateWorkspace: 'default',
+        'app.kubernetes.io/managed-by': 'terraform',
+      },
+      annotations: { encoding: 'gzip' },
+    },
+  };
+}
+
+/** A GET against the test API server as object A's ServiceAccount; the status code only. */
+function getAsServiceAccount(path: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    readFile(testStack().caPath, 'utf8').then((ca) => {
+      const req = request(`${testStack().apiServerUrl}${path}`, {
+        ca,
+        headers: { authorization: `Bearer ${token}` },
+      });
+      req.on('response', (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end();
+    }, reject);
+  });
+}
+
+beforeAll(async () => {
+  await apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACE } });
+  await apply({
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: { name: SERVICE_ACCOUNT, namespace: NAMESPACE },
+  });
+  await apply({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata: { name: SERVICE_ACCOUNT, namespace: NAMESPACE },
+    rules: [
+      {
+        apiGroups: [''],
+        resources: ['secrets'],
+        resourceNames: [STATE_SECRET],
+        verbs: ['get', 'list', 'update'],
+      },
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        resourceNames: [LOCK_LEASE],
+        verbs: ['get', 'update'],
+      },
+    ],
+  });
+  await apply({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name: SERVICE_ACCOUNT, namespace: NAMESPACE },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: SERVICE_ACCOUNT },
+    subjects: [{ kind: 'ServiceAccount', name: SERVICE_ACCOUNT, namespace: NAMESPACE }],
+  });
+  await apply(stateSecret(STATE_SECRET, SUFFIX));
+  await apply(stateSecret(OTHER_SECRET, `obj-b-${id}`));
+  await apply({
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: { name: LOCK_LEASE, namespace: NAMESPACE },
+    spec: {},
+  });
+  // The TokenRequest API, as the kubelet's projected service-account volume uses it.
+  token = (await kubectl(['create', 'token', SERVICE_ACCOUNT, '-n', NAMESPACE, '--duration=1h'])).trim();
+  serviceAccountDir = await mkdtemp(join(tmpdir(), 'captf-sa-'));
+  await writeFile(join(serviceAccountDir, 'token'), `${token}\n`, { mode: 0o600 });
+  await writeFile(join(serviceAccountDir, 'ca.crt'), await readFile(testStack().caPath));
+});
+
+afterAll(async () => {
+  await kubectl(['delete', 'namespace', NAMESPACE, '--wait=false']);
+});
+
+/** The controller's default backend for object A (src/core/run-secret-manifest.ts buildRunConfig). */
+const backend = {
+  type: 'kubernetes',
+  config: { secret_suffix: SUFFIX, namespace: NAMESPACE, in_cluster_config: true },
+};
+
+async function stateOf(name: string): Promise<{ resources: unknown[] } | undefined> {
+  const secret = JSON.parse(await kubectl(['get', 'secret', name, '-n', NAMESPACE, '-o', 'json'])) as {
+    data?: { tfstate?: string };
+  };
+  const data = secret.data?.tfstate;
+  if (data === undefined) return undefined;
+  return JSON.parse(gunzipSync(Buffer.from(data, 'base64')).toString('utf8'));
+}
+
+describe('a runner pod reaches only its own state (issue 16 item 3)', () => {
+  it('RBAC alone: the list tofu sends is forbidden, named by the field selector it is allowed; B is refused', async () => {
+    const secrets = `/api/v1/namespaces/${NAMESPACE}/secrets`;
+    expect(await getAsServiceAccount(`${secrets}?labelSelector=tfstate%3Dtrue`)).toBe(403);
+    expect(
+      await getAsServiceAccount(
+        `${secrets}?labelSelector=tfstate%3Dtrue&fieldSelector=metadata.name%3D${STATE_SECRET}`,
+      ),
+    ).toBe(200);
+    expect(await getAsServiceAccount(`${secrets}/${STATE_SECRET}`)).toBe(200);
+    expect(await getAsServiceAccount(`${secrets}/${OTHER_SECRET}`)).toBe(403);
+    expect(await getAsServiceAccount(`${secrets}?fieldSelector=metadata.name%3D${OTHER_SECRET}`)).toBe(403);
+  });
+
+  it('apply then destroy with the in-cluster default backend, through the proxy: the state lands in the Secret', async () => {
+    const call = {
+      module: 'machine',
+      env: kubeletEnv(),
+      config: { variables: { name: 'm-a' }, backend },
+    };
+    const applied = await runRunner({
+      ...call,
+      flags: ['--op=apply', `--service-account-dir=${serviceAccountDir}`],
+    });
+    expect(applied.result.error).toBeUndefined();
+    expect(applied.exitCode).toBe(0);
+    expect(stepNames(applied.result)).toEqual(['prepare', 'init', 'validate', 'plan', 'show-json', 'apply']);
+    expect(applied.stdout).toContain(`kubernetes backend through http://127.0.0.1:`);
+    expect((await stateOf(STATE_SECRET))?.resources).toHaveLength(1);
+    // The lock was taken and released by update only: the Lease is there, without a holder.
+    const lease = JSON.parse(await kubectl(['get', 'lease', LOCK_LEASE, '-n', NAMESPACE, '-o', 'json'])) as {
+      spec: { holderIdentity?: string };
+    };
+    expect(lease.spec.holderIdentity).toBeUndefined();
+    // The kubeconfig holds no credentials; the token never reaches the runner's output.
+    const kubeconfig = await readFile(join(applied.dir, 'work', 'captf.kubeconfig'), 'utf8');
+    expect(kubeconfig).not.toContain(token);
+    expect(`${applied.stdout}${applied.stderr}`).not.toContain(token);
+
+    const destroyed = await runRunner({
+      ...call,
+      flags: ['--op=destroy', `--service-account-dir=${serviceAccountDir}`],
+    });
+    expect(destroyed.result.error).toBeUndefined();
+    expect(destroyed.result.result).toBe('succeeded');
+    expect((await stateOf(STATE_SECRET))?.resources).toEqual([]);
+    // Object B's state was never touched.
+    expect(await stateOf(OTHER_SECRET)).toBeUndefined();
+  });
+
+  it('a missing token: the run fails in prepare, naming the path; no runtime step runs', async () => {
+    const empty = await mkdtemp(join(tmpdir(), 'captf-sa-empty-'));
+    await writeFile(join(empty, 'ca.crt'), await readFile(testStack().caPath));
+    const failed = await runRunner({
+      module: 'machine',
+      env: kubeletEnv(),
+      config: { variables: { name: 'm-a' }, backend },
+      flags: ['--op=apply', `--service-account-dir=${empty}`],
+    });
+    expect(failed.exitCode).toBe(1);
+    expect(stepNames(failed.result)).toEqual(['prepare']);
+    expect(failed.result.error).toEqual({
+      kind: 'step',
+      step: 'prepare',
+      summary: `service account token ${join(empty, 'token')}: ENOENT`,
+    });
+  });
+});
+
+describe('the loopback proxy (src/runner/kube-proxy.ts)', () => {
+  const scope = { namespace: NAMESPACE, secretName: STATE_SECRET };
+
+  /** Who the API server says the caller is (SelfSubjectReview: a POST whose body streams through). */
+  async function whoAmI(url: string, authorization?: string): Promise<string> {
+    const res = await fetch(`${url}/apis/authentication.k8s.io/v1/selfsubjectreviews`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        ...(authorization === undefined ? {} : { authorization }),
+      },
+      body: JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' }),
+    });
+    const body = (await res.json()) as { status?: { userInfo?: { username?: string } } };
+    return `${res.status} ${body.status?.userInfo?.username ?? ''}`;
+  }
+
+  it('acts as the service account whatever the caller sends; re-reads the token on every request', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'captf-sa-rotate-'));
+    await writeFile(join(dir, 'ca.crt'), await readFile(testStack().caPath));
+    await writeFile(join(dir, 'token'), token);
+    const logged: string[] = [];
+    const started = await startKubeProxy({
+      serviceAccountDir: dir,
+      env: kubeletEnv(),
+      scope,
+      log: (text) => logged.push(text),
+    });
+    if (!started.ok) throw new Error(started.message);
+    try {
+      const sa = `system:serviceaccount:${NAMESPACE}:${SERVICE_ACCOUNT}`;
+      expect(await whoAmI(started.proxy.url)).toBe(`201 ${sa}`);
+      // A caller's own credentials never pass: the admin token is replaced by the service account's.
+      expect(await whoAmI(started.proxy.url, `Bearer ${testStack().adminToken}`)).toBe(`201 ${sa}`);
+      // The kubelet rewrites the token file in place; the next request carries the new content.
+      await writeFile(join(dir, 'token'), 'not-a-token');
+      expect(await whoAmI(started.proxy.url)).toBe('401 ');
+      expect(logged.some((line) => line.includes('answered 401'))).toBe(true);
+      await writeFile(join(dir, 'token'), token);
+      expect(await whoAmI(started.proxy.url)).toBe(`201 ${sa}`);
+    } finally {
+      await started.proxy.close();
+    }
+  });
+
+  it('a missing CA: the proxy does not start, and says which file', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'captf-sa-noca-'));
+    await writeFile(join(dir, 'token'), token);
+    const started = await startKubeProxy({ serviceAccountDir: dir, env: kubeletEnv(), scope, log: () => {} });
+    expect(started).toEqual({ ok: false, message: `service account CA ${join(dir, 'ca.crt')}: ENOENT` });
+  });
+});

@@ -1,0 +1,215 @@
+import { describe, expect, it } from 'vitest';
+import {
+  apiServerOrigin,
+  backendAccess,
+  forwardedHeaders,
+  proxiedBackend,
+  proxyKubeconfig,
+  rewriteTarget,
+} from '../../../src/runner/backend-access.ts';
+import type { BackendConfig } from '../../../src/schemas/run-config.ts';
+
+// The in-cluster kubernetes backend goes through the runner's loopback proxy, which narrows the backend's
+// Secret list to the run's own state Secret (issue 16 item 3).
+
+function kubernetes(config: BackendConfig['config']): BackendConfig {
+  return { type: 'kubernetes', config, secretKeys: [] };
+}
+
+/** The controller's default backend (src/core/run-secret-manifest.ts buildRunConfig). */
+const DEFAULT = { secret_suffix: 'm-abc', namespace: 'team-a', in_cluster_config: true };
+const SCOPE = { namespace: 'team-a', secretName: 'tfstate-default-m-abc' };
+
+describe('backendAccess: which backends go through the proxy', () => {
+  it("the controller's default backend is proxied, scoped to its state Secret", () => {
+    expect(backendAccess(kubernetes(DEFAULT))).toEqual({ kind: 'proxied', scope: SCOPE });
+  });
+
+  it('in_cluster_config as the HCL string "true" counts; the namespace defaults as OpenTofu does', () => {
+    expect(backendAccess(kubernetes({ secret_suffix: 's', in_cluster_config: 'true' }))).toEqual({
+      kind: 'proxied',
+      scope: { namespace: 'default', secretName: 'tfstate-default-s' },
+    });
+  });
+
+  it.each([
+    { id: 'no backend', backend: undefined },
+    { id: 'another type', backend: { type: 's3', config: { ...DEFAULT }, secretKeys: [] } },
+    { id: 'in_cluster_config absent (OpenTofu: false)', backend: kubernetes({ secret_suffix: 's' }) },
+    { id: 'in_cluster_config false', backend: kubernetes({ ...DEFAULT, in_cluster_config: false }) },
+    { id: 'in_cluster_config "false"', backend: kubernetes({ ...DEFAULT, in_cluster_config: 'false' }) },
+    { id: 'config_path', backend: kubernetes({ ...DEFAULT, config_path: '/kube/config' }) },
+    { id: 'host', backend: kubernetes({ ...DEFAULT, host: 'https://api:6443' }) },
+    { id: 'token', backend: kubernetes({ ...DEFAULT, token: 't' }) },
+    { id: 'config_context', backend: kubernetes({ ...DEFAULT, config_context: 'c' }) },
+    { id: 'no secret_suffix', backend: kubernetes({ in_cluster_config: true }) },
+  ])('$id: direct', ({ backend }) => {
+    expect(backendAccess(backend)).toEqual({ kind: 'direct' });
+  });
+
+  it('the proxied backend loads the kubeconfig instead of the in-cluster config; the rest stays', () => {
+    const backend: BackendConfig = {
+      ...kubernetes(DEFAULT),
+      labels: { 'clusterctl.cluster.x-k8s.io/move': '' },
+    };
+    expect(proxiedBackend(backend, '/captf/work/captf.kubeconfig')).toEqual({
+      type: 'kubernetes',
+      config: {
+        secret_suffix: 'm-abc',
+        namespace: 'team-a',
+        in_cluster_config: false,
+        config_path: '/captf/work/captf.kubeconfig',
+      },
+      secretKeys: [],
+      labels: { 'clusterctl.cluster.x-k8s.io/move': '' },
+    });
+    expect(backend.config.in_cluster_config).toBe(true);
+  });
+});
+
+describe('rewriteTarget: the Secret list carries the state Secret name', () => {
+  const list = '/api/v1/namespaces/team-a/secrets';
+
+  it("the backend's list (labelSelector tfstate=true) gets fieldSelector metadata.name=<state Secret>", () => {
+    const rewritten = rewriteTarget('GET', `${list}?labelSelector=tfstate%3Dtrue`, SCOPE);
+    expect(rewritten).toBe(
+      `${list}?labelSelector=tfstate%3Dtrue&fieldSelector=metadata.name%3Dtfstate-default-m-abc`,
+    );
+    const params = new URL(rewritten, 'http://x').searchParams;
+    expect(params.get('labelSelector')).toBe('tfstate=true');
+    expect(params.get('fieldSelector')).toBe('metadata.name=tfstate-default-m-abc');
+  });
+
+  it('a list without a query, and with a trailing slash', () => {
+    expect(rewriteTarget('GET', list, SCOPE)).toBe(
+      `${list}?fieldSelector=metadata.name%3Dtfstate-default-m-abc`,
+    );
+    expect(rewriteTarget('GET', `${list}/`, SCOPE)).toBe(
+      `${list}/?fieldSelector=metadata.name%3Dtfstate-default-m-abc`,
+    );
+  });
+
+  it('an existing field selector is ANDed, ours first (the API server authorizes the first exact name)', () => {
+    const target = `${list}?fieldSelector=type%3DOpaque&fieldSelector=ignored%3D1&limit=500`;
+    const params = new URL(rewriteTarget('GET', target, SCOPE), 'http://x').searchParams;
+    expect(params.getAll('fieldSelector')).toEqual(['metadata.name=tfstate-default-m-abc,type=Opaque']);
+    expect(params.get('limit')).toBe('500');
+  });
+
+  it('a name with selector separators stays one term', () => {
+    const params = new URL(
+      rewriteTarget('GET', list, { namespace: 'team-a', secretName: 'a,b=c\\d' }),
+      'http://x',
+    ).searchParams;
+    expect(params.get('fieldSelector')).toBe('metadata.name=a\\,b\\=c\\\\d');
+  });
+
+  it('HEAD is a list too (the API server treats it as GET)', () => {
+    expect(rewriteTarget('HEAD', list, SCOPE)).toContain('fieldSelector=');
+  });
+
+  it.each([
+    { id: 'a named get', method: 'GET', target: `${list}/tfstate-default-m-abc` },
+    { id: 'a named get of another Secret', method: 'GET', target: `${list}/other` },
+    { id: 'a watch', method: 'GET', target: `${list}?watch=true&labelSelector=tfstate%3Dtrue` },
+    { id: 'a watch=1', method: 'GET', target: `${list}?watch=1` },
+    { id: 'a watch with an empty value', method: 'GET', target: `${list}?watch=` },
+    {
+      id: 'a watch on the legacy watch path',
+      method: 'GET',
+      target: '/api/v1/watch/namespaces/team-a/secrets',
+    },
+    { id: 'an update', method: 'PUT', target: `${list}/tfstate-default-m-abc` },
+    { id: 'a create', method: 'POST', target: list },
+    { id: 'another namespace', method: 'GET', target: '/api/v1/namespaces/team-b/secrets' },
+    { id: 'all namespaces', method: 'GET', target: '/api/v1/secrets' },
+    {
+      id: 'the lock Lease',
+      method: 'GET',
+      target: '/apis/coordination.k8s.io/v1/namespaces/team-a/leases/x',
+    },
+    { id: 'a lease list', method: 'GET', target: '/apis/coordination.k8s.io/v1/namespaces/team-a/leases' },
+  ])('$id passes unchanged', ({ method, target }) => {
+    expect(rewriteTarget(method, target, SCOPE)).toBe(target);
+  });
+
+  it('watch=false and watch=0 are lists', () => {
+    expect(rewriteTarget('GET', `${list}?watch=false`, SCOPE)).toContain('fieldSelector=');
+    expect(rewriteTarget('GET', `${list}?watch=0`, SCOPE)).toContain('fieldSelector=');
+  });
+});
+
+describe('apiServerOrigin: the in-cluster API server', () => {
+  it('host and port from the kubelet variables; an IPv6 host in brackets', () => {
+    expect(apiServerOrigin({ KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' })).toEqual(
+      {
+        ok: true,
+        hostname: '10.96.0.1',
+        port: 443,
+        url: 'https://10.96.0.1:443',
+      },
+    );
+    expect(
+      apiServerOrigin({ KUBERNETES_SERVICE_HOST: 'fd00::1', KUBERNETES_SERVICE_PORT: '6443' }),
+    ).toMatchObject({
+      ok: true,
+      hostname: 'fd00::1',
+      url: 'https://[fd00::1]:6443',
+    });
+  });
+
+  it.each([
+    { id: 'no host', env: { KUBERNETES_SERVICE_PORT: '443' }, message: /KUBERNETES_SERVICE_HOST/ },
+    { id: 'no port', env: { KUBERNETES_SERVICE_HOST: 'h' }, message: /KUBERNETES_SERVICE_PORT/ },
+    {
+      id: 'a bad port',
+      env: { KUBERNETES_SERVICE_HOST: 'h', KUBERNETES_SERVICE_PORT: 'x' },
+      message: /is no port/,
+    },
+    {
+      id: 'port 0',
+      env: { KUBERNETES_SERVICE_HOST: 'h', KUBERNETES_SERVICE_PORT: '0' },
+      message: /is no port/,
+    },
+  ])('$id: an error naming the variable', ({ env, message }) => {
+    const origin = apiServerOrigin(env);
+    expect(origin.ok).toBe(false);
+    if (!origin.ok) expect(origin.message).toMatch(message);
+  });
+});
+
+describe('proxy headers and kubeconfig', () => {
+  it('drops hop-by-hop headers, those the connection header names, host and authorization', () => {
+    expect(
+      forwardedHeaders({
+        host: '127.0.0.1:1',
+        authorization: 'Bearer stolen',
+        connection: 'keep-alive, x-private',
+        'keep-alive': 'timeout=5',
+        'transfer-encoding': 'chunked',
+        'x-private': '1',
+        accept: 'application/json',
+        'content-type': 'application/json',
+        'set-cookie': ['a', 'b'],
+        'x-absent': undefined,
+      }),
+    ).toEqual({ accept: 'application/json', 'content-type': 'application/json', 'set-cookie': ['a', 'b'] });
+  });
+
+  it('the kubeconfig names the proxy and carries no credentials', () => {
+    const config = JSON.parse(proxyKubeconfig('http://127.0.0.1:4321', 'team-a'));
+    expect(config).toEqual({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'captf-in-cluster', cluster: { server: 'http://127.0.0.1:4321' } }],
+      users: [{ name: 'captf-service-account', user: {} }],
+      contexts: [
+        {
+          name: 'captf-in-cluster',
+          context: { cluster: 'captf-in-cluster', user: 'captf-service-account', namespace: 'team-a' },
+        },
+      ],
+      'current-context': 'captf-in-cluster',
+    });
+  });
+});
