@@ -5,11 +5,13 @@ import type { BackendConfig } from '../schemas/run-config.ts';
  * for the loopback proxy of src/runner/kube-proxy.ts.
  *
  * Each object's runner pod runs as a ServiceAccount whose Role names exactly one state Secret and one lock
- * Lease (`resourceNames`). OpenTofu's kubernetes backend lists Secrets on every `init` (backend_state.go
- * `Workspaces`: LIST secrets with labelSelector `tfstate=true`), and RBAC authorizes a list against
- * `resourceNames` only when the request carries the field selector `metadata.name=<name>` (k8s.io/apiserver
- * requestinfo: a list or watch whose field selector requires an exact `metadata.name` is authorized as that
- * name). The runner therefore points the backend at a loopback proxy that adds that selector.
+ * Lease (`resourceNames`, src/core/runner-identity.ts), with the verbs `get` and `update` only. OpenTofu's
+ * kubernetes backend lists Secrets on every `init` (backend_state.go `Workspaces`: LIST secrets with
+ * labelSelector `tfstate=true`, to find the workspaces). A Role could allow that list only with `list` on
+ * the name (and the request would need the field selector `metadata.name=<name>`), and RBAC lets the
+ * controller grant only what it holds itself, while the controller may list no Secrets (issue 16 item 4). So
+ * the runner points the backend at a loopback proxy that answers that one list itself, from a `get` of the
+ * one state Secret: the list of the workspaces this run can see, which is all the backend wants from it.
  */
 
 /** The workspace the runner always runs (it never selects another; OpenTofu's `backend.DefaultStateName`). */
@@ -90,13 +92,12 @@ export function proxiedBackend(backend: BackendConfig, kubeconfigPath: string): 
   };
 }
 
-/**
- * A field selector value with the characters that separate terms escaped (k8s.io/apimachinery fields
- * `EscapeValue`). Secret names never hold them; escaping keeps a bad name one term rather than several.
- */
-function escapeFieldValue(value: string): string {
-  return value.replace(/[\\,=]/g, (char) => `\\${char}`);
-}
+/** How the proxy serves one request. */
+export type ProxyRoute =
+  /** Forwarded unchanged. */
+  | { kind: 'forward' }
+  /** The backend's workspace list: answered from a read of the state Secret (`getTarget`). */
+  | { kind: 'list-from-get'; getTarget: string; labelSelector: string | undefined };
 
 /**
  * Whether a `watch` query parameter makes the request a watch: the API server decodes it as a bool that is
@@ -110,25 +111,66 @@ function isWatch(params: URLSearchParams): boolean {
 }
 
 /**
- * Rewrites one request target (path and query, as a client sends it) for the proxy: a GET or HEAD that lists
- * the Secret collection of the scope's namespace (`/api/v1/namespaces/<ns>/secrets`, not a watch) gets
- * `fieldSelector=metadata.name=<secretName>`, ANDed with the request's own field selector. Ours comes first:
- * the API server authorizes as the first exact `metadata.name` term it finds (`RequiresExactMatch`), and
- * only the first `fieldSelector` parameter counts, so later ones are dropped. Every other target (a named
- * get, a watch, another resource or namespace, another method) is returned unchanged. Pure.
+ * Routes one request target (path and query, as a client sends it): a GET that lists the Secret collection
+ * of the scope's namespace (`/api/v1/namespaces/<ns>/secrets`, not a watch) is answered from a GET of the
+ * scope's state Secret; every other request (a named get, a watch, an update, another resource or
+ * namespace) is forwarded as it is. Pure.
  */
-export function rewriteTarget(method: string, target: string, scope: StateSecretScope): string {
-  if (method !== 'GET' && method !== 'HEAD') return target;
+export function routeOf(method: string, target: string, scope: StateSecretScope): ProxyRoute {
+  if (method !== 'GET') return { kind: 'forward' };
   const url = new URL(target, 'http://proxy.invalid');
   const collection = `/api/v1/namespaces/${encodeURIComponent(scope.namespace)}/secrets`;
   // The API server splits the path on `/` after trimming them, so a trailing slash names the same collection.
-  if (url.pathname !== collection && url.pathname !== `${collection}/`) return target;
-  if (isWatch(url.searchParams)) return target;
-  const own = `metadata.name=${escapeFieldValue(scope.secretName)}`;
-  const existing = url.searchParams.get('fieldSelector');
-  url.searchParams.delete('fieldSelector');
-  url.searchParams.append('fieldSelector', existing ? `${own},${existing}` : own);
-  return `${url.pathname}${url.search}`;
+  if (url.pathname !== collection && url.pathname !== `${collection}/`) return { kind: 'forward' };
+  if (isWatch(url.searchParams)) return { kind: 'forward' };
+  return {
+    kind: 'list-from-get',
+    getTarget: `${collection}/${encodeURIComponent(scope.secretName)}`,
+    labelSelector: url.searchParams.get('labelSelector') ?? undefined,
+  };
+}
+
+/**
+ * Whether labels satisfy a label selector's equality and existence terms (`k=v`, `k==v`, `k!=v`, `k`,
+ * `!k`); a set-based term (`k in (…)`) is not judged and counts as satisfied: the backend sends only
+ * `tfstate=true`, and a Secret shown too many is a workspace more, never a state lost.
+ */
+export function matchesLabelSelector(labels: Record<string, string>, selector: string | undefined): boolean {
+  if (selector === undefined || selector.trim() === '') return true;
+  if (/[()]/.test(selector)) return true;
+  return selector.split(',').every((raw) => {
+    const term = raw.trim();
+    const unequal = term.match(/^([^!=\s]+)\s*!=\s*(.*)$/);
+    if (unequal) return labels[unequal[1] ?? ''] !== unequal[2];
+    const equal = term.match(/^([^!=\s]+)\s*==?\s*(.*)$/);
+    if (equal) return labels[equal[1] ?? ''] === equal[2];
+    if (term.startsWith('!')) return !Object.hasOwn(labels, term.slice(1).trim());
+    return Object.hasOwn(labels, term);
+  });
+}
+
+/**
+ * The answer to the backend's Secret list from the upstream answer to the GET of the state Secret: 200 → a
+ * `SecretList` holding it when it matches the list's label selector, else empty; 404 → an empty
+ * `SecretList` (no state yet); anything else (403, 5xx) → the upstream answer as it is. Pure.
+ */
+export function secretListAnswer(
+  upstream: { status: number; body: string },
+  labelSelector: string | undefined,
+): { status: number; body: string } {
+  const list = (items: unknown[]) => ({
+    status: 200,
+    body: JSON.stringify({ kind: 'SecretList', apiVersion: 'v1', metadata: {}, items }),
+  });
+  if (upstream.status === 404) return list([]);
+  if (upstream.status !== 200) return upstream;
+  let secret: { metadata?: { labels?: Record<string, string> } };
+  try {
+    secret = JSON.parse(upstream.body) as typeof secret;
+  } catch {
+    return { status: 502, body: upstream.body };
+  }
+  return list(matchesLabelSelector(secret.metadata?.labels ?? {}, labelSelector) ? [secret] : []);
 }
 
 /** Where the in-cluster API server is: `KUBERNETES_SERVICE_HOST` and `KUBERNETES_SERVICE_PORT`. */

@@ -4,14 +4,20 @@ import { Agent, request } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { apiServerOrigin, forwardedHeaders, rewriteTarget, type StateSecretScope } from './backend-access.ts';
+import {
+  apiServerOrigin,
+  forwardedHeaders,
+  routeOf,
+  type StateSecretScope,
+  secretListAnswer,
+} from './backend-access.ts';
 
 /**
  * The loopback proxy between the runtime's kubernetes backend and the API server (issue 16 item 3; the
  * rules are in src/runner/backend-access.ts). It listens on 127.0.0.1 only, without credentials of its
  * own to check: everything that can reach it is the runner's pod, which holds the token anyway. It
  * forwards every request to the in-cluster API server as the pod's ServiceAccount, streaming both bodies,
- * and narrows the state backend's Secret list to the run's own Secret.
+ * and answers the state backend's Secret list itself, from a read of the run's own state Secret.
  */
 
 /** The default `--service-account-dir`: where the kubelet mounts a pod's ServiceAccount token and CA. */
@@ -56,6 +62,13 @@ async function readToken(path: string): Promise<string> {
   return token;
 }
 
+/** The whole body of an answer (a Secret: bounded by the API server's 1 MiB object limit). */
+async function readBody(answer: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of answer) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 /** A Kubernetes Status body, so the runtime shows the proxy's failure as the API server's own. */
 function statusBody(code: number, message: string): string {
   return JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', message, code });
@@ -97,7 +110,8 @@ export async function startKubeProxy(options: KubeProxyOptions): Promise<KubePro
 
   const forward = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const method = req.method ?? 'GET';
-    const target = rewriteTarget(method, req.url ?? '/', options.scope);
+    const route = routeOf(method, req.url ?? '/', options.scope);
+    const target = route.kind === 'list-from-get' ? route.getTarget : (req.url ?? '/');
     let token: string;
     try {
       token = await readToken(tokenPath);
@@ -118,6 +132,18 @@ export async function startKubeProxy(options: KubeProxyOptions): Promise<KubePro
     });
     upstream.on('response', (answer) => {
       const status = answer.statusCode ?? 502;
+      if (route.kind === 'list-from-get') {
+        readBody(answer)
+          .then((body) => {
+            const listed = secretListAnswer({ status, body }, route.labelSelector);
+            if (listed.status >= 400)
+              reportOnce(`list ${listed.status}`, `kube proxy: GET ${target} answered ${listed.status}`);
+            res.writeHead(listed.status, { 'content-type': 'application/json' });
+            res.end(listed.body);
+          })
+          .catch(() => res.destroy());
+        return;
+      }
       // 404 is how the backend learns a state or lock does not exist yet: not a failure.
       if (status >= 400 && status !== 404) {
         const path = target.split('?')[0] ?? target;

@@ -7,13 +7,18 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../../../src/adapters/clock.ts';
+import { createKubeAdapter } from '../../../src/adapters/kube/adapter.ts';
+import { buildRunnerIdentity } from '../../../src/core/runner-identity.ts';
+import { nameStateSuffix } from '../../../src/core/state-identity.ts';
 import { startKubeProxy } from '../../../src/runner/kube-proxy.ts';
+import { ensureRunnerIdentity } from '../../../src/step/runner-identity.ts';
 import { testStack } from '../../env/index.ts';
 import { runRunner, stepNames } from './runner-process.ts';
 
 // Issue 16 item 3: a runner pod reaches only its own object's state. Its ServiceAccount's Role names one
-// state Secret and one lock Lease (`resourceNames`); the runner's loopback proxy (src/runner/kube-proxy.ts)
-// narrows OpenTofu's Secret list on `init` to that name, which is the only way RBAC allows such a list.
+// state Secret and one lock Lease (`resourceNames`, verbs get and update); the runner's loopback proxy
+// (src/runner/kube-proxy.ts) answers OpenTofu's Secret list on `init` from a read of that one Secret.
 // Real runner, real tofu, the controller's default backend (`in_cluster_config: true`), and the kubelet's
 // variables and service-account files pointing at the test API server.
 
@@ -27,12 +32,15 @@ const apply = (manifest: object) => kubectl(['apply', '-f', '-'], JSON.stringify
 
 const id = randomUUID().slice(0, 8);
 const NAMESPACE = `captf-sa-${id}`;
-const SERVICE_ACCOUNT = 'captf-run-a';
-const SUFFIX = `obj-a-${id}`;
+/** Objects A and B: TerraformMachines, so the garbage collector keeps what their identities own. */
+const OBJECT_A = `obj-a-${id}`;
+const OBJECT_B = `obj-b-${id}`;
+const SUFFIX = nameStateSuffix('TerraformMachine', OBJECT_A);
 const STATE_SECRET = `tfstate-default-${SUFFIX}`;
 const LOCK_LEASE = `lock-tfstate-default-${SUFFIX}`;
 /** Another object's state in the same namespace, which object A's ServiceAccount may not touch. */
-const OTHER_SECRET = `tfstate-default-obj-b-${id}`;
+const OTHER_SECRET = `tfstate-default-${nameStateSuffix('TerraformMachine', OBJECT_B)}`;
+let serviceAccount = '';
 
 let token = '';
 let serviceAccountDir = '';
@@ -41,26 +49,6 @@ let serviceAccountDir = '';
 function kubeletEnv(): Record<string, string> {
   const url = new URL(testStack().apiServerUrl);
   return { KUBERNETES_SERVICE_HOST: url.hostname, KUBERNETES_SERVICE_PORT: url.port };
-}
-
-/** An empty state Secret as the controller pre-creates it (the labels OpenTofu's backend gives its own). */
-function stateSecret(name: string, suffix: string) {
-  return {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    type: 'Opaque',
-    metadata: {
-      name,
-      namespace: NAMESPACE,
-      labels: {
-        tfstate: 'true',
-        tfstateSecretSuffix: suffix,
-        tfstateWorkspace: 'default',
-        'app.kubernetes.io/managed-by': 'terraform',
-      },
-      annotations: { encoding: 'gzip' },
-    },
-  };
 }
 
 /** A GET against the test API server as object A's ServiceAccount; the status code only. */
@@ -83,47 +71,43 @@ function getAsServiceAccount(path: string): Promise<number> {
 
 beforeAll(async () => {
   await apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACE } });
-  await apply({
-    apiVersion: 'v1',
-    kind: 'ServiceAccount',
-    metadata: { name: SERVICE_ACCOUNT, namespace: NAMESPACE },
+  // Each object's identity exactly as the controller puts it in place (src/core/runner-identity.ts).
+  const admin = createKubeAdapter({
+    source: { kind: 'file', path: testStack().kubeconfigPath },
+    clock: systemClock,
+    reporter: { controller: 'captf.io/controller', instance: 'service-account-test' },
   });
-  await apply({
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'Role',
-    metadata: { name: SERVICE_ACCOUNT, namespace: NAMESPACE },
-    rules: [
-      {
-        apiGroups: [''],
-        resources: ['secrets'],
-        resourceNames: [STATE_SECRET],
-        verbs: ['get', 'list', 'update'],
+  for (const name of [OBJECT_A, OBJECT_B]) {
+    const created = JSON.parse(
+      await kubectl(
+        ['create', '-o', 'json', '-f', '-'],
+        JSON.stringify({
+          apiVersion: 'infrastructure.cluster.x-k8s.io/v1alpha1',
+          kind: 'TerraformMachine',
+          metadata: { name, namespace: NAMESPACE },
+          spec: { source: { image: 'registry.example.com/modules/m:1' } },
+        }),
+      ),
+    ) as { metadata: { uid: string } };
+    const identity = buildRunnerIdentity({
+      owner: {
+        apiVersion: 'infrastructure.cluster.x-k8s.io/v1alpha1',
+        kind: 'TerraformMachine',
+        name,
+        namespace: NAMESPACE,
+        uid: created.metadata.uid,
       },
-      {
-        apiGroups: ['coordination.k8s.io'],
-        resources: ['leases'],
-        resourceNames: [LOCK_LEASE],
-        verbs: ['get', 'update'],
+      source: {
+        backend: undefined,
+        namespace: NAMESPACE,
+        stateSuffix: nameStateSuffix('TerraformMachine', name),
       },
-    ],
-  });
-  await apply({
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'RoleBinding',
-    metadata: { name: SERVICE_ACCOUNT, namespace: NAMESPACE },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: SERVICE_ACCOUNT },
-    subjects: [{ kind: 'ServiceAccount', name: SERVICE_ACCOUNT, namespace: NAMESPACE }],
-  });
-  await apply(stateSecret(STATE_SECRET, SUFFIX));
-  await apply(stateSecret(OTHER_SECRET, `obj-b-${id}`));
-  await apply({
-    apiVersion: 'coordination.k8s.io/v1',
-    kind: 'Lease',
-    metadata: { name: LOCK_LEASE, namespace: NAMESPACE },
-    spec: {},
-  });
+    });
+    await ensureRunnerIdentity(admin, identity);
+    if (name === OBJECT_A) serviceAccount = identity.serviceAccount.metadata.name;
+  }
   // The TokenRequest API, as the kubelet's projected service-account volume uses it.
-  token = (await kubectl(['create', 'token', SERVICE_ACCOUNT, '-n', NAMESPACE, '--duration=1h'])).trim();
+  token = (await kubectl(['create', 'token', serviceAccount, '-n', NAMESPACE, '--duration=1h'])).trim();
   serviceAccountDir = await mkdtemp(join(tmpdir(), 'captf-sa-'));
   await writeFile(join(serviceAccountDir, 'token'), `${token}\n`, { mode: 0o600 });
   await writeFile(join(serviceAccountDir, 'ca.crt'), await readFile(testStack().caPath));
@@ -149,17 +133,12 @@ async function stateOf(name: string): Promise<{ resources: unknown[] } | undefin
 }
 
 describe('a runner pod reaches only its own state (issue 16 item 3)', () => {
-  it('RBAC alone: the list tofu sends is forbidden, named by the field selector it is allowed; B is refused', async () => {
+  it('RBAC alone: the list tofu sends is forbidden, even named by a field selector; B is refused', async () => {
     const secrets = `/api/v1/namespaces/${NAMESPACE}/secrets`;
     expect(await getAsServiceAccount(`${secrets}?labelSelector=tfstate%3Dtrue`)).toBe(403);
-    expect(
-      await getAsServiceAccount(
-        `${secrets}?labelSelector=tfstate%3Dtrue&fieldSelector=metadata.name%3D${STATE_SECRET}`,
-      ),
-    ).toBe(200);
+    expect(await getAsServiceAccount(`${secrets}?fieldSelector=metadata.name%3D${STATE_SECRET}`)).toBe(403);
     expect(await getAsServiceAccount(`${secrets}/${STATE_SECRET}`)).toBe(200);
     expect(await getAsServiceAccount(`${secrets}/${OTHER_SECRET}`)).toBe(403);
-    expect(await getAsServiceAccount(`${secrets}?fieldSelector=metadata.name%3D${OTHER_SECRET}`)).toBe(403);
   });
 
   it('apply then destroy with the in-cluster default backend, through the proxy: the state lands in the Secret', async () => {
@@ -247,7 +226,7 @@ describe('the loopback proxy (src/runner/kube-proxy.ts)', () => {
     });
     if (!started.ok) throw new Error(started.message);
     try {
-      const sa = `system:serviceaccount:${NAMESPACE}:${SERVICE_ACCOUNT}`;
+      const sa = `system:serviceaccount:${NAMESPACE}:${serviceAccount}`;
       expect(await whoAmI(started.proxy.url)).toBe(`201 ${sa}`);
       // A caller's own credentials never pass: the admin token is replaced by the service account's.
       expect(await whoAmI(started.proxy.url, `Bearer ${testStack().adminToken}`)).toBe(`201 ${sa}`);

@@ -5,12 +5,14 @@ import {
   forwardedHeaders,
   proxiedBackend,
   proxyKubeconfig,
-  rewriteTarget,
+  matchesLabelSelector,
+  routeOf,
+  secretListAnswer,
 } from '../../../src/runner/backend-access.ts';
 import type { BackendConfig } from '../../../src/schemas/run-config.ts';
 
-// The in-cluster kubernetes backend goes through the runner's loopback proxy, which narrows the backend's
-// Secret list to the run's own state Secret (issue 16 item 3).
+// The in-cluster kubernetes backend goes through the runner's loopback proxy, which answers the backend's
+// Secret list from a read of the run's own state Secret (issue 16 item 3).
 
 function kubernetes(config: BackendConfig['config']): BackendConfig {
   return { type: 'kubernetes', config, secretKeys: [] };
@@ -67,45 +69,28 @@ describe('backendAccess: which backends go through the proxy', () => {
   });
 });
 
-describe('rewriteTarget: the Secret list carries the state Secret name', () => {
+describe("routeOf: the backend's Secret list is answered from a read of the state Secret", () => {
   const list = '/api/v1/namespaces/team-a/secrets';
-
-  it("the backend's list (labelSelector tfstate=true) gets fieldSelector metadata.name=<state Secret>", () => {
-    const rewritten = rewriteTarget('GET', `${list}?labelSelector=tfstate%3Dtrue`, SCOPE);
-    expect(rewritten).toBe(
-      `${list}?labelSelector=tfstate%3Dtrue&fieldSelector=metadata.name%3Dtfstate-default-m-abc`,
-    );
-    const params = new URL(rewritten, 'http://x').searchParams;
-    expect(params.get('labelSelector')).toBe('tfstate=true');
-    expect(params.get('fieldSelector')).toBe('metadata.name=tfstate-default-m-abc');
+  const fromGet = (labelSelector: string | undefined) => ({
+    kind: 'list-from-get',
+    getTarget: `${list}/tfstate-default-m-abc`,
+    labelSelector,
   });
 
-  it('a list without a query, and with a trailing slash', () => {
-    expect(rewriteTarget('GET', list, SCOPE)).toBe(
-      `${list}?fieldSelector=metadata.name%3Dtfstate-default-m-abc`,
-    );
-    expect(rewriteTarget('GET', `${list}/`, SCOPE)).toBe(
-      `${list}/?fieldSelector=metadata.name%3Dtfstate-default-m-abc`,
-    );
+  it("the backend's list (labelSelector tfstate=true) becomes a GET of the state Secret", () => {
+    expect(routeOf('GET', `${list}?labelSelector=tfstate%3Dtrue`, SCOPE)).toEqual(fromGet('tfstate=true'));
   });
 
-  it('an existing field selector is ANDed, ours first (the API server authorizes the first exact name)', () => {
-    const target = `${list}?fieldSelector=type%3DOpaque&fieldSelector=ignored%3D1&limit=500`;
-    const params = new URL(rewriteTarget('GET', target, SCOPE), 'http://x').searchParams;
-    expect(params.getAll('fieldSelector')).toEqual(['metadata.name=tfstate-default-m-abc,type=Opaque']);
-    expect(params.get('limit')).toBe('500');
+  it('a list without a query, with a trailing slash, or with watch=false or watch=0', () => {
+    for (const target of [list, `${list}/`, `${list}?watch=false`, `${list}?watch=0`]) {
+      expect(routeOf('GET', target, SCOPE)).toEqual(fromGet(undefined));
+    }
   });
 
-  it('a name with selector separators stays one term', () => {
-    const params = new URL(
-      rewriteTarget('GET', list, { namespace: 'team-a', secretName: 'a,b=c\\d' }),
-      'http://x',
-    ).searchParams;
-    expect(params.get('fieldSelector')).toBe('metadata.name=a\\,b\\=c\\\\d');
-  });
-
-  it('HEAD is a list too (the API server treats it as GET)', () => {
-    expect(rewriteTarget('HEAD', list, SCOPE)).toContain('fieldSelector=');
+  it('a name with URL-special characters is escaped in the path', () => {
+    expect(routeOf('GET', list, { namespace: 'team-a', secretName: 'a/b?c' })).toMatchObject({
+      getTarget: `${list}/a%2Fb%3Fc`,
+    });
   });
 
   it.each([
@@ -121,6 +106,7 @@ describe('rewriteTarget: the Secret list carries the state Secret name', () => {
     },
     { id: 'an update', method: 'PUT', target: `${list}/tfstate-default-m-abc` },
     { id: 'a create', method: 'POST', target: list },
+    { id: 'a HEAD', method: 'HEAD', target: list },
     { id: 'another namespace', method: 'GET', target: '/api/v1/namespaces/team-b/secrets' },
     { id: 'all namespaces', method: 'GET', target: '/api/v1/secrets' },
     {
@@ -129,13 +115,54 @@ describe('rewriteTarget: the Secret list carries the state Secret name', () => {
       target: '/apis/coordination.k8s.io/v1/namespaces/team-a/leases/x',
     },
     { id: 'a lease list', method: 'GET', target: '/apis/coordination.k8s.io/v1/namespaces/team-a/leases' },
-  ])('$id passes unchanged', ({ method, target }) => {
-    expect(rewriteTarget(method, target, SCOPE)).toBe(target);
+  ])('$id is forwarded as it is', ({ method, target }) => {
+    expect(routeOf(method, target, SCOPE)).toEqual({ kind: 'forward' });
+  });
+});
+
+describe('matchesLabelSelector', () => {
+  const labels = { tfstate: 'true', tfstateWorkspace: 'default' };
+  it.each([
+    { selector: undefined, matches: true },
+    { selector: '', matches: true },
+    { selector: 'tfstate=true', matches: true },
+    { selector: 'tfstate==true', matches: true },
+    { selector: 'tfstate=false', matches: false },
+    { selector: 'tfstate!=true', matches: false },
+    { selector: 'tfstate=true,tfstateWorkspace=default', matches: true },
+    { selector: 'tfstate=true, tfstateWorkspace=other', matches: false },
+    { selector: 'tfstate', matches: true },
+    { selector: '!tfstate', matches: false },
+    { selector: 'constructor', matches: false },
+    { selector: 'tfstate in (true)', matches: true },
+  ])('$selector: $matches', ({ selector, matches }) => {
+    expect(matchesLabelSelector(labels, selector)).toBe(matches);
+  });
+});
+
+describe('secretListAnswer', () => {
+  const secret = { kind: 'Secret', apiVersion: 'v1', metadata: { name: 's', labels: { tfstate: 'true' } } };
+  const parsed = (answer: { body: string }) => JSON.parse(answer.body) as { kind: string; items: unknown[] };
+
+  it('a state Secret that matches is the one item of a SecretList', () => {
+    const answer = secretListAnswer({ status: 200, body: JSON.stringify(secret) }, 'tfstate=true');
+    expect(answer.status).toBe(200);
+    expect(parsed(answer)).toEqual({ kind: 'SecretList', apiVersion: 'v1', metadata: {}, items: [secret] });
   });
 
-  it('watch=false and watch=0 are lists', () => {
-    expect(rewriteTarget('GET', `${list}?watch=false`, SCOPE)).toContain('fieldSelector=');
-    expect(rewriteTarget('GET', `${list}?watch=0`, SCOPE)).toContain('fieldSelector=');
+  it('one that does not match, or none yet (404), is an empty list', () => {
+    expect(
+      parsed(secretListAnswer({ status: 200, body: JSON.stringify(secret) }, 'tfstate=false')).items,
+    ).toEqual([]);
+    const missing = secretListAnswer({ status: 404, body: '{"kind":"Status"}' }, 'tfstate=true');
+    expect(missing.status).toBe(200);
+    expect(parsed(missing).items).toEqual([]);
+  });
+
+  it("a refusal or an outage is the API server's own answer; a body that is not JSON is a 502", () => {
+    const forbidden = { status: 403, body: '{"kind":"Status","code":403}' };
+    expect(secretListAnswer(forbidden, undefined)).toEqual(forbidden);
+    expect(secretListAnswer({ status: 200, body: 'not json' }, undefined).status).toBe(502);
   });
 });
 
