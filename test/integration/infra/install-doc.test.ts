@@ -176,10 +176,16 @@ describe('docs/install.md against the local control plane', () => {
     }
   });
 
-  it('the workload namespace has the runner account and the samples', async () => {
-    expect(await kubectl(['get', 'serviceaccount', 'captf-runner', '-n', 'team-a', '-o', 'name'])).toContain(
-      'captf-runner',
-    );
+  it('the workload namespace holds the samples, which name no service account (each gets its own identity)', async () => {
+    const accounts = await kubectl([
+      'get',
+      'terraformclusters,terraformmachines',
+      '-n',
+      'team-a',
+      '-o',
+      'jsonpath={.items[*].spec.jobs.serviceAccountName}{.items[*].spec.defaults.jobs.serviceAccountName}',
+    ]);
+    expect(accounts.trim()).toBe('');
     const names = await kubectl(['get', 'terraformclusters,terraformmachines', '-n', 'team-a', '-o', 'name']);
     expect(names.trim().split('\n').sort()).toEqual(
       [

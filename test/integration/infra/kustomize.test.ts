@@ -135,7 +135,10 @@ describe('infra/ renders', () => {
       'customresourcedefinition.apiextensions.k8s.io/terraformrunpolicies.infrastructure.cluster.x-k8s.io',
     );
     expect(first.stdout).toContain('deployment.apps/captf-redis');
-    const second = await kubectl(['apply', '--dry-run=server', '-n', 'default', '-f', '-'], yaml(namespaced));
-    expect(second.stdout).toContain('role.rbac.authorization.k8s.io/captf-runner');
+    expect(first.stdout).toContain(
+      'validatingadmissionpolicy.admissionregistration.k8s.io/captf-controller-runner-identities',
+    );
+    // Nothing for workload namespaces: the controller gives each object its own runner identity.
+    expect(namespaced.map((doc) => `${doc.kind}/${doc.metadata?.name}`)).toEqual([]);
   });
 });
