@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import type { TargetKind } from '../schemas/kinds/api-group.ts';
 import { RUNNER_IDENTITY_PREFIX } from '../schemas/kinds/rules.ts';
 import { canonicalJson } from './canonical-json.ts';
-import { type OwnerReference, ownerReference } from './job-manifest.ts';
 import { LABELS } from './job-labels.ts';
+import { type OwnerReference, ownerReference } from './job-manifest.ts';
 import { CLUSTERCTL_MOVE_LABEL, type RunConfigSource, stateSecretOf } from './run-secret-manifest.ts';
 
 /**
@@ -89,26 +89,27 @@ export interface RunnerIdentity {
 /** What the identity is built from. */
 export interface RunnerIdentityInput {
   owner: { apiVersion: string; kind: TargetKind; name: string; namespace: string; uid: string };
-  /** The run's config source: where the state lives (backend, namespace, state suffix). */
+  /** The run's config source: the backend's type, the state suffix, whether the state moves with the Cluster. */
   source: Pick<RunConfigSource, 'backend' | 'namespace' | 'stateSuffix' | 'movesWithCluster'>;
 }
 
 /**
- * The object's runner identity. The ServiceAccount lives in the object's namespace; the Role, the binding
- * and the state objects in the state's namespace (the object's, unless `spec.backend.config.namespace`
- * names another), owned by the object when that is the same namespace (owner references do not cross
- * namespaces). The state Secret and Lease are never owned: the state must outlive anything the garbage
- * collector removes. Another backend than `kubernetes` gets an empty Role: its runner reads nothing here.
+ * The object's runner identity, all in the object's namespace and owned by it, except the state Secret and
+ * Lease, which are never owned: the state must outlive anything the garbage collector removes. The Role
+ * names the state the object's own suffix names, whatever `spec.backend.config` says: a spec that points
+ * `secret_suffix` or `namespace` elsewhere (at another object's state) gets no right to it, and its runs
+ * fail with the API server's Forbidden until its Jobs run as an account the admin granted that state
+ * (`spec.jobs.serviceAccountName`). Another backend than `kubernetes` gets an empty Role: its runner reads
+ * nothing here.
  */
 export function buildRunnerIdentity(input: RunnerIdentityInput): RunnerIdentity {
   const { owner, source } = input;
   const name = runnerIdentityName(source.stateSuffix);
-  const state = stateSecretOf(source);
-  const stateNamespace = state?.namespace ?? owner.namespace;
-  const owned =
-    stateNamespace === owner.namespace
-      ? { ownerReferences: [ownerReference(owner, { blockOwnerDeletion: false })] }
-      : {};
+  const kubernetes = (source.backend?.type ?? 'kubernetes') === 'kubernetes';
+  const state = kubernetes
+    ? stateSecretOf({ backend: undefined, namespace: owner.namespace, stateSuffix: source.stateSuffix })
+    : undefined;
+  const owned = { ownerReferences: [ownerReference(owner, { blockOwnerDeletion: false })] };
   const labels = {
     [LABELS.ownerKind]: owner.kind,
     [LABELS.ownerName]: owner.name,
@@ -117,12 +118,7 @@ export function buildRunnerIdentity(input: RunnerIdentityInput): RunnerIdentity 
   const serviceAccount = {
     apiVersion: 'v1' as const,
     kind: 'ServiceAccount' as const,
-    metadata: {
-      name,
-      namespace: owner.namespace,
-      labels,
-      ownerReferences: [ownerReference(owner, { blockOwnerDeletion: false })],
-    },
+    metadata: { name, namespace: owner.namespace, labels, ...owned },
   };
   const lockName = state ? `lock-${state.name}` : undefined;
   const rules: PolicyRule[] =
@@ -140,7 +136,7 @@ export function buildRunnerIdentity(input: RunnerIdentityInput): RunnerIdentity 
   const role = {
     apiVersion: 'rbac.authorization.k8s.io/v1' as const,
     kind: 'Role' as const,
-    metadata: { name, namespace: stateNamespace, labels, ...owned },
+    metadata: { name, namespace: owner.namespace, labels, ...owned },
     rules,
   };
   const stateObjects =
@@ -187,7 +183,7 @@ export function buildRunnerIdentity(input: RunnerIdentityInput): RunnerIdentity 
       kind: 'RoleBinding',
       metadata: {
         name,
-        namespace: stateNamespace,
+        namespace: owner.namespace,
         labels,
         annotations: { [RUNNER_IDENTITY_ANNOTATION]: digest },
         ...owned,

@@ -42,7 +42,6 @@ describe('infra/ renders', () => {
     for (const kind of [
       'CustomResourceDefinition',
       'ClusterRole',
-      'Role',
       'Service',
       'ApiServerSource',
       'PingSource',

@@ -186,7 +186,12 @@ describe('controller ClusterRole', () => {
       verb: 'create',
       resource: 'clusterrolebindings.rbac.authorization.k8s.io',
     },
-    { id: 'role-escalate', name: 'escalate Roles', verb: 'escalate', resource: 'roles.rbac.authorization.k8s.io' },
+    {
+      id: 'role-escalate',
+      name: 'escalate Roles',
+      verb: 'escalate',
+      resource: 'roles.rbac.authorization.k8s.io',
+    },
     { id: 'role-bind', name: 'bind any Role', verb: 'bind', resource: 'roles.rbac.authorization.k8s.io' },
     {
       id: 'capi-write',
@@ -436,4 +441,3 @@ describe('Cluster API ClusterRole (aggregated into its manager role)', () => {
     expect(JSON.parse(labels.stdout)).toMatchObject({ 'cluster.x-k8s.io/aggregate-to-manager': 'true' });
   });
 });
-

@@ -177,6 +177,44 @@ describe('a runner pod reaches only its own state (issue 16 item 3)', () => {
     expect(await stateOf(OTHER_SECRET)).toBeUndefined();
   });
 
+  it("a spec pointing its backend at B's state gets the API server's Forbidden; B's state is untouched", async () => {
+    const before = await kubectl([
+      'get',
+      'secret',
+      OTHER_SECRET,
+      '-n',
+      NAMESPACE,
+      '-o',
+      'jsonpath={.metadata.resourceVersion}',
+    ]);
+    const pointed = await runRunner({
+      module: 'machine',
+      env: kubeletEnv(),
+      config: {
+        variables: { name: 'm-a' },
+        backend: {
+          ...backend,
+          config: { ...backend.config, secret_suffix: nameStateSuffix('TerraformMachine', OBJECT_B) },
+        },
+      },
+      flags: ['--op=apply', `--service-account-dir=${serviceAccountDir}`],
+    });
+    expect(pointed.exitCode).not.toBe(0);
+    expect(pointed.result.error).toMatchObject({ kind: 'step', step: 'init' });
+    expect(`${pointed.stdout}${pointed.stderr}`).toContain('forbidden');
+    expect(
+      await kubectl([
+        'get',
+        'secret',
+        OTHER_SECRET,
+        '-n',
+        NAMESPACE,
+        '-o',
+        'jsonpath={.metadata.resourceVersion}',
+      ]),
+    ).toBe(before);
+  });
+
   it('a missing token: the run fails in prepare, naming the path; no runtime step runs', async () => {
     const empty = await mkdtemp(join(tmpdir(), 'captf-sa-empty-'));
     await writeFile(join(empty, 'ca.crt'), await readFile(testStack().caPath));

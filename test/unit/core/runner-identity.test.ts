@@ -93,23 +93,15 @@ describe('buildRunnerIdentity', () => {
     expect(moved.lockLease?.metadata.labels).toHaveProperty(['clusterctl.cluster.x-k8s.io/move'], '');
   });
 
-  it("follows the spec's backend namespace and suffix; owns nothing across namespaces", () => {
-    const elsewhere = buildRunnerIdentity({
+  it("names only the object's own state, whatever spec.backend.config points at (another object's state)", () => {
+    const pointed = buildRunnerIdentity({
       ...input,
       source: {
         ...input.source,
-        backend: { type: 'kubernetes', config: { namespace: 'states', secret_suffix: 'shared-a' } },
+        backend: { type: 'kubernetes', config: { namespace: 'team-b', secret_suffix: 'm-m-b' } },
       },
     });
-    expect(elsewhere.serviceAccount.metadata.namespace).toBe('team-a');
-    expect(elsewhere.role.metadata).toMatchObject({ namespace: 'states' });
-    expect(elsewhere.role.metadata.ownerReferences).toBeUndefined();
-    expect(elsewhere.roleBinding.metadata.ownerReferences).toBeUndefined();
-    expect(elsewhere.roleBinding.subjects[0]?.namespace).toBe('team-a');
-    expect(elsewhere.role.rules.flatMap((rule) => rule.resourceNames)).toEqual([
-      'tfstate-default-shared-a',
-      'lock-tfstate-default-shared-a',
-    ]);
+    expect(pointed).toEqual(identity);
   });
 
   it('another backend gets an account with an empty Role and no state objects', () => {

@@ -3,9 +3,9 @@ import {
   apiServerOrigin,
   backendAccess,
   forwardedHeaders,
+  matchesLabelSelector,
   proxiedBackend,
   proxyKubeconfig,
-  matchesLabelSelector,
   routeOf,
   secretListAnswer,
 } from '../../../src/runner/backend-access.ts';
