@@ -6,11 +6,11 @@ import {
   RUN_CONFIG_DIR,
   RUNNER_WORK_DIR,
   RUNTIME_PATH,
+  SERVICE_ACCOUNT_DIR,
   STOP_TIMEOUT_SECONDS,
 } from '../schemas/job-contract.ts';
 import { OpSchema } from '../schemas/result.ts';
 import { ApplyPolicySchema, PlanDigestSchema } from '../schemas/run-config.ts';
-import { SERVICE_ACCOUNT_DIR } from './kube-proxy.ts';
 import type { RunOptions } from './run.ts';
 
 /**
@@ -23,8 +23,8 @@ import type { RunOptions } from './run.ts';
  *   --service-account-dir
  * `--service-account-dir` holds the pod's ServiceAccount token and CA, which the runner's loopback proxy
  * reaches the API server with for the in-cluster kubernetes backend (src/runner/kube-proxy.ts); the Job
- * passes it explicitly, so the local dev node can rewrite it. Of the others, the last four override the run config's lockTimeoutSeconds, expectedPlanDigest, applyPolicy and
- * forceUnlockId.
+ * passes it explicitly, so the local dev node can rewrite it. Of the others, the last four override the
+ * run config's lockTimeoutSeconds, expectedPlanDigest, applyPolicy and forceUnlockId.
  */
 
 /** Paths of the image contract (docs/image-contract.md) and the stop timeout (src/schemas/job-contract.ts). */

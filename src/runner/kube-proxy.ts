@@ -20,9 +20,6 @@ import {
  * and answers the state backend's Secret list itself, from a read of the run's own state Secret.
  */
 
-/** The default `--service-account-dir`: where the kubelet mounts a pod's ServiceAccount token and CA. */
-export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
-
 /** A running proxy. */
 export interface KubeProxy {
   /** `http://127.0.0.1:<port>`, for the kubeconfig. */
