@@ -65,14 +65,13 @@ interface EventItem {
   series?: { count?: number };
 }
 
-/** Evidence a Job that completed (exit 0) may be bookkept with; anything else failed or was cut short. */
-const COMPLETE_EVIDENCE = new Set([
-  'succeeded',
-  'deadline-race',
-  'destructive-blocked',
-  'awaiting-approval',
-  'plan-changed',
-]);
+/** Evidence of a run that succeeded: only a Job that completed may carry it. */
+const SUCCESS_EVIDENCE = new Set(['succeeded', 'deadline-race']);
+/**
+ * Evidence of a plan that waits for approval: the runner exits non-zero for it, so its Job fails, yet it
+ * is neither a success nor a counted failure (DESIGN.md section 7).
+ */
+const BLOCKED_EVIDENCE = new Set(['destructive-blocked', 'awaiting-approval', 'plan-changed']);
 
 /** The `lastRun.result` of each evidence, where the run is the object's newest. */
 const RESULT_OF: Record<string, string> = {
@@ -156,8 +155,8 @@ function jobViolations(world: World): string[] {
       continue;
     }
     const outcome = annotations[ANNOTATIONS.outcome] ?? '(none)';
-    if ((finished === 'Complete') !== COMPLETE_EVIDENCE.has(outcome))
-      violations.push(`Job ${name}: ${finished} but bookkept as ${outcome}`);
+    const fits = BLOCKED_EVIDENCE.has(outcome) || (finished === 'Complete') === SUCCESS_EVIDENCE.has(outcome);
+    if (!fits) violations.push(`Job ${name}: ${finished} but bookkept as ${outcome}`);
     const recorded = lastRunOf.get(name);
     if (recorded !== undefined && recorded !== (RESULT_OF[outcome] ?? 'failed'))
       violations.push(`Job ${name}: bookkept as ${outcome} but lastRun says ${recorded}`);
