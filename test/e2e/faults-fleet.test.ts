@@ -142,10 +142,9 @@ function converged(m: Machine): boolean {
   const s = m.status;
   if (!s || s.activeJob !== undefined || s.observedGeneration !== m.metadata.generation) return false;
   if (MANUAL.includes(m.metadata.name)) return s.waitReason === 'AwaitingApproval';
-  return (
-    s.lastRun?.generation === m.metadata.generation &&
-    s.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true
-  );
+  // Not lastRun.generation: the controller's own providerID patch moves the generation past the run's.
+  // A step that saw this generation wrote observedGeneration, and Ready is True only for applied inputs.
+  return s.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
 }
 
 async function waitConverged(what: string, timeoutMs: number): Promise<void> {
