@@ -253,6 +253,25 @@ async function waitFleet(
   }
 }
 
+/** Waits (at most 5 minutes) until the namespace has no pods. */
+async function waitPodsGone(namespace: string): Promise<void> {
+  const started = performance.now();
+  const deadline = Date.now() + 5 * 60_000;
+  for (;;) {
+    const pods = (await apis.core.listNamespacedPod({ namespace })).items;
+    if (pods.length === 0) break;
+    if (Date.now() > deadline) {
+      const pod = pods[0];
+      log(
+        `${namespace}: ${pods.length} pods left after 5 min, e.g. ${pod?.metadata?.name} ${pod?.status?.phase} finalizers ${JSON.stringify(pod?.metadata?.finalizers)} deleting ${pod?.metadata?.deletionTimestamp !== undefined}`,
+      );
+      return;
+    }
+    await sleep(2000);
+  }
+  log(`${namespace}: pods gone in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+}
+
 function handlerUrls(): string[] {
   return (controller?.handlers ?? []).map((handler) => handler.url);
 }
@@ -320,6 +339,10 @@ try {
   const convSteps = loggedSteps(handlerLogs()).filter((s) => s.namespace === NS.conv);
   const stepsByObject = new Map<string, number>();
   for (const step of convSteps) stepsByObject.set(step.name, (stepsByObject.get(step.name) ?? 0) + 1);
+  // Counted; now the converged run's Jobs go (their pods' directories on the local node hold a copy of
+  // the runner each, 125 MB), before the floor runs as many again.
+  await apis.batch.deleteCollectionNamespacedJob({ namespace: NS.conv, propagationPolicy: 'Background' });
+  await waitPodsGone(NS.conv);
   log(`converged in ${(wall1 / 1000).toFixed(1)} s; the floor: the same Jobs from a bare client`);
   const floor = await runFloor(
     stack.info.kubeconfigPath,
@@ -329,6 +352,7 @@ try {
     CONCURRENCY,
     60 * 60_000,
   );
+  await waitPodsGone(NS.floor);
   const objects1 = conv.length;
   report.add({
     section: S1,
