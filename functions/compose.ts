@@ -59,8 +59,10 @@ export function composeAppDeps(input: ComposeInput): AppDeps {
   const schedule = scheduleOf(redis, clock);
   const metrics =
     input.metrics ??
-    createMetrics(createRedisFleetStore(redis.client, config.keyPrefix), (error) =>
-      logger.warn({ err: error }, 'metrics: fleet store unreachable'),
+    createMetrics(
+      createRedisFleetStore(redis.client, config.keyPrefix),
+      (error) => logger.warn({ err: error }, 'metrics: fleet store unreachable'),
+      () => kube.requestCounts(),
     );
   const sweepLease = namedLease(redis, 'sweep');
   const listers = sweepListersOf(kube);

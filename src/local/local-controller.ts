@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { redisEnvOf } from '../adapters/redis/topology.ts';
+import { type Balancer, startBalancer } from './balancer.ts';
 import { applyClusterResources } from './cluster-resources.ts';
 import { type KnativeSources, startKnativeSources } from './knative-sources.ts';
 import { type Kubectl, kubectlFor } from './kubectl.ts';
@@ -47,13 +48,23 @@ export interface LocalControllerOptions {
   syncPeriodSeconds?: number;
   /** The handlers' pino level; default `info` (`debug` logs every step, as tests that count steps need). */
   logLevel?: 'info' | 'debug';
+  /**
+   * Handler processes; default 1 (`npm start`, the tests: one `controller.log`). With more, each listens on
+   * its own port (logs `controller-<i>.log`) behind a loopback round-robin balancer (src/local/balancer.ts)
+   * that the relay and timer send to, as several instances of the Knative Service would share the load.
+   */
+  handlers?: number;
   log?: (line: string) => void;
 }
 
 /** The running controller of the local run. */
 export interface LocalController {
-  /** Base URL of the handlers, `http://127.0.0.1:<port>`. */
+  /** Base URL of the handlers, `http://127.0.0.1:<port>` (the balancer's with several handlers). */
   url: string;
+  /** Each handler process and its own base URL (one entry with one handler). */
+  handlers: { process: ManagedProcess; url: string }[];
+  /** The balancer in front of several handlers; undefined with one. */
+  balancer: Balancer | undefined;
   /**
    * Bearer token of the mutating routes (generated for this run; never logged). Undefined with Knative's
    * adapters: run outside Knative's controllers they can mint no OIDC token (the shipped Knative Service
@@ -191,9 +202,21 @@ export async function startLocalController(options: LocalControllerOptions): Pro
   const tickIntervalMs = options.tickIntervalMs ?? 2000;
   const started: ManagedProcess[] = [];
   let knative: KnativeSources | undefined;
+  let balancer: Balancer | undefined;
+  const handlerCount = options.handlers ?? 1;
+  if (!Number.isInteger(handlerCount) || handlerCount < 1)
+    throw new Error(`start the local controller: handlers must be a whole number ≥ 1 (got ${handlerCount})`);
+  const handlerProcesses = new Set<ManagedProcess>();
   const stop = async (): Promise<void> => {
     await knative?.stop();
-    for (const proc of [...started].reverse()) await proc.stop(STOP_GRACE_MS);
+    for (const proc of [...started].reverse()) {
+      // The balancer goes after the event path that sends to it, before the handlers behind it.
+      if (handlerProcesses.has(proc) && balancer !== undefined) {
+        await balancer.close();
+        balancer = undefined;
+      }
+      await proc.stop(STOP_GRACE_MS);
+    }
   };
   try {
     log(`starting the local node ${nodeName}`);
@@ -210,38 +233,48 @@ export async function startLocalController(options: LocalControllerOptions): Pro
       }),
     );
 
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
     const token = events === 'knative' ? undefined : randomBytes(32).toString('base64url');
     const auth: Record<string, string> =
       token === undefined ? { CAPTF_AUTH_DISABLED: 'true' } : { CAPTF_AUTH_TOKEN: token };
     log(
-      `starting the handlers (functions/server.ts with the real reconcile step; Redis: ${stack.redis.kind})`,
+      `starting ${handlerCount === 1 ? 'the handlers' : `${handlerCount} handler processes`} (functions/server.ts with the real reconcile step; Redis: ${stack.redis.kind})`,
     );
-    const controller = startProcess(
-      'controller',
-      process.execPath,
-      [...CHILD_NODE_FLAGS, join(repoRoot, 'src', 'local', 'controller-main.ts')],
-      logDir,
-      childEnv({
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        ...auth,
-        ...redisEnvOf(stack.redis),
-        KUBECONFIG: stack.kubeconfigPath,
-        CAPTF_RUNNER_IMAGE: LOCAL_RUNNER_IMAGE,
-        CAPTF_KEY_PREFIX: keyPrefix,
-        CAPTF_SYNC_PERIOD_SECONDS: String(options.syncPeriodSeconds ?? 60),
-        LOG_LEVEL: options.logLevel ?? 'info',
-      }),
-    );
-    started.push(controller);
-    await waitUntilHealthy(
-      controller,
-      'ready (/readyz)',
-      async () => (await fetch(`${url}/readyz`)).ok,
-      READY_TIMEOUT_MS,
-    );
+    const handlers: LocalController['handlers'] = [];
+    for (let index = 1; index <= handlerCount; index += 1) {
+      const port = await freePort();
+      const handler = startProcess(
+        handlerCount === 1 ? 'controller' : `controller-${index}`,
+        process.execPath,
+        [...CHILD_NODE_FLAGS, join(repoRoot, 'src', 'local', 'controller-main.ts')],
+        logDir,
+        childEnv({
+          PORT: String(port),
+          HOST: '127.0.0.1',
+          ...auth,
+          ...redisEnvOf(stack.redis),
+          KUBECONFIG: stack.kubeconfigPath,
+          CAPTF_RUNNER_IMAGE: LOCAL_RUNNER_IMAGE,
+          CAPTF_KEY_PREFIX: keyPrefix,
+          CAPTF_SYNC_PERIOD_SECONDS: String(options.syncPeriodSeconds ?? 60),
+          LOG_LEVEL: options.logLevel ?? 'info',
+          // Tells the instances apart in their Events' reportingInstance.
+          ...(handlerCount === 1 ? {} : { HOSTNAME: `controller-${index}-${process.pid}` }),
+        }),
+      );
+      started.push(handler);
+      handlerProcesses.add(handler);
+      handlers.push({ process: handler, url: `http://127.0.0.1:${port}` });
+    }
+    for (const handler of handlers) {
+      await waitUntilHealthy(
+        handler.process,
+        'ready (/readyz)',
+        async () => (await fetch(`${handler.url}/readyz`)).ok,
+        READY_TIMEOUT_MS,
+      );
+    }
+    if (handlerCount > 1) balancer = await startBalancer(handlers.map((handler) => handler.url));
+    const url = balancer?.url ?? (handlers[0] as { url: string }).url;
 
     if (events === 'knative') {
       knative = await startKnativeSources({
@@ -253,7 +286,7 @@ export async function startLocalController(options: LocalControllerOptions): Pro
         tickSchedule: `@every ${Math.max(1, Math.round(tickIntervalMs / 1000))}s`,
         log,
       });
-      return { url, token, nodeName, logDir, kubectl, knative, stop };
+      return { url, handlers, balancer, token, nodeName, logDir, kubectl, knative, stop };
     }
     log('starting the relay (watch → /events) and the local timer (/tick)');
     const relay = startProcess(
@@ -279,7 +312,7 @@ export async function startLocalController(options: LocalControllerOptions): Pro
       async () => readFileSync(relay.logPath, 'utf8').includes('relay: lease taken'),
       READY_TIMEOUT_MS,
     );
-    return { url, token, nodeName, logDir, kubectl, knative, stop };
+    return { url, handlers, balancer, token, nodeName, logDir, kubectl, knative, stop };
   } catch (error) {
     await stop();
     throw error;

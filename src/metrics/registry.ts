@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { RequestCounts } from '../adapters/kube/request-count.ts';
 import type { FleetMetricsReader, ObjectFigures, ObjectSize } from './fleet.ts';
 
 /**
@@ -54,10 +55,35 @@ function oncePerScrape<T>(
   };
 }
 
-/** Builds the metrics on a fresh registry; `onCollectError` hears a store outage (the series stay empty). */
-export function createMetrics(fleet: FleetMetricsReader, onCollectError: (error: unknown) => void): Metrics {
+/**
+ * Builds the metrics on a fresh registry; `onCollectError` hears a store outage (the series stay empty).
+ * `kubeRequests`, when given, is this instance's Kubernetes request tally (the adapter's, counted on the
+ * wire), shown as `captf_kube_requests_total{verb,resource}`.
+ */
+export function createMetrics(
+  fleet: FleetMetricsReader,
+  onCollectError: (error: unknown) => void,
+  kubeRequests?: () => RequestCounts,
+): Metrics {
   const registry = new Registry();
   const registers = [registry];
+  if (kubeRequests !== undefined) {
+    // Per instance, like the step counter: what this process asked of the API server (list pages, retries
+    // and failed requests included), so a fleet's cost per step or per object can be read off `/metrics`.
+    new Counter({
+      name: 'captf_kube_requests_total',
+      help: 'Kubernetes API requests sent by this instance, by verb and resource.',
+      labelNames: ['verb', 'resource'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const [label, count] of Object.entries(kubeRequests().byRequest)) {
+          const [verb = '', resource = ''] = label.split(' ');
+          this.inc({ verb, resource }, count);
+        }
+      },
+    });
+  }
   const objects = oncePerScrape(() => fleet.objects(), onCollectError);
   const sizes = oncePerScrape(() => fleet.sizes(), onCollectError);
   /** A gauge of one value per object (or per object and op/reason), rebuilt from the store every scrape. */

@@ -387,6 +387,12 @@ describe('handlers wired to real Redis and the API server', () => {
     });
     const after = (await app.inject({ method: 'GET', url: '/metrics' })).body;
     expect(after).toMatch(/captf_jobs_total\{kind="TerraformCluster",op="apply",result="failed"\} [1-9]/);
+    // This instance's own API requests, counted on the wire by the adapter (the fleet bench reads them).
+    const gets = (body: string) =>
+      Number(/^captf_kube_requests_total\{verb="get",resource="jobs"\} (\d+)$/m.exec(body)?.[1] ?? 0);
+    const before = gets(after);
+    await kube.reader.getJob(namespace, 'not-there');
+    expect(gets((await app.inject({ method: 'GET', url: '/metrics' })).body)).toBe(before + 1);
     await app.close();
   });
 
