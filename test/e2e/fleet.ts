@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, request as httpRequest, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import { redisEnvOf } from '../../src/adapters/redis/topology.ts';
+import { type Balancer, startBalancer } from '../../src/local/balancer.ts';
 import { applyClusterResources } from '../../src/local/cluster-resources.ts';
 import { type Kubectl, kubectlFor } from '../../src/local/kubectl.ts';
 import { LOCAL_RUNNER_IMAGE, startLocalNode } from '../../src/local/local-controller.ts';
@@ -90,54 +90,6 @@ function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   for (const key of Object.keys(env))
     if (/^(KUBECONFIG|REDIS_|CAPTF_)/.test(key)) delete (env as Record<string, unknown>)[key];
   return { ...env, ...extra };
-}
-
-/**
- * A round-robin HTTP balancer on loopback over `ports`, as a Service or Knative's activator spreads calls:
- * each request goes to the next backend; a backend that refuses the connection (a killed handler not yet
- * restarted) is skipped, as a load balancer's connect retry does; a backend that dies mid-request answers
- * 502, which the relay and Knative's sources retry.
- */
-export function startBalancer(ports: () => number[]): Promise<{ url: string; server: Server }> {
-  let next = 0;
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      const backends = ports();
-      const attempt = (tries: number): void => {
-        const port = backends[next++ % backends.length] ?? 0;
-        const upstream = httpRequest(
-          { host: '127.0.0.1', port, method: req.method, path: req.url, headers: req.headers },
-          (answer) => {
-            res.writeHead(answer.statusCode ?? 502, answer.headers);
-            answer.pipe(res);
-            answer.on('error', () => res.destroy());
-          },
-        );
-        upstream.on('error', (error: NodeJS.ErrnoException) => {
-          if (error.code === 'ECONNREFUSED' && tries < backends.length * 3) {
-            // Every handler down at once (restarts): wait a little before the next round of tries.
-            const delay = tries > 0 && tries % backends.length === 0 ? 300 : 0;
-            setTimeout(() => attempt(tries + 1), delay);
-            return;
-          }
-          if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
-          res.end(`balancer: ${error.code ?? error.message}`);
-        });
-        upstream.end(body);
-      };
-      attempt(0);
-    });
-  });
-  return new Promise((resolve) => {
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      resolve({ url: `http://127.0.0.1:${port}`, server });
-    });
-  });
 }
 
 /** Counts the failpoint exit lines in a handler log. */
@@ -249,13 +201,12 @@ export async function startFleetRun(options: FleetOptions): Promise<FleetRun> {
     });
   };
   let relay: ManagedProcess | undefined;
-  let balancer: Server | undefined;
+  let balancer: Balancer | undefined;
   const stopAll = async (): Promise<void> => {
     closing = true;
     await relay?.stop(STOP_GRACE_MS);
     await Promise.all(handlers.map((slot) => slot.process.stop(STOP_GRACE_MS)));
-    await new Promise<void>((resolve) => (balancer ? balancer.close(() => resolve()) : resolve()));
-    balancer?.closeAllConnections();
+    await balancer?.close();
     await node.stop(STOP_GRACE_MS);
   };
   try {
@@ -271,8 +222,8 @@ export async function startFleetRun(options: FleetOptions): Promise<FleetRun> {
     }
     await Promise.all(handlers.map(ready));
     for (const slot of handlers) supervise(slot);
-    const lb = await startBalancer(() => handlers.map((slot) => slot.port));
-    balancer = lb.server;
+    const lb = await startBalancer(() => handlers.map((slot) => slot.url));
+    balancer = lb;
     relay = startProcess(
       'relay',
       process.execPath,

@@ -68,14 +68,24 @@ it('sends each request to the next upstream in turn, forwarding method, path, he
   expect(balancer.forwarded()).toEqual([3, 2, 2]);
 });
 
-it('answers 502 with Retry-After when an upstream refuses the connection, and goes on with the next', async () => {
+it('a refused connection (the request never arrived) goes to the next upstream; all refusing: 502 with Retry-After', async () => {
   const down = `http://127.0.0.1:${await freePort()}`;
   balancer = await startBalancer([down, await upstream('up')]);
+  for (let i = 0; i < 3; i += 1) {
+    const served = await fetch(`${balancer.url}/tick`, { method: 'POST', body: `{"i":${i}}` });
+    expect(served.status).toBe(201);
+    expect(((await served.json()) as { name: string; body: string }).name).toBe('up');
+  }
+  expect(balancer.forwarded()).toEqual([0, 3]);
+  await balancer.close();
+  let upstreams = [down];
+  balancer = await startBalancer(() => upstreams);
   const refused = await fetch(`${balancer.url}/tick`, { method: 'POST' });
   expect(refused.status).toBe(502);
   expect(refused.headers.get('retry-after')).toBe('1');
   await refused.text();
+  // The list is read at each request: a restarted handler on a new port is used at once.
+  upstreams = [await upstream('restarted')];
   const served = await fetch(`${balancer.url}/tick`, { method: 'POST' });
-  expect(served.status).toBe(201);
-  expect(((await served.json()) as { name: string }).name).toBe('up');
+  expect(((await served.json()) as { name: string }).name).toBe('restarted');
 });
