@@ -1,3 +1,4 @@
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CUSTOM_RESOURCES } from '../../../src/adapters/kube/resources.ts';
 import type { ObjectRef } from '../../../src/core/object-ref.ts';
@@ -7,7 +8,6 @@ import { createMetrics, type Metrics } from '../../../src/metrics/registry.ts';
 import { type StepMetrics, stepMetricsOf } from '../../../src/step/step-metrics.ts';
 import {
   createObject,
-  createSecret,
   createStepEnv,
   finishJob,
   podOf,
@@ -147,10 +147,18 @@ describe('step metrics', () => {
     expect(await sample('captf_active_job_deadline_seconds', { ...labels, op: 'apply' })).toBe(3600);
     expect(await sample('captf_run_inputs_bytes', labels)).toBeGreaterThan(100);
 
-    // The kubernetes backend's state Secret, as the runner's Terraform would leave it.
+    // The kubernetes backend's state Secret (created empty with the runner identity), as the runner's
+    // Terraform would leave it.
     const suffix = (await statusOf(env, ref)).stateSuffix;
     expect(suffix).toBe(nameStateSuffix(ref.kind, ref.name));
-    await createSecret(env, `tfstate-default-${suffix}`, { tfstate: 'x'.repeat(4000) });
+    await env.core.patchNamespacedSecret(
+      {
+        namespace: env.namespace,
+        name: `tfstate-default-${suffix}`,
+        body: { stringData: { tfstate: 'x'.repeat(4000) } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
     await finishJob(env, created.job ?? '', { exitCode: 0, result: result('apply', 'succeeded') });
     expect(await step()(ref)).toMatchObject({ action: 'bookkept', reason: 'ApplySucceeded' });
     expect(await sample('captf_state_bytes', labels)).toBe(4000);
@@ -159,7 +167,6 @@ describe('step metrics', () => {
     ).toBeUndefined();
     expect(await sample('captf_drift_detected', labels)).toBe(0);
 
-    const { PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
     await env.custom.patchNamespacedCustomObject(
       {
         ...CUSTOM_RESOURCES.TerraformCluster,

@@ -36,10 +36,16 @@ describe('API requests per step', () => {
 
     const create = await counted(ref);
     expect(create.outcome.action).toBe('created');
-    print('Job-creating step (first: also creates the plan HMAC key Secret)', create.counts);
+    print(
+      'Job-creating step (first: also creates the plan HMAC key Secret and the runner identity)',
+      create.counts,
+    );
     // get object, list Jobs, list pods, get + create the plan key Secret, create Job, create Secret,
-    // patch status, create Event.
-    expect(create.counts.total).toBeLessThanOrEqual(9);
+    // patch status, create Event; and, once per object, its runner identity (src/step/runner-identity.ts):
+    // get the RoleBinding, create the ServiceAccount, state Secret, Lease, Role and RoleBinding.
+    expect(create.counts.total).toBeLessThanOrEqual(15);
+    expect(create.counts.byRequest['get rolebindings']).toBe(1);
+    expect(create.counts.byRequest['create rolebindings']).toBe(1);
 
     await finishJob(env, create.outcome.job ?? '', { exitCode: 0, result: result('apply', 'succeeded') });
     const bookkeep = await counted(ref);
@@ -72,6 +78,9 @@ describe('API requests per step', () => {
     const second = await counted(ref);
     expect(second.outcome.action).toBe('created');
     print('Job-creating step (steady state)', second.counts);
-    expect(second.counts.total).toBeLessThanOrEqual(8);
+    // The runner identity in place costs its one read (the RoleBinding's digest) and no write.
+    expect(second.counts.total).toBeLessThanOrEqual(9);
+    expect(second.counts.byRequest['get rolebindings']).toBe(1);
+    expect(second.counts.byRequest['create rolebindings'] ?? 0).toBe(0);
   });
 });
