@@ -972,17 +972,20 @@ try {
     workDir: join(workDir, 'probe'),
     logDir: join(workDir, 'logs'),
   });
+  /** Steps each probe until a step answers `action`, at most `attempts` steps each. */
+  const stepEachUntil = async (names: readonly string[], action: string, attempts: number) => {
+    for (const name of names) {
+      for (let attempt = 0; attempt < attempts; attempt += 1) {
+        if ((await stepOnce('TerraformMachine', NS.probe, name)).action === action) break;
+      }
+    }
+  };
   const PROBES = 10;
   const probeNames = Array.from({ length: PROBES }, (_, i) => `probe-${i}`);
   for (const [i, name] of probeNames.entries()) await create(machine(NS.probe, name, 3000 + i));
   await sleep(1000);
   measured.length = 0;
-  for (const name of probeNames) {
-    for (let attempt = 0; attempt < 4; attempt += 1) {
-      const step = await stepOnce('TerraformMachine', NS.probe, name);
-      if (step.action === 'created') break;
-    }
-  }
+  await stepEachUntil(probeNames, 'created', 4);
   const startSteps = [...measured];
   const deadline = Date.now() + 10 * 60_000;
   for (;;) {
@@ -996,12 +999,7 @@ try {
     await sleep(1000);
   }
   measured.length = 0;
-  for (const name of probeNames) {
-    for (let attempt = 0; attempt < 3; attempt += 1) {
-      const step = await stepOnce('TerraformMachine', NS.probe, name);
-      if (step.action === 'bookkept') break;
-    }
-  }
+  await stepEachUntil(probeNames, 'bookkept', 3);
   const bookSteps = [...measured];
   const created = startSteps.filter((m) => m.action === 'created');
   const bookkept = bookSteps.filter((m) => m.action === 'bookkept');

@@ -123,6 +123,10 @@ const backend = {
   config: { secret_suffix: SUFFIX, namespace: NAMESPACE, in_cluster_config: true },
 };
 
+/** A Secret's resourceVersion: unchanged means nobody wrote it. */
+const versionOf = (name: string) =>
+  kubectl(['get', 'secret', name, '-n', NAMESPACE, '-o', 'jsonpath={.metadata.resourceVersion}']);
+
 async function stateOf(name: string): Promise<{ resources: unknown[] } | undefined> {
   const secret = JSON.parse(await kubectl(['get', 'secret', name, '-n', NAMESPACE, '-o', 'json'])) as {
     data?: { tfstate?: string };
@@ -178,15 +182,7 @@ describe('a runner pod reaches only its own state (issue 16 item 3)', () => {
   });
 
   it("a spec pointing its backend at B's state gets the API server's Forbidden; B's state is untouched", async () => {
-    const before = await kubectl([
-      'get',
-      'secret',
-      OTHER_SECRET,
-      '-n',
-      NAMESPACE,
-      '-o',
-      'jsonpath={.metadata.resourceVersion}',
-    ]);
+    const before = await versionOf(OTHER_SECRET);
     const pointed = await runRunner({
       module: 'machine',
       env: kubeletEnv(),
@@ -202,17 +198,7 @@ describe('a runner pod reaches only its own state (issue 16 item 3)', () => {
     expect(pointed.exitCode).not.toBe(0);
     expect(pointed.result.error).toMatchObject({ kind: 'step', step: 'init' });
     expect(`${pointed.stdout}${pointed.stderr}`).toContain('forbidden');
-    expect(
-      await kubectl([
-        'get',
-        'secret',
-        OTHER_SECRET,
-        '-n',
-        NAMESPACE,
-        '-o',
-        'jsonpath={.metadata.resourceVersion}',
-      ]),
-    ).toBe(before);
+    expect(await versionOf(OTHER_SECRET)).toBe(before);
   });
 
   it('a missing token: the run fails in prepare, naming the path; no runtime step runs', async () => {
