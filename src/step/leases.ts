@@ -15,6 +15,12 @@ import type { StepConfig, StepRedis } from './deps.ts';
  * (TerraformCluster apply/destroy) and the Job slots, all held under the Job's name. A lease held under
  * the name of a Job that is not running any more is stale (its release was lost to a crash or an outage):
  * it is released by its own token, so Redis never holds a run back that the API server says is over.
+ *
+ * A Job slot is healed only through its holder's lease, so a slot never outlives the lease held under the
+ * same Job's name: slots are taken after the lease, re-taken on renewal only while the lease is this
+ * Job's, and released before it. A crash between two of these calls leaves a lease without its slot, which
+ * the next step heals, never a slot without a lease, which nothing would find before its TTL (deadline +
+ * 900 s) frees it.
  */
 
 /** The TTL backstop above the deadline: grace (600 s) plus 300 s (DESIGN.md section 5 step 6). */
@@ -84,9 +90,11 @@ export async function takeRunGuards(
     !holderIsLive(lease.holder) &&
     isOwnJobName(object.kind, object.name, lease.holder)
   ) {
+    // Slots first: a slot is only ever healed through its holder's lease (see the file's docstring).
+    const freed = await redis.jobSlots.release({ ...guard.slots, job: lease.holder });
+    if (freed.kind === 'unknown') return freed;
     const released = await redis.runLeases.release(guard.scope, { holder: lease.holder, fence: lease.fence });
     if (released.kind === 'unknown') return released;
-    await redis.jobSlots.release({ ...guard.slots, job: lease.holder });
     lease = await redis.runLeases.take(guard.scope, job, guard.role, guard.ttlSeconds);
   }
   if (lease.kind === 'unknown') return lease;
@@ -137,6 +145,9 @@ export async function renewRunGuards(
 ): Promise<'renewed' | 'held-by-other' | Unknown> {
   const lease = await redis.runLeases.take(guard.scope, job, guard.role, guard.ttlSeconds);
   if (lease.kind === 'unknown') return lease;
+  // A step that read the Job running may renew after another step bookkept it: the lease then names a
+  // finished Job and is healed, but a slot re-taken without the lease would be found by nothing.
+  if (lease.kind !== 'acquired') return 'held-by-other';
   const slot = await redis.jobSlots.take(
     guard.slots,
     // A running Job keeps its slot whatever the limits say now; the limits only gate new starts.
@@ -144,7 +155,7 @@ export async function renewRunGuards(
     guard.ttlSeconds,
   );
   if (slot.kind === 'unknown') return slot;
-  return lease.kind === 'acquired' ? 'renewed' : 'held-by-other';
+  return 'renewed';
 }
 
 /**
@@ -156,14 +167,15 @@ export async function releaseRunGuards(
   guard: RunGuard,
   job: string,
 ): Promise<'released' | Unknown> {
+  const slot = await redis.jobSlots.release(guard.slots);
+  if (slot.kind === 'unknown') return slot;
   const current = await redis.runLeases.read(guard.scope);
   if (current.kind === 'unknown') return current;
   if (current.kind === 'held' && current.token.holder === job) {
     const released = await redis.runLeases.release(guard.scope, current.token);
     if (released.kind === 'unknown') return released;
   }
-  const slot = await redis.jobSlots.release(guard.slots);
-  return slot.kind === 'unknown' ? slot : 'released';
+  return 'released';
 }
 
 /**
@@ -185,12 +197,12 @@ export async function healStaleLease(
   const holder = current.token.holder;
   if (records.some((record) => record.name === holder && !record.finished)) return false;
   if (!isOwnJobName(ref.kind, ref.name, holder)) return false;
-  const released = await redis.runLeases.release(scope, current.token);
-  if (released.kind !== 'released') return false;
-  await redis.jobSlots.release({
+  const freed = await redis.jobSlots.release({
     namespace: ref.namespace,
     job: holder,
     ...(clusterName !== undefined ? { clusterName } : {}),
   });
-  return true;
+  if (freed.kind !== 'released') return false;
+  const released = await redis.runLeases.release(scope, current.token);
+  return released.kind === 'released';
 }
