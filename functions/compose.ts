@@ -12,6 +12,7 @@ import { finishedCondition } from '../src/core/job-conditions.ts';
 import { ANNOTATIONS, LABELS, POD_RESULT_FINALIZER } from '../src/core/job-labels.ts';
 import { runSecretName } from '../src/core/names.ts';
 import { OBJECT_KINDS, type ObjectRef, refKey } from '../src/core/object-ref.ts';
+import { ALL_NAMESPACES, listScopes, type WatchNamespaces } from '../src/core/watch-scope.ts';
 import type {
   AppDeps,
   ClusterMembers,
@@ -65,8 +66,8 @@ export function composeAppDeps(input: ComposeInput): AppDeps {
       () => kube.requestCounts(),
     );
   const sweepLease = namedLease(redis, 'sweep');
-  const listers = sweepListersOf(kube);
-  const pods = sweepPodsOf(kube);
+  const listers = sweepListersOf(kube, config.watchNamespaces);
+  const pods = sweepPodsOf(kube, config.watchNamespaces);
   const holder = `${hostname()}-${process.pid}`;
   const dedupe = dedupeOf(redis);
   // The one place every step is run and settled, by every route and by the sweep (src/settle/settle.ts).
@@ -301,14 +302,29 @@ function tokenReviewsOf(kube: KubeAdapter): TokenReviews {
   return { review: (token, audiences) => kubeRead(() => kube.tokenReviews.review(token, audiences)) };
 }
 
-/** The sweep's live reads and its one delete. */
-export function sweepListersOf(kube: KubeAdapter): SweepListers {
+/**
+ * One list per watched namespace (one cluster-wide list when all are watched), concatenated: the sweep
+ * never reads, so never steps, an object outside `CAPTF_WATCH_NAMESPACES`.
+ */
+async function listAcross<T>(
+  watched: WatchNamespaces,
+  list: (namespace: string | undefined) => Promise<T[]>,
+): Promise<T[]> {
+  return (await Promise.all(listScopes(watched).map((namespace) => kubeRead(() => list(namespace))))).flat();
+}
+
+/** The sweep's live reads (in the watched namespaces) and its one delete. */
+export function sweepListersOf(kube: KubeAdapter, watched: WatchNamespaces = ALL_NAMESPACES): SweepListers {
   const { reader, writer } = kube;
   const managed = { labelSelector: { [LABELS.managed]: 'true' } };
   return {
     async listObjects() {
       const lists = await Promise.all(
-        OBJECT_KINDS.map((kind) => kubeRead(() => reader.listCustomObjects(kind))),
+        OBJECT_KINDS.map((kind) =>
+          listAcross(watched, (namespace) =>
+            reader.listCustomObjects(kind, namespace === undefined ? {} : { namespace }),
+          ),
+        ),
       );
       return lists.flatMap((objects, index) =>
         objects.flatMap((object) => {
@@ -321,7 +337,9 @@ export function sweepListersOf(kube: KubeAdapter): SweepListers {
       );
     },
     async listJobs() {
-      const jobs = await kubeRead(() => reader.listJobs(managed));
+      const jobs = await listAcross(watched, (namespace) =>
+        reader.listJobs(namespace === undefined ? managed : { ...managed, namespace }),
+      );
       return jobs.map((job): SweptJob => {
         const finished = finishedCondition(asJobView(job));
         const finishedAtMs = finished?.lastTransitionTime
@@ -345,12 +363,18 @@ export function sweepListersOf(kube: KubeAdapter): SweepListers {
   };
 }
 
-/** The sweep's release of our pod finalizer from pods whose Job is gone (src/core/pod-release.ts). */
-export function sweepPodsOf(kube: KubeAdapter): SweepPods {
+/**
+ * The sweep's release of our pod finalizer from pods whose Job is gone (src/core/pod-release.ts), in the
+ * watched namespaces.
+ */
+export function sweepPodsOf(kube: KubeAdapter, watched: WatchNamespaces = ALL_NAMESPACES): SweepPods {
   const { reader, writer } = kube;
+  const managed = { labelSelector: { [LABELS.managed]: 'true' } };
   return {
     async listHeldPods() {
-      const pods = await kubeRead(() => reader.listPods({ labelSelector: { [LABELS.managed]: 'true' } }));
+      const pods = await listAcross(watched, (namespace) =>
+        reader.listPods(namespace === undefined ? managed : { ...managed, namespace }),
+      );
       return pods.flatMap((pod) => {
         const { name, namespace } = pod.metadata ?? {};
         if (!name || !namespace || !pod.metadata?.finalizers?.includes(POD_RESULT_FINALIZER)) return [];

@@ -4,7 +4,7 @@ import { createLogger } from '../src/http/logger.ts';
 import { readRelayConfig } from '../src/relay/config.ts';
 import { kubeWatchSource } from '../src/relay/kube-source.ts';
 import { runRelay } from '../src/relay/relay.ts';
-import { RELAY_RESOURCES } from '../src/relay/resources.ts';
+import { watchedResources } from '../src/relay/resources.ts';
 import { DEFAULT_RETRY_POLICY } from '../src/relay/retry.ts';
 import { createSender } from '../src/relay/sender.ts';
 import { startTickTimer } from '../src/relay/timer.ts';
@@ -46,7 +46,7 @@ export async function runRelayProcess(
       : async () => undefined;
   try {
     await runRelay({
-      resources: RELAY_RESOURCES,
+      resources: watchedResources(config.watchNamespaces),
       source: kubeWatchSource(kc),
       send: createSender({
         url: config.eventsUrl,

@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { REDIS_ENV_SHAPE, type RedisTopology, redisTopologyOf } from './adapters/redis/topology.ts';
 import { DEFAULT_CLUSTER_MAX_ACTIVE_JOBS, DEFAULT_MAX_ACTIVE_JOBS } from './core/slot-shares.ts';
+import type { WatchNamespaces } from './core/watch-scope.ts';
 import { commaList } from './schemas/comma-list.ts';
+import { WatchNamespacesEnv } from './schemas/watch-namespaces.ts';
 
 /**
  * The controller's configuration, read once from the environment at start, validated by zod and passed in
@@ -57,6 +59,8 @@ const EnvSchema = z
     CAPTF_TICK_BATCH: positiveInt(100),
     /** DESIGN.md section 9: `--runner-image`, copied into every Job by its init container. */
     CAPTF_RUNNER_IMAGE: z.string().min(1),
+    /** Namespaces this installation reconciles, comma-separated; absent: all (src/core/watch-scope.ts). */
+    CAPTF_WATCH_NAMESPACES: WatchNamespacesEnv,
     /** Prefix of every Redis key; keys are hash-tagged after it (DESIGN.md section 8). */
     CAPTF_KEY_PREFIX: z
       .string()
@@ -108,6 +112,8 @@ export interface Config {
   tickConcurrency: number;
   tickBatch: number;
   runnerImage: string;
+  /** Namespaces reconciled; empty: all (src/core/watch-scope.ts). */
+  watchNamespaces: WatchNamespaces;
   keyPrefix: string;
   bodyLimitBytes: number;
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
@@ -165,6 +171,7 @@ export function readConfig(env: Record<string, string | undefined>): ConfigResul
       tickConcurrency: e.CAPTF_TICK_CONCURRENCY,
       tickBatch: e.CAPTF_TICK_BATCH,
       runnerImage: e.CAPTF_RUNNER_IMAGE,
+      watchNamespaces: e.CAPTF_WATCH_NAMESPACES,
       keyPrefix: e.CAPTF_KEY_PREFIX,
       bodyLimitBytes: e.CAPTF_BODY_LIMIT_BYTES,
       logLevel: e.LOG_LEVEL,

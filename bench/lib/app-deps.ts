@@ -104,6 +104,7 @@ export function benchAppDeps(): AppDeps {
       tickBudgetMs: 10_000,
       tickConcurrency: 4,
       tickBatch: 50,
+      watchNamespaces: [],
     },
     logger: createLogger('info', discard),
     settle: createSettle({

@@ -90,7 +90,7 @@ export interface TokenReviews {
 /** The configuration the HTTP layer reads. */
 export type AppConfig = Pick<
   Config,
-  'auth' | 'bodyLimitBytes' | 'tickBudgetMs' | 'tickConcurrency' | 'tickBatch'
+  'auth' | 'bodyLimitBytes' | 'tickBudgetMs' | 'tickConcurrency' | 'tickBatch' | 'watchNamespaces'
 >;
 
 export interface AppDeps {

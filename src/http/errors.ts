@@ -9,6 +9,7 @@ export const ERROR_CODES = [
   'unauthorized',
   'route-not-found',
   'unknown-object-kind',
+  'namespace-not-watched',
   'unsupported-event-kind',
   'unsupported-event-type',
   'invalid-event',
@@ -36,6 +37,8 @@ export const ERROR_REGISTRY: Readonly<Record<ErrorCode, ErrorRow>> = {
   unauthorized: { status: 401, transient: false },
   'route-not-found': { status: 404, transient: false },
   'unknown-object-kind': { status: 404, transient: false },
+  // CAPTF_WATCH_NAMESPACES: the object is another installation's, never this one's to step.
+  'namespace-not-watched': { status: 404, transient: false },
   'unsupported-event-kind': { status: 400, transient: false },
   'unsupported-event-type': { status: 400, transient: false },
   'invalid-event': { status: 400, transient: false },

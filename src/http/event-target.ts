@@ -1,5 +1,6 @@
 import { LABELS } from '../core/job-labels.ts';
 import { OBJECT_KINDS, type ObjectRef } from '../core/object-ref.ts';
+import { ALL_NAMESPACES, type WatchNamespaces, watchesNamespace } from '../core/watch-scope.ts';
 import type { EventSubject } from '../schemas/cloudevents.ts';
 import { API_GROUP, isTargetKind } from '../schemas/kinds/api-group.ts';
 import type { ObjectVersion } from '../settle/ports.ts';
@@ -37,11 +38,16 @@ export type EventTarget =
       reason: 'NoOwnerInPayload';
     }
   | { kind: 'cluster'; cluster: { namespace: string; name: string }; reason: 'ClusterApiCluster' }
-  | { kind: 'ignored'; reason: 'NotManaged' }
+  | { kind: 'ignored'; reason: 'NotManaged' | 'NamespaceNotWatched' }
   | { kind: 'unsupported'; reason: 'UnknownKind'; message: string };
 
-/** Maps an event subject to its target. */
-export function targetOf(subject: EventSubject): EventTarget {
+/**
+ * Maps an event subject to its target; an object in a namespace outside `watched` (its owner lives in the
+ * same namespace) is ignored, whatever its kind.
+ */
+export function targetOf(subject: EventSubject, watched: WatchNamespaces = ALL_NAMESPACES): EventTarget {
+  if (!watchesNamespace(watched, subject.namespace))
+    return { kind: 'ignored', reason: 'NamespaceNotWatched' };
   const group = groupOf(subject.apiVersion);
   if (group === OUR_GROUP && isTargetKind(subject.kind)) {
     return {

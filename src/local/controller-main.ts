@@ -8,12 +8,12 @@ import { parseFailpoints } from '../step/failpoints.ts';
 import { createReconcileStep } from '../step/step.ts';
 
 /**
- * The real step over the server's adapters and metrics; failpoints come from `CAPTF_FAILPOINTS` and are
- * none unless set.
- * Throws when `CAPTF_FAILPOINTS` names an unknown failpoint.
+ * The real step over the server's adapters and metrics; failpoints come from `CAPTF_FAILPOINTS` (and
+ * `CAPTF_FAILPOINT_MODE`: `exit` makes a firing failpoint kill this process) and are none unless set.
+ * Throws when `CAPTF_FAILPOINTS` names an unknown failpoint or `CAPTF_FAILPOINT_MODE` an unknown mode.
  */
 export function localStepFactory(env: Record<string, string | undefined>): StepFactory {
-  const failpoints = parseFailpoints(env.CAPTF_FAILPOINTS);
+  const failpoints = parseFailpoints(env.CAPTF_FAILPOINTS, env.CAPTF_FAILPOINT_MODE);
   if (!failpoints.ok) throw new Error(failpoints.message);
   return ({ kube, redis, clock, config, metrics }) =>
     createReconcileStep({

@@ -44,6 +44,11 @@ export interface LocalControllerOptions {
   tickIntervalMs?: number;
   /** The event path; default the bundled relay. */
   events?: LocalEventPath;
+  /**
+   * Namespaces the handlers reconcile and the relay watches (`CAPTF_WATCH_NAMESPACES`); default all. Tests
+   * sharing one API server name their own, so no run steps another's leftovers.
+   */
+  watchNamespaces?: readonly string[];
   /** The sweep period, seconds; default 60. */
   syncPeriodSeconds?: number;
   /** The handlers' pino level; default `info` (`debug` logs every step, as tests that count steps need). */
@@ -88,10 +93,10 @@ const READY_TIMEOUT_MS = 60_000;
 const STOP_GRACE_MS = 15_000;
 
 /** Node flags of every child: exit when the local run's process goes away (exit-with-parent.ts). */
-const CHILD_NODE_FLAGS = ['--import', join(repoRoot, 'src', 'local', 'exit-with-parent.ts')];
+export const CHILD_NODE_FLAGS = ['--import', join(repoRoot, 'src', 'local', 'exit-with-parent.ts')];
 
 /** Environment of a child: the parent's, minus anything that would point it at another cluster or Redis. */
-function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+export function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const {
     KUBECONFIG: _kubeconfig,
     REDIS_URL: _url,
@@ -190,6 +195,10 @@ export async function startLocalController(options: LocalControllerOptions): Pro
   const log = options.log ?? (() => undefined);
   const nodeName = options.nodeName ?? 'captf-local-node';
   const keyPrefix = options.keyPrefix ?? 'captf';
+  const watched: Record<string, string> =
+    options.watchNamespaces === undefined || options.watchNamespaces.length === 0
+      ? {}
+      : { CAPTF_WATCH_NAMESPACES: options.watchNamespaces.join(',') };
   const logDir = join(options.workDir, 'logs');
   mkdirSync(logDir, { recursive: true });
   const kubectl = kubectlFor(stack.kubectlPath, stack.kubeconfigPath);
@@ -255,6 +264,7 @@ export async function startLocalController(options: LocalControllerOptions): Pro
           KUBECONFIG: stack.kubeconfigPath,
           CAPTF_RUNNER_IMAGE: LOCAL_RUNNER_IMAGE,
           CAPTF_KEY_PREFIX: keyPrefix,
+          ...watched,
           CAPTF_SYNC_PERIOD_SECONDS: String(options.syncPeriodSeconds ?? 60),
           LOG_LEVEL: options.logLevel ?? 'info',
           // Tells the instances apart in their Events' reportingInstance.
@@ -300,6 +310,7 @@ export async function startLocalController(options: LocalControllerOptions): Pro
         ...redisEnvOf(stack.redis),
         KUBECONFIG: stack.kubeconfigPath,
         CAPTF_KEY_PREFIX: keyPrefix,
+        ...watched,
         CAPTF_TICK_INTERVAL_MS: String(tickIntervalMs),
         HOSTNAME: `relay-${process.pid}`,
         LOG_LEVEL: 'info',

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { REDIS_ENV_SHAPE, type RedisTopology, redisTopologyOf } from '../adapters/redis/topology.ts';
+import type { WatchNamespaces } from '../core/watch-scope.ts';
+import { WatchNamespacesEnv } from '../schemas/watch-namespaces.ts';
 
 /**
  * The relay process's configuration (functions/relay.ts), read once from the environment and validated
@@ -14,6 +16,8 @@ const RelayEnvSchema = z
     /** Redis of the relay lease: one node, a Redis Cluster or Sentinel, as the handlers'. */
     ...REDIS_ENV_SHAPE,
     KUBECONFIG: z.string().min(1).optional(),
+    /** The handlers' namespaces (src/core/watch-scope.ts): watched one by one; absent: all. */
+    CAPTF_WATCH_NAMESPACES: WatchNamespacesEnv,
     CAPTF_KEY_PREFIX: z
       .string()
       .regex(/^[a-z0-9-]{1,32}$/)
@@ -40,6 +44,8 @@ export interface RelayConfig {
   token: string | undefined;
   redis: RedisTopology;
   kube: { mode: 'kubeconfig'; path: string } | { mode: 'in-cluster' };
+  /** Namespaces watched; empty: all. */
+  watchNamespaces: WatchNamespaces;
   keyPrefix: string;
   mode: 'ref' | 'resource';
   leaseTtlMs: number;
@@ -77,6 +83,7 @@ export function readRelayConfig(
       token: e.CAPTF_AUTH_DISABLED === 'true' ? undefined : e.CAPTF_AUTH_TOKEN,
       redis: redis.topology,
       kube: e.KUBECONFIG === undefined ? { mode: 'in-cluster' } : { mode: 'kubeconfig', path: e.KUBECONFIG },
+      watchNamespaces: e.CAPTF_WATCH_NAMESPACES,
       keyPrefix: e.CAPTF_KEY_PREFIX,
       mode: e.CAPTF_RELAY_MODE,
       leaseTtlMs: e.CAPTF_RELAY_LEASE_TTL_MS,

@@ -15,7 +15,7 @@ export function kubeWatchSource(kc: KubeConfig): WatchSource {
       const list = await objects.list(
         resource.apiVersion,
         resource.kind,
-        undefined,
+        resource.namespace,
         undefined,
         undefined,
         undefined,

@@ -78,7 +78,10 @@ export async function runWatchLoop(options: WatchLoopOptions): Promise<WatchLoop
         await relist(list.items, known, options.emit);
         failures = 0;
       } catch (error) {
-        logger.warn({ err: error, kind: resource.kind }, 'relay list: failed; retrying');
+        logger.warn(
+          { err: error, kind: resource.kind, namespace: resource.namespace },
+          'relay list: failed; retrying',
+        );
         await backoff();
         continue;
       }
@@ -105,10 +108,13 @@ export async function runWatchLoop(options: WatchLoopOptions): Promise<WatchLoop
     );
     if (end.kind === 'gone') {
       stats.gone++;
-      logger.info({ kind: resource.kind }, 'relay watch: 410 Gone; relisting');
+      logger.info({ kind: resource.kind, namespace: resource.namespace }, 'relay watch: 410 Gone; relisting');
       resourceVersion = undefined;
     } else if (end.kind === 'failed') {
-      logger.warn({ err: end.error, kind: resource.kind }, 'relay watch: failed; resuming');
+      logger.warn(
+        { err: end.error, kind: resource.kind, namespace: resource.namespace },
+        'relay watch: failed; resuming',
+      );
       await backoff();
     } else {
       failures = 0;

@@ -1,5 +1,6 @@
 import type { BaseLogger } from 'pino';
 import type { StepAction } from '../core/step-outcome.ts';
+import { type WatchNamespaces, watchesNamespace } from '../core/watch-scope.ts';
 import type { Claim, RequeueSchedule } from '../settle/ports.ts';
 import type { Settle } from '../settle/settle.ts';
 import { runBounded } from './pool.ts';
@@ -27,6 +28,11 @@ export interface TickDeps {
   budgetMs: number;
   concurrency: number;
   batch: number;
+  /**
+   * `CAPTF_WATCH_NAMESPACES`: a requeue of an object outside them (scheduled before the installation was
+   * narrowed) is dropped without a step, so it is not stepped and requeued for ever.
+   */
+  watched: WatchNamespaces;
 }
 
 /** What one tick did; counts only, no object data. */
@@ -37,6 +43,8 @@ export interface TickReport {
   handedBack: number;
   /** Steps that threw (bugs) or claims that could not be completed. */
   failed: number;
+  /** Requeues of objects outside the watched namespaces, removed without a step. */
+  dropped: number;
   byAction: Partial<Record<StepAction, number>>;
   sweep: SweepReport;
 }
@@ -55,11 +63,17 @@ export async function runTick(deps: TickDeps): Promise<TickReport> {
   const deadlineMs = startMs + deps.budgetMs;
   const claims = await deps.schedule.claimDue(startMs, deps.batch, deps.budgetMs + CLAIM_MARGIN_MS);
   const byAction: Partial<Record<StepAction, number>> = {};
+  let dropped = 0;
   const results = await runBounded(
     claims,
     deps.concurrency,
     () => deps.clock() < deadlineMs,
     async (claim: Claim) => {
+      if (!watchesNamespace(deps.watched, claim.ref.namespace)) {
+        await deps.schedule.complete(claim, undefined);
+        dropped++;
+        return;
+      }
       const { outcome, resolved } = await deps.settle(claim.ref, { log: deps.logger, claimed: true });
       byAction[outcome.action] = (byAction[outcome.action] ?? 0) + 1;
       await deps.schedule.complete(claim, resolved.claimNextDueAtMs);
@@ -84,5 +98,5 @@ export async function runTick(deps: TickDeps): Promise<TickReport> {
     }
   }
   const sweep = await deps.sweep(deps.clock());
-  return { claimed: claims.length, completed, handedBack, failed, byAction, sweep };
+  return { claimed: claims.length, completed, handedBack, failed, dropped, byAction, sweep };
 }

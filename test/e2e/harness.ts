@@ -153,6 +153,7 @@ export async function startE2eRun(label: string, options: E2eRunOptions = {}): P
     .run(['get', '-f', policyFile, '-o', 'name'])
     .then(() => true)
     .catch(() => false);
+  const namespace = `e2e-${label}-${suffix}`;
   const controller = await startLocalController({
     stack: options.redis === undefined ? stack : { ...stack, redis: options.redis },
     workDir,
@@ -161,9 +162,10 @@ export async function startE2eRun(label: string, options: E2eRunOptions = {}): P
     ...(options.logLevel === undefined ? {} : { logLevel: options.logLevel }),
     nodeName,
     keyPrefix,
+    // One API server serves every test file: a run steps its own namespace only, never another's leftovers.
+    watchNamespaces: [namespace],
     tickIntervalMs: 1000,
   });
-  const namespace = `e2e-${label}-${suffix}`;
   await prepareWorkloadNamespace(controller.kubectl, namespace, stack);
   return {
     namespace,
@@ -173,7 +175,9 @@ export async function startE2eRun(label: string, options: E2eRunOptions = {}): P
     kubectl: controller.kubectl,
     podsDir: join(workDir, 'node', 'pods'),
     close: async () => {
-      // Finalizers first: with the controller gone nobody would remove them and the namespace would hang.
+      // The controller stops first (a running one would put back the finalizers removed below), then the
+      // finalizers go: with the controller gone nobody would remove them and the namespace would hang.
+      await controller.stop();
       for (const resource of ['terraformclusters', 'terraformmachines', 'terraformmachinepools']) {
         const names = await controller.kubectl
           .run(['get', resource, '-n', namespace, '-o', 'name'])
@@ -184,7 +188,6 @@ export async function startE2eRun(label: string, options: E2eRunOptions = {}): P
             .catch(() => undefined);
         }
       }
-      await controller.stop();
       if (!policyBefore) {
         await controller.kubectl
           .run(['delete', '-f', policyFile, '--ignore-not-found'])

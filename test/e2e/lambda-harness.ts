@@ -81,6 +81,7 @@ async function invokeTick(lambdaUrl: string, index: number): Promise<TickInvocat
 export async function startLambdaRun(label: string): Promise<LambdaRun> {
   const stack = testStack();
   const suffix = randomBytes(3).toString('hex');
+  const namespace = `lambda-${label}-${suffix}`;
   const workDir = mkdtempSync(join(tmpdir(), `captf-lambda-${label}-`));
   const logDir = join(workDir, 'logs');
   mkdirSync(logDir, { recursive: true });
@@ -128,6 +129,8 @@ export async function startLambdaRun(label: string): Promise<LambdaRun> {
       runnerImage: LOCAL_RUNNER_IMAGE,
       keyPrefix,
       syncPeriodSeconds: '60',
+      // Its own namespace only: other test files' leftovers on the shared API server are not its objects.
+      watchNamespaces: namespace,
       // The VPC settings only matter on AWS; serverless-offline ignores them, osls still wants values.
       securityGroupId: 'sg-offline',
       subnetIdA: 'subnet-offline-a',
@@ -177,6 +180,7 @@ export async function startLambdaRun(label: string): Promise<LambdaRun> {
         REDIS_URL: stack.redisUrl,
         KUBECONFIG: stack.kubeconfigPath,
         CAPTF_KEY_PREFIX: keyPrefix,
+        CAPTF_WATCH_NAMESPACES: namespace,
         // The schedule calls `tick`; the relay only relays.
         CAPTF_TICK_INTERVAL_MS: '0',
         HOSTNAME: `relay-${suffix}`,
@@ -199,7 +203,6 @@ export async function startLambdaRun(label: string): Promise<LambdaRun> {
       }
     })();
 
-    const namespace = `lambda-${label}-${suffix}`;
     await prepareWorkloadNamespace(kubectl, namespace, stack);
     return {
       namespace,
@@ -210,7 +213,9 @@ export async function startLambdaRun(label: string): Promise<LambdaRun> {
       ticks,
       offlineLog: () => readFileSync(offline.logPath, 'utf8'),
       close: async () => {
-        // Finalizers first: with the handlers gone nobody would remove them and the namespace would hang.
+        // The handlers stop first (running, they would put back the finalizers removed below); then the
+        // finalizers go: with the handlers gone nobody would remove them and the namespace would hang.
+        await stopAll();
         for (const resource of ['terraformclusters', 'terraformmachines']) {
           const names = await kubectl.run(['get', resource, '-n', namespace, '-o', 'name']).catch(() => '');
           for (const name of names.split('\n').filter(Boolean)) {
@@ -219,7 +224,6 @@ export async function startLambdaRun(label: string): Promise<LambdaRun> {
               .catch(() => undefined);
           }
         }
-        await stopAll();
         if (!policyBefore)
           await kubectl.run(['delete', '-f', policyFile, '--ignore-not-found']).catch(() => undefined);
         await kubectl.run(['delete', 'namespace', namespace, '--wait=false']).catch(() => undefined);

@@ -28,7 +28,7 @@ export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: Au
       const parsed = parseCloudEvent(request.headers, body);
       if (!parsed.ok) throw new AppError(parsed.code, parsed.message);
       const { subject } = parsed;
-      const target = targetOf(subject);
+      const target = targetOf(subject, deps.config.watchNamespaces);
       const eventLog = request.log.child({
         eventType: `${subject.mode}.${subject.verb}`,
         eventKind: subject.kind,

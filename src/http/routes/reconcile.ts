@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { watchesNamespace } from '../../core/watch-scope.ts';
 import { formatIssues } from '../../schemas/cloudevents.ts';
 import { kindFromPath, ReconcileParamsSchema, ReconcileQuerySchema } from '../../schemas/http.ts';
 import type { AuthHook } from '../auth.ts';
@@ -33,6 +34,12 @@ export function reconcileRoutes(
       const query = ReconcileQuerySchema.safeParse(request.query);
       if (!query.success)
         throw new AppError('invalid-request', `read query: ${formatIssues(query.error, 'query')}`);
+      if (!watchesNamespace(deps.config.watchNamespaces, params.data.namespace)) {
+        throw new AppError(
+          'namespace-not-watched',
+          `read path: namespace ${params.data.namespace} is not watched by this installation (CAPTF_WATCH_NAMESPACES: ${deps.config.watchNamespaces.join(',')})`,
+        );
+      }
       const ref = { kind, namespace: params.data.namespace, name: params.data.name };
       const { outcome, resolved } = await inFlight.track(() =>
         deps.settle(ref, { log: request.log, dryRun: query.data.dryRun }),

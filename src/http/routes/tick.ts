@@ -41,6 +41,7 @@ export function tickRoutes(deps: AppDeps, inFlight: InFlight, authenticate: Auth
           budgetMs: deps.config.tickBudgetMs,
           concurrency: deps.config.tickConcurrency,
           batch: deps.config.tickBatch,
+          watched: deps.config.watchNamespaces,
         }),
       );
       if (isIdleTick(report)) {

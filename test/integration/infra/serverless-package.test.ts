@@ -120,6 +120,8 @@ describe('osls package of serverless.yml (offline)', () => {
         CAPTF_KUBECONFIG_CONTENT: PARAMS.kubeconfig,
         CAPTF_RUNNER_IMAGE: 'ghcr.io/captf/captf-runner:0.1.0',
         CAPTF_KEY_PREFIX: 'captf',
+        // Every namespace unless the watchNamespaces parameter names some.
+        CAPTF_WATCH_NAMESPACES: '',
       });
       expect(fn.Environment.Variables).not.toHaveProperty('CAPTF_AUTH_DISABLED');
     }

@@ -15,7 +15,7 @@ import { createRedisAdapter, type RedisAdapter } from '../../../src/adapters/red
 import { parseCloudEvent } from '../../../src/http/cloudevent.ts';
 import { kubeWatchSource } from '../../../src/relay/kube-source.ts';
 import { runRelay } from '../../../src/relay/relay.ts';
-import { RELAY_RESOURCES, type RelayResource } from '../../../src/relay/resources.ts';
+import { RELAY_RESOURCES, type RelayResource, watchedResources } from '../../../src/relay/resources.ts';
 import { DEFAULT_RETRY_POLICY } from '../../../src/relay/retry.ts';
 import { createSender } from '../../../src/relay/sender.ts';
 import type { WatchLoopStats, WatchSource } from '../../../src/relay/watch-loop.ts';
@@ -44,6 +44,8 @@ interface Received {
 /** A real HTTP receiver standing in for `/events`; answers 503 to the first `failNext` requests. */
 class Receiver {
   readonly events: Received[] = [];
+  /** `namespace/name` of every event received, whatever its namespace. */
+  readonly everywhere: string[] = [];
   failNext = 0;
   failures = 0;
   readonly server: Server = createServer((req, res) => {
@@ -57,6 +59,7 @@ class Receiver {
         return;
       }
       const parsed = parseCloudEvent(req.headers, Buffer.concat(chunks).toString('utf8'));
+      if (parsed.ok) this.everywhere.push(`${parsed.subject.namespace}/${parsed.subject.name}`);
       if (parsed.ok && parsed.subject.namespace === namespace) {
         const s = parsed.subject;
         this.events.push({
@@ -224,6 +227,39 @@ afterAll(async () => {
 });
 
 describe('relay', () => {
+  it('CAPTF_WATCH_NAMESPACES: only the watched namespace is listed and watched; another namespace sends nothing', async () => {
+    const other = `${namespace}-other`;
+    await admin.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: other } } });
+    const inOther = (name: string) =>
+      objects.createNamespacedCustomObject({
+        group: GROUP,
+        version: 'v1alpha1',
+        namespace: other,
+        plural: 'terraformclusters',
+        body: { ...cluster(name), metadata: { name, namespace: other } },
+      });
+    await inOther('before');
+    const receiver = new Receiver();
+    await receiver.start();
+    const resources = watchedResources([namespace]).filter((r) => r.kind === 'TerraformCluster');
+    expect(resources).toEqual([{ ...clusterResource, namespace }]);
+    const relay = startRelay({ receiver, holder: 'a', leaseKey: `test:{relay-${namespace}}:ns`, resources });
+    try {
+      await create('scoped');
+      await inOther('after');
+      await eventually(() => receiver.has('ref.add', 'scoped'), 'add scoped');
+      // The other namespace's changes were made before the watched one's last: had they been watched,
+      // they would have arrived first (one watch per namespace still delivers each in order; give it 1 s).
+      await sleep(1000);
+      expect(receiver.everywhere.filter((key) => key.startsWith(`${other}/`))).toEqual([]);
+      expect(receiver.everywhere).toContain(`${namespace}/scoped`);
+    } finally {
+      await relay.stop();
+      await remove('scoped');
+      await admin.makeApiClient(CoreV1Api).deleteNamespace({ name: other });
+    }
+  });
+
   it('create, update and delete reach /events as reference-mode CloudEvents, through receiver 503s', async () => {
     const receiver = new Receiver();
     await receiver.start();

@@ -74,6 +74,7 @@ function dryRunApp(step: ReconcileStep): FastifyInstance {
       tickBudgetMs: 1000,
       tickConcurrency: 1,
       tickBatch: 1,
+      watchNamespaces: [],
     },
     logger: pino({ level: 'silent' }),
     settle: createSettle({

@@ -271,3 +271,29 @@ describe('handlers auth (issue 16): static token, audience-bound tokens, or both
     expect(result).toMatchObject({ ok: true, config: { auth: { mode: 'disabled' } } });
   });
 });
+
+describe('CAPTF_WATCH_NAMESPACES', () => {
+  it.each([
+    { name: 'absent', value: undefined, want: [] },
+    { name: 'empty (serverless.yml default)', value: '', want: [] },
+    { name: 'one', value: 'team-a', want: ['team-a'] },
+    { name: 'several, spaced, repeated', value: ' team-b, team-a,,team-b ', want: ['team-a', 'team-b'] },
+  ])('$name: $want', ({ value, want }) => {
+    expect(readConfig({ ...base, CAPTF_WATCH_NAMESPACES: value })).toMatchObject({
+      ok: true,
+      config: { watchNamespaces: want },
+    });
+  });
+
+  it.each(['Team-A', 'team_a', 'a'.repeat(64), '-team'])(
+    '%s is no namespace name: a clear error',
+    (value) => {
+      expect(readConfig({ ...base, CAPTF_WATCH_NAMESPACES: `ok,${value}` })).toEqual({
+        ok: false,
+        message: expect.stringContaining(
+          'CAPTF_WATCH_NAMESPACES: each entry must be a namespace name (DNS-1123 label)',
+        ),
+      });
+    },
+  );
+});

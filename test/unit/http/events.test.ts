@@ -393,3 +393,52 @@ describe('POST /events: reference mode, deduplicated by the version read live (i
     expect(t.dedupe.keys).toEqual(new Set(['uid-m1@1']));
   });
 });
+
+describe('POST /events: CAPTF_WATCH_NAMESPACES', () => {
+  it.each(rows.filter((row) => row.mode === 'binary'))(
+    '$id $name in a namespace not watched: 200, ignored, no step, nothing scheduled',
+    async ({ type, kind }) => {
+      const t = testApp({ config: { watchNamespaces: ['team-b', 'team-c'] } });
+      const response = await send(t, 'binary', type, dataFor(type, kind, 'c1'));
+      expect(response.statusCode).toBe(200);
+      expect(response.json()).toEqual({ handled: false, reason: 'NamespaceNotWatched' });
+      expect(t.calls).toEqual([]);
+      expect(t.schedule.dueAt({ kind, namespace: 'team-a', name: 'c1' } as ObjectRef)).toBeUndefined();
+    },
+  );
+
+  it('a Job, a Pod and a Cluster API Cluster outside the watched namespaces are ignored before any read', async () => {
+    const t = testApp({ config: { watchNamespaces: ['team-b'] } });
+    for (const data of [
+      {
+        apiVersion: 'batch/v1',
+        kind: 'Job',
+        metadata: { name: 'j', namespace: 'team-a', labels: { 'captf.io/managed': 'true' } },
+      },
+      {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'p', namespace: 'team-a', labels: { 'captf.io/managed': 'true' } },
+      },
+      {
+        apiVersion: 'cluster.x-k8s.io/v1beta2',
+        kind: 'Cluster',
+        metadata: { name: 'c', namespace: 'team-a' },
+      },
+    ]) {
+      const response = await send(t, 'binary', 'dev.knative.apiserver.resource.update', data);
+      expect(response.json()).toEqual({ handled: false, reason: 'NamespaceNotWatched' });
+    }
+    expect(t.calls).toEqual([]);
+  });
+
+  it('an object in a watched namespace is stepped as with every namespace watched', async () => {
+    const t = testApp({ config: { watchNamespaces: ['team-a'] } });
+    const type = 'dev.knative.apiserver.resource.update';
+    const response = await send(t, 'binary', type, dataFor(type, 'TerraformMachine', 'm1'));
+    expect(response.json()).toMatchObject({ handled: true });
+    expect(t.calls).toEqual([
+      { ref: { kind: 'TerraformMachine', namespace: 'team-a', name: 'm1' }, options: {} },
+    ]);
+  });
+});

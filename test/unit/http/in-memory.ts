@@ -235,6 +235,7 @@ export function testApp(
       tickBudgetMs: 10_000,
       tickConcurrency: 4,
       tickBatch: 50,
+      watchNamespaces: [],
       ...configOverride,
     },
     logger: createLogger('debug', logs.stream),

@@ -116,3 +116,23 @@ it.each([
   expect(response.json().error.code).toBe(code);
   expect(t.calls).toEqual([]);
 });
+
+it('an object in a namespace CAPTF_WATCH_NAMESPACES leaves out: 404 namespace-not-watched, no step', async () => {
+  const t = testApp({ config: { watchNamespaces: ['team-b'] } });
+  const response = await t.app.inject({
+    method: 'POST',
+    url: '/reconcile/TerraformMachine/team-a/m1',
+    headers: auth,
+  });
+  expect(response.statusCode).toBe(404);
+  expect(response.json().error.code).toBe('namespace-not-watched');
+  expect(response.json().error.message).toContain('namespace team-a is not watched');
+  expect(t.calls).toEqual([]);
+  const watched = await t.app.inject({
+    method: 'POST',
+    url: '/reconcile/TerraformMachine/team-b/m1',
+    headers: auth,
+  });
+  expect(watched.statusCode).toBe(200);
+  expect(t.calls).toHaveLength(1);
+});

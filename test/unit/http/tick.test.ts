@@ -393,3 +393,17 @@ describe('POST / (cron triggers of function platforms)', () => {
     expect(t.calls).toEqual([]);
   });
 });
+
+describe('POST /tick: CAPTF_WATCH_NAMESPACES', () => {
+  it('a requeue of an object outside the watched namespaces is removed without a step; the others run', async () => {
+    const t = testApp({ config: { watchNamespaces: ['team-a'] } });
+    const elsewhere: ObjectRef = { kind: 'TerraformMachine', namespace: 'team-old', name: 'm1' };
+    await t.schedule.add(elsewhere, T0 - 1000);
+    await t.schedule.add(c('here'), T0 - 500);
+    const response = await t.app.inject({ method: 'POST', url: '/tick', headers: auth });
+    expect(response.json()).toMatchObject({ claimed: 2, completed: 2, dropped: 1, byAction: { none: 1 } });
+    expect(t.calls.map((call) => call.ref.name)).toEqual(['here']);
+    expect(t.schedule.dueAt(elsewhere)).toBeUndefined();
+    expect(t.schedule.claimed.size).toBe(0);
+  });
+});
