@@ -4,7 +4,13 @@ import { isOwnJobName } from '../../../src/core/own-jobs.ts';
 import { FINALIZER, preamble } from '../../../src/core/preamble.ts';
 import { createRedactor, secretTextsOfSecretValue } from '../../../src/core/redaction.ts';
 import { inputSecretTexts } from '../../../src/core/run-inputs.ts';
-import { FAILPOINTS, FailpointAbort, parseFailpoints } from '../../../src/step/failpoints.ts';
+import {
+  armedFailpoints,
+  FAILPOINTS,
+  type Failpoint,
+  FailpointAbort,
+  parseFailpoints,
+} from '../../../src/step/failpoints.ts';
 import { leaseTtlSeconds } from '../../../src/step/leases.ts';
 
 // The pure parts of the step's shell (src/step): table rows with sentence names.
@@ -131,6 +137,53 @@ describe('failpoints', () => {
   });
   it('F4 every failpoint name is unique', () => {
     expect(new Set(FAILPOINTS).size).toBe(FAILPOINTS.length);
+  });
+  it('F5 a chance fires only when the draw is below it; a bare name fires every time without a draw', () => {
+    const draws = [0.9, 0.1, 0.5];
+    const failpoints = armedFailpoints([{ point: 'after-event', chance: 0.5 }, 'after-job-create'], 'throw', {
+      random: () => draws.shift() ?? 0,
+    });
+    expect(() => failpoints.hit('after-event')).not.toThrow();
+    expect(() => failpoints.hit('after-event')).toThrow(FailpointAbort);
+    expect(() => failpoints.hit('after-job-create')).toThrow(FailpointAbort);
+    expect(draws).toEqual([0.5]);
+  });
+  it('F6 exit mode ends the process at a firing point and only there', () => {
+    const died: Failpoint[] = [];
+    const failpoints = armedFailpoints(['after-lease-take'], 'exit', {
+      die: (point) => {
+        died.push(point);
+        throw new Error('died');
+      },
+    });
+    failpoints.hit('after-step-lock');
+    expect(() => failpoints.hit('after-lease-take')).toThrow('died');
+    expect(died).toEqual(['after-lease-take']);
+  });
+  it('F7 the mode and chances parse; anything malformed is an error, the default mode is throw', () => {
+    const parsed = parseFailpoints('after-event@1, after-job-create@0.25 ,after-step-lock@.5', ' ');
+    if (!parsed.ok) throw new Error(parsed.message);
+    expect(() => parsed.failpoints.hit('after-event')).toThrow(FailpointAbort);
+    expect(parseFailpoints('after-event', 'exit').ok).toBe(true);
+    expect(parseFailpoints('after-event', 'crash')).toEqual({
+      ok: false,
+      message: 'read CAPTF_FAILPOINT_MODE: unknown mode crash (expected throw or exit)',
+    });
+    for (const bad of [
+      'after-event@0',
+      'after-event@1.5',
+      'after-event@',
+      'after-event@0x1',
+      'after-event@-1',
+    ])
+      expect(parseFailpoints(bad), bad).toEqual({
+        ok: false,
+        message: `read CAPTF_FAILPOINTS: a chance is a decimal in (0, 1]: ${bad}`,
+      });
+    expect(parseFailpoints('after-evnt@0.5')).toEqual({
+      ok: false,
+      message: 'read CAPTF_FAILPOINTS: unknown failpoint(s) after-evnt',
+    });
   });
 });
 
