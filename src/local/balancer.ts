@@ -33,6 +33,8 @@ export interface Balancer {
 const REFUSED_ROUNDS = 3;
 /** Pause between rounds when every upstream refused (restarts in progress), ms. */
 const ROUND_PAUSE_MS = 300;
+/** Default idle time after which a kept-alive connection to a handler is closed, ms (below fastify's 72 s). */
+const IDLE_UPSTREAM_MS = 30_000;
 
 /** Reads a request body whole: a refused connection may be retried on the next upstream. */
 async function bodyOf(incoming: IncomingMessage): Promise<Buffer> {
@@ -41,19 +43,34 @@ async function bodyOf(incoming: IncomingMessage): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
+/** Where a balancer listens and how long it keeps an idle connection to a handler. */
+export interface BalancerOptions {
+  /** Port on 127.0.0.1; default 0 (a free one). */
+  port?: number;
+  /** Idle time in ms after which a kept-alive connection to a handler is closed; default 30 s. */
+  idleUpstreamMs?: number;
+}
+
 /**
- * Starts a balancer on `port` (0: a free one) in front of `upstreams` (`http://host:port` each), or a
- * function that lists them at each request (a supervisor restarting handlers may change them).
+ * Starts a balancer in front of `upstreams` (`http://host:port` each), or a function that lists them at
+ * each request (a supervisor restarting handlers may change them).
  */
 export async function startBalancer(
   upstreams: readonly string[] | (() => readonly string[]),
-  port = 0,
+  options: BalancerOptions = {},
 ): Promise<Balancer> {
   const list = typeof upstreams === 'function' ? upstreams : () => upstreams;
   if (list().length === 0) throw new Error('start balancer: no upstreams');
   const counts: number[] = [];
-  // Keep-alive to each handler, as a Knative activator keeps its connections: no handshake per event.
-  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+  // Keep-alive to each handler, as a Knative activator keeps its connections: no handshake per event. An
+  // idle socket is closed well before a handler closes it (fastify's keep-alive timeout, 72 s): a request
+  // written on a socket the handler is closing at that instant would be reset. The agent's timeout
+  // destroys only free sockets; a request in flight merely emits 'timeout', which nothing here acts on.
+  const agent = new Agent({
+    keepAlive: true,
+    maxSockets: 64,
+    timeout: options.idleUpstreamMs ?? IDLE_UPSTREAM_MS,
+  });
   let next = 0;
 
   const forward = async (incoming: IncomingMessage, answer: ServerResponse): Promise<void> => {
@@ -102,7 +119,7 @@ export async function startBalancer(
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve());
+    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
   });
   const address = server.address() as AddressInfo;
   return {

@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, expect, it } from 'vitest';
 import { type Balancer, startBalancer } from '../../../src/local/balancer.ts';
 import { freePort } from '../../../src/local/ports.ts';
@@ -17,14 +18,19 @@ afterEach(async () => {
   for (const server of servers.splice(0)) await new Promise((resolve) => server.close(resolve));
 });
 
-/** An upstream that answers with its name and what it received. */
+/** Connections each upstream accepted, by name. */
+const connections = new Map<string, number>();
+
+/** An upstream that answers with its name and what it received (after `?delay=ms`, when given). */
 async function upstream(name: string): Promise<string> {
   const server = createServer((request, response) => {
+    const delay = Number(new URL(request.url ?? '/', 'http://x').searchParams.get('delay') ?? 0);
     let body = '';
     request.on('data', (chunk: Buffer) => {
       body += chunk.toString();
     });
-    request.on('end', () => {
+    request.on('end', async () => {
+      await sleep(delay);
       response.writeHead(201, { 'content-type': 'application/json', 'x-upstream': name });
       response.end(
         JSON.stringify({
@@ -38,6 +44,7 @@ async function upstream(name: string): Promise<string> {
       );
     });
   });
+  server.on('connection', () => connections.set(name, (connections.get(name) ?? 0) + 1));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   servers.push(server);
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -88,4 +95,24 @@ it('a refused connection (the request never arrived) goes to the next upstream; 
   upstreams = [await upstream('restarted')];
   const served = await fetch(`${balancer.url}/tick`, { method: 'POST' });
   expect(((await served.json()) as { name: string }).name).toBe('restarted');
+});
+
+it('closes a connection to a handler once idle, before the handler would, and never cuts a slow answer', async () => {
+  balancer = await startBalancer([await upstream('idle')], { idleUpstreamMs: 300 });
+  const call = async (query = '') => {
+    const response = await fetch(`${balancer?.url}/events${query}`, { method: 'POST', body: '{}' });
+    expect(response.status).toBe(201);
+    await response.text();
+  };
+  await call();
+  await call();
+  // Kept alive between back-to-back requests.
+  expect(connections.get('idle')).toBe(1);
+  await sleep(800);
+  // Idle past the limit: closed by the balancer, so the next request opens a fresh connection.
+  await call();
+  expect(connections.get('idle')).toBe(2);
+  // An answer slower than the idle limit is waited for, not cut.
+  await call('?delay=700');
+  expect(connections.get('idle')).toBe(2);
 });
