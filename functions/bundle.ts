@@ -62,11 +62,19 @@ export function bundleBuildReason(name: BundleName, root = ROOT): string | undef
   return undefined;
 }
 
-/** Builds one bundle and its build record; returns the bundle's size in bytes. Throws on a build error. */
-export async function buildBundle(name: BundleName, root = ROOT): Promise<number> {
-  const { entry, outfile } = BUNDLES[name];
+/**
+ * Bundles one entry point (a path relative to `root`) into one ES module file `outfile` with every
+ * dependency inside; `minify` squeezes whitespace and syntax only. Returns esbuild's metafile. Throws on a
+ * build error. Also used by the fault suite for the local handler entry (test/e2e/fleet.ts).
+ */
+export async function bundleEntry(
+  entry: string,
+  outfile: string,
+  options: { root?: string; minify?: boolean } = {},
+): Promise<Metafile> {
+  const minify = options.minify ?? false;
   const result = await build({
-    absWorkingDir: root,
+    absWorkingDir: options.root ?? ROOT,
     entryPoints: [entry],
     outfile,
     bundle: true,
@@ -75,14 +83,19 @@ export async function buildBundle(name: BundleName, root = ROOT): Promise<number
     format: 'esm',
     banner: { js: REQUIRE_SHIM },
     // Whitespace and syntax only: identifiers stay readable in stack traces and logs.
-    minifyWhitespace: true,
-    minifySyntax: true,
-    legalComments: 'external',
+    ...(minify ? { minifyWhitespace: true, minifySyntax: true, legalComments: 'external' as const } : {}),
     metafile: true,
     logLevel: 'warning',
   });
+  return result.metafile;
+}
+
+/** Builds one bundle and its build record; returns the bundle's size in bytes. Throws on a build error. */
+export async function buildBundle(name: BundleName, root = ROOT): Promise<number> {
+  const { entry, outfile } = BUNDLES[name];
+  const metafile = await bundleEntry(entry, outfile, { root, minify: true });
   mkdirSync(dirname(metaPath(root, name)), { recursive: true });
-  writeFileSync(metaPath(root, name), JSON.stringify(result.metafile));
+  writeFileSync(metaPath(root, name), JSON.stringify(metafile));
   return statSync(join(root, outfile)).size;
 }
 

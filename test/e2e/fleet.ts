@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { build } from 'esbuild';
+import { bundleEntry } from '../../functions/bundle.ts';
 import { redisEnvOf } from '../../src/adapters/redis/topology.ts';
 import { type Balancer, startBalancer } from '../../src/local/balancer.ts';
 import { applyClusterResources } from '../../src/local/cluster-resources.ts';
@@ -34,9 +34,6 @@ import { testStack } from '../env/index.ts';
 
 const repoRoot = join(import.meta.dirname, '..', '..');
 const READY_TIMEOUT_MS = 60_000;
-/** As functions/bundle.ts: the bundled CommonJS dependencies need a `require`. */
-const REQUIRE_SHIM =
-  "import { createRequire as __captfCreateRequire } from 'node:module';\nconst require = __captfCreateRequire(import.meta.url);";
 const STOP_GRACE_MS = 15_000;
 
 /** Options of {@link startFleetRun}. */
@@ -136,17 +133,7 @@ export async function startFleetRun(options: FleetOptions): Promise<FleetRun> {
   // a restarted handler is back in about a second, where loading the TypeScript sources takes ten on a
   // busy 2-core machine, and a killed handler's slot would be dark most of the scenario.
   const handlerBundle = join(workDir, 'controller-main.mjs');
-  await build({
-    absWorkingDir: repoRoot,
-    entryPoints: [join(repoRoot, 'src', 'local', 'controller-main.ts')],
-    outfile: handlerBundle,
-    bundle: true,
-    platform: 'node',
-    target: 'node24',
-    format: 'esm',
-    banner: { js: REQUIRE_SHIM },
-    logLevel: 'warning',
-  });
+  await bundleEntry(join('src', 'local', 'controller-main.ts'), handlerBundle, { root: repoRoot });
   const node = await startLocalNode({
     kubectl,
     kubeconfigPath: stack.kubeconfigPath,
