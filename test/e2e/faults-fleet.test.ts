@@ -79,7 +79,10 @@ function failpointEnv(index: number): Record<string, string> {
   )[0];
   if (next === undefined) return {};
   armedBy.set(index, next);
-  return { CAPTF_FAILPOINTS: `${next}@0.5`, CAPTF_FAILPOINT_MODE: 'exit' };
+  // A first-apply-only point is reached a few times per handler in the whole run: it fires at once, so a
+  // handler holding it cannot miss them all and hold it, unreachable, through every later round.
+  const chance = FIRST_APPLY_ONLY.includes(next) ? 1 : 0.5;
+  return { CAPTF_FAILPOINTS: `${next}@${chance}`, CAPTF_FAILPOINT_MODE: 'exit' };
 }
 
 /** The spec of machine `name` with `index` (changing it changes the inputs: a new apply). */
