@@ -5,6 +5,7 @@ import { CoreV1Api, KubeConfig, type V1Pod, Watch } from '@kubernetes/client-nod
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisAdapter, type RedisAdapter } from '../../src/adapters/redis/adapter.ts';
 import { testStack } from '../env/index.ts';
+import { parkedNode } from '../env/parked-node.ts';
 import {
   applyObjects,
   type E2eRun,
@@ -142,7 +143,7 @@ async function contendedLock(): Promise<void> {
       },
       // The namespace enforces Pod Security `restricted` (src/local/workload-namespace.ts).
       spec: {
-        nodeName: 'ghost',
+        nodeName: await parkedNode(core),
         securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
         containers: [
           {

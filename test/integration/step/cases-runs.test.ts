@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parkedNode } from '../../env/parked-node.ts';
 import {
   createStepEnv,
   endPod,
@@ -37,7 +38,7 @@ describe('runs', () => {
     await env.core.createNamespacedPodBinding({
       namespace: env.namespace,
       name: p1Name,
-      body: { metadata: { name: p1Name }, target: { kind: 'Node', name: 'ghost' } },
+      body: { metadata: { name: p1Name }, target: { kind: 'Node', name: await parkedNode(env.core) } },
     });
     await runPod(env, p1);
     const p2 = await env.core.createNamespacedPod({
@@ -48,7 +49,7 @@ describe('runs', () => {
           labels: p1.metadata?.labels,
           ownerReferences: p1.metadata?.ownerReferences,
         },
-        spec: { ...(p1.spec ?? { containers: [] }), nodeName: 'ghost' },
+        spec: { ...(p1.spec ?? { containers: [] }), nodeName: await parkedNode(env.core) },
       },
     });
     const lockError = result('apply', 'failed', {

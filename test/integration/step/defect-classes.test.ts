@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VARIABLES_SECRET_LABELS } from '../../../src/core/variables-opt-in.ts';
 import { kubectlFor } from '../../../src/local/kubectl.ts';
 import { testStack } from '../../env/index.ts';
+import { parkedNode } from '../../env/parked-node.ts';
 import {
   containerWaiting,
   createObject,
@@ -344,7 +345,7 @@ describe('issue 10 defect classes', () => {
     await env.core.createNamespacedPodBinding({
       namespace: env.namespace,
       name: podName,
-      body: { metadata: { name: podName }, target: { kind: 'Node', name: 'ghost' } },
+      body: { metadata: { name: podName }, target: { kind: 'Node', name: await parkedNode(env.core) } },
     });
     await runPod(env, pod);
     await env.batch.deleteNamespacedJob({
@@ -416,7 +417,7 @@ describe('issue 10 defect classes', () => {
           labels: p1.metadata?.labels,
           ownerReferences: p1.metadata?.ownerReferences,
         },
-        spec: { ...(p1.spec ?? { containers: [] }), nodeName: 'ghost' },
+        spec: { ...(p1.spec ?? { containers: [] }), nodeName: await parkedNode(env.core) },
       },
     });
     await endPod(env, p2, {

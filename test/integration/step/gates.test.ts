@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CUSTOM_RESOURCES } from '../../../src/adapters/kube/resources.ts';
 import { FailpointAbort } from '../../../src/step/failpoints.ts';
+import { parkedNode } from '../../env/parked-node.ts';
 import {
   createObject,
   createStepEnv,
@@ -202,7 +203,10 @@ describe('gates', () => {
           name: `${job}-straggler`,
           labels: { 'captf.io/owner-uid': object.metadata.uid, 'job-name': job },
         },
-        spec: { nodeName: 'ghost', containers: [{ name: 'source', image: 'example.invalid/x:1' }] },
+        spec: {
+          nodeName: await parkedNode(env.core),
+          containers: [{ name: 'source', image: 'example.invalid/x:1' }],
+        },
       },
     });
     await patchSpec(env, ref, { variables: { again: true } });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parkedNode } from '../../env/parked-node.ts';
 import {
   createStepEnv,
   eventsOf,
@@ -96,7 +97,10 @@ describe('stale state locks', () => {
       namespace: env.namespace,
       body: {
         metadata: { name: `${job}-x1y2z`, labels: { 'captf.io/owner-uid': uid } },
-        spec: { nodeName: 'ghost', containers: [{ name: 'source', image: 'example.invalid/x:1' }] },
+        spec: {
+          nodeName: await parkedNode(env.core),
+          containers: [{ name: 'source', image: 'example.invalid/x:1' }],
+        },
       },
     });
     await finishJob(env, job, {
@@ -120,7 +124,10 @@ describe('stale state locks', () => {
       namespace: env.namespace,
       body: {
         metadata: { name: `${job}-a1b2c`, labels: { 'captf.io/owner-uid': uid } },
-        spec: { nodeName: 'ghost', containers: [{ name: 'source', image: 'example.invalid/x:1' }] },
+        spec: {
+          nodeName: await parkedNode(env.core),
+          containers: [{ name: 'source', image: 'example.invalid/x:1' }],
+        },
       },
     });
     await finishJob(env, job, {
