@@ -56,6 +56,7 @@ export interface FleetOptions {
 /** One handler slot: its port and the process currently serving it. */
 export interface HandlerSlot {
   index: number;
+  /** The port of its current process: a fresh one at every (re)start (see `launch` in startFleetRun). */
   port: number;
   url: string;
   process: ManagedProcess;
@@ -175,12 +176,34 @@ export async function startFleetRun(options: FleetOptions): Promise<FleetRun> {
   const handlers: HandlerSlot[] = [];
   let supervising = true;
   let closing = false;
+  // Every (re)start takes a port no process holds now, never the one its predecessor freed: on a busy
+  // machine another process's outgoing connection can take a just-freed ephemeral port, and the handler
+  // then exits on EADDRINUSE (seen once in CI). The balancer reads each slot's url per request.
+  const launch = (slot: HandlerSlot, port: number): void => {
+    slot.port = port;
+    slot.url = `http://127.0.0.1:${port}`;
+    slot.process = startHandler(slot.index, port);
+  };
+  // (Re)starts a slot and waits until it is ready; a start that lost its port to another process is retried.
+  const startReady = async (slot: HandlerSlot): Promise<void> => {
+    for (let attempt = 1; ; attempt += 1) {
+      launch(slot, await freePort());
+      try {
+        await ready(slot);
+        return;
+      } catch (error) {
+        if (attempt >= 3 || !slot.process.tail(5).includes('EADDRINUSE')) throw error;
+      }
+    }
+  };
   const supervise = (slot: HandlerSlot): void => {
     const current = slot.process;
     void current.exited.then(async () => {
+      const port = await freePort();
       if (closing || !supervising || slot.process !== current) return;
-      // A supervisor restarts at once, as a kubelet restarts a crashed container (without its backoff).
-      slot.process = startHandler(slot.index, slot.port);
+      // A supervisor restarts at once, as a kubelet restarts a crashed container (without its backoff);
+      // one that exits at once (its port taken) is restarted again.
+      launch(slot, port);
       slot.restarts += 1;
       supervise(slot);
     });
@@ -272,8 +295,7 @@ export async function startFleetRun(options: FleetOptions): Promise<FleetRun> {
         supervising = false;
         for (const slot of handlers) {
           await slot.process.stop(STOP_GRACE_MS);
-          slot.process = startHandler(slot.index, slot.port);
-          await ready(slot);
+          await startReady(slot);
         }
         supervising = true;
         for (const slot of handlers) supervise(slot);
