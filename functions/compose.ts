@@ -10,7 +10,6 @@ import type { Config } from '../src/config.ts';
 import { clusterMembersToWake } from '../src/core/cluster-api.ts';
 import { finishedCondition } from '../src/core/job-conditions.ts';
 import { ANNOTATIONS, LABELS, POD_RESULT_FINALIZER } from '../src/core/job-labels.ts';
-import { runSecretName } from '../src/core/names.ts';
 import { OBJECT_KINDS, type ObjectRef, refKey } from '../src/core/object-ref.ts';
 import { ALL_NAMESPACES, listScopes, type WatchNamespaces } from '../src/core/watch-scope.ts';
 import type {
@@ -313,9 +312,9 @@ async function listAcross<T>(
   return (await Promise.all(listScopes(watched).map((namespace) => kubeRead(() => list(namespace))))).flat();
 }
 
-/** The sweep's live reads (in the watched namespaces) and its one delete. */
+/** The sweep's live reads, in the watched namespaces. */
 export function sweepListersOf(kube: KubeAdapter, watched: WatchNamespaces = ALL_NAMESPACES): SweepListers {
-  const { reader, writer } = kube;
+  const { reader } = kube;
   const managed = { labelSelector: { [LABELS.managed]: 'true' } };
   return {
     async listObjects() {
@@ -341,24 +340,16 @@ export function sweepListersOf(kube: KubeAdapter, watched: WatchNamespaces = ALL
         reader.listJobs(namespace === undefined ? managed : { ...managed, namespace }),
       );
       return jobs.map((job): SweptJob => {
-        const finished = finishedCondition(asJobView(job));
-        const finishedAtMs = finished?.lastTransitionTime
-          ? new Date(finished.lastTransitionTime).getTime()
-          : Number.NaN;
         return {
           namespace: job.metadata?.namespace ?? '',
           name: job.metadata?.name ?? '',
           owner: ownerFromLabels(job.metadata),
-          finished: finished !== undefined,
-          ...(Number.isFinite(finishedAtMs) ? { finishedAtMs } : {}),
+          finished: finishedCondition(asJobView(job)) !== undefined,
           bookkept: job.metadata?.annotations?.[ANNOTATIONS.bookkept] !== undefined,
           ...(job.metadata?.uid ? { uid: job.metadata.uid } : {}),
           deleting: job.metadata?.deletionTimestamp !== undefined,
         };
       });
-    },
-    deleteRunSecret(job) {
-      return kubeRead(() => writer.deleteSecret(job.namespace, runSecretName(job.name)));
     },
   };
 }

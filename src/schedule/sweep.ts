@@ -8,8 +8,11 @@ import type { SingleHolderLease } from './single-holder-lease.ts';
 
 /**
  * The sweep (DESIGN.md section 8): every sync period, one instance at a time, list our objects and Jobs,
- * reconcile every object with a finished un-bookkept Job, delete the per-run Secrets bookkeeping left behind,
- * and give every object a requeue. This is how the system heals after lost events or a flushed Redis.
+ * reconcile every object with a finished un-bookkept Job, and give every object a requeue. This is how the
+ * system heals after lost events or a flushed Redis. It deletes no per-run Secret: bookkeeping deletes a
+ * Job's Secret before it marks the Job bookkept (src/step/perform.ts, DESIGN.md section 7's order), so a
+ * bookkept Job has none left, and an un-bookkept one is bookkept here; a Secret whose Job is gone is the
+ * garbage collector's (its owner reference). Looking for leftovers cost a DELETE per retained Job per period.
  */
 
 /**
@@ -39,8 +42,6 @@ export interface SweptJob {
   uid?: string;
   /** The Job has a deletionTimestamp. */
   deleting?: boolean;
-  /** When its Complete or Failed condition became true, ms since the epoch. */
-  finishedAtMs?: number;
 }
 
 /** One of our Job pods that carries our result finalizer (`captf.io/result`). */
@@ -63,15 +64,10 @@ export interface SweepPods {
   releasePod(pod: HeldPod): Promise<void>;
 }
 
-/** Live reads and the one delete the sweep makes; each throws UnavailableError on an outage. */
+/** The live reads the sweep makes; each throws UnavailableError on an outage. */
 export interface SweepListers {
   listObjects(): Promise<SweptObject[]>;
   listJobs(): Promise<SweptJob[]>;
-  /**
-   * Deletes the per-run Secret `captf-run-<job>` of one Job by its name (the controller may not list
-   * Secrets): `absent` when it is gone already, the usual answer.
-   */
-  deleteRunSecret(job: SweptJob): Promise<'deleted' | 'absent'>;
 }
 
 export interface SweepDeps {
@@ -112,7 +108,6 @@ export type SweepReport =
       objects: number;
       jobs: number;
       reconciled: number;
-      secretsDeleted: number;
       /** Pods released from our finalizer (only when `pods` is given). */
       podsReleased?: number;
       requeued: number;
@@ -134,29 +129,6 @@ export function objectsNeedingBookkeeping(
     if (ref !== undefined) wanted.set(refKey(ref), ref);
   }
   return [...wanted.values()];
-}
-
-/**
- * How long after a Job finished the sweep still looks for its per-run Secret, ms. Bookkeeping follows a
- * finish within seconds while the controller runs, so a step that died between the mark and the delete left
- * its Secret behind recently; older leftovers go with their Job (garbage collector). Without the window every
- * retained Job would cost a DELETE every sync period, and a resting fleet is not to cost the API server.
- */
-export const LEFTOVER_RUN_SECRET_WINDOW_MS = 3_600_000;
-
-/**
- * Jobs whose per-run Secret may have outlived bookkeeping (a step that died between the `bookkept` mark and
- * the Secret's delete): bookkept Jobs not being deleted that finished within the window (or whose finish time
- * is not known). A Secret whose Job is gone needs no sweep: its owner reference names the Job, so the garbage
- * collector deletes it (DESIGN.md section 9).
- */
-export function jobsWithLeftoverRunSecrets(jobs: readonly SweptJob[], nowMs: number): SweptJob[] {
-  return jobs.filter(
-    (job) =>
-      job.bookkept &&
-      job.deleting !== true &&
-      (job.finishedAtMs === undefined || nowMs - job.finishedAtMs <= LEFTOVER_RUN_SECRET_WINDOW_MS),
-  );
 }
 
 /**
@@ -238,12 +210,6 @@ async function sweep(deps: SweepDeps): Promise<SweepReport> {
   for (const r of results) {
     if (r.state === 'failed') deps.logger.warn({ err: r.error, ...r.item }, 'sweep step: failed');
   }
-  const secretsDeleted = await eachCounted(
-    deps,
-    jobsWithLeftoverRunSecrets(jobs, nowMs),
-    async (job) => (await deps.listers.deleteRunSecret(job)) === 'deleted',
-    'delete leftover per-run Secret',
-  );
   const released = deps.pods ? podsToReleaseInSweep(heldPods, jobs) : [];
   const podsReleased = await eachCounted(
     deps,
@@ -260,7 +226,6 @@ async function sweep(deps: SweepDeps): Promise<SweepReport> {
     objects: objects.length,
     jobs: jobs.length,
     reconciled: toReconcile.length - stepFailures,
-    secretsDeleted,
     ...(deps.pods ? { podsReleased } : {}),
     requeued: objects.length,
     changed,

@@ -25,9 +25,11 @@ import type { KeptStepLock } from './step-lock.ts';
  *    `pendingPlanRef` never names a plan that does not exist and a failed status write means the finished
  *    Jobs are read again;
  * 2. Events (best effort; deterministic names, so a repeat after a crash adds none);
- * 3. the `captf.io/bookkept` marks (Events come first so a crash between the two repeats them rather than
- *    losing them), then the per-run Secrets, the Redis guards and the Job slots, pruning and the pods'
- *    result finalizers: everything after the marks is also done by later steps and the sweep;
+ * 3. per finished Job, its per-run Secret's delete and then its `captf.io/bookkept` mark (Events come first
+ *    so a crash between the two repeats them rather than losing them; the Secret before the mark, so a
+ *    bookkept Job has no Secret left and nothing has to look for one), then the Redis guards and the Job
+ *    slots, pruning and the pods' result finalizers: everything after the marks is also done by later steps
+ *    and the sweep;
  * 4. the move: watch (renew, adopt, show), delete a Job, replace the finalizers, or start a Job
  *    (guards → Job → per-run Secret → status → Events, src/step/start-job.ts).
  * A failpoint follows every mutation (src/step/failpoints.ts). A write the API server refuses for good
@@ -299,6 +301,11 @@ async function performWrites(performance: Performance): Promise<Performed | unde
   if (recording) deps.failpoints.hit('after-bookkeep-status');
   await emitEvents(performance, plan.events);
   for (const run of plan.bookkept) {
+    // The Secret before the mark (DESIGN.md section 7's order): a bookkept Job has no per-run Secret left, so
+    // nothing has to look for one later. A step that dies between the two bookkeeps the Job again, and
+    // deleting a Secret that is gone already is a no-op.
+    await deps.kube.writer.deleteSecret(snap.ref.namespace, runSecretName(run.record.name));
+    deps.failpoints.hit('after-run-secret-delete');
     await markBookkept(performance, run);
     // After the mark: a step that crashed before it bookkeeps the Job again, and only then counts it.
     await deps.metrics.jobBookkept({
@@ -312,8 +319,6 @@ async function performWrites(performance: Performance): Promise<Performed | unde
   if (plan.bookkept.some((run) => run.classification.success && run.record.op !== 'destroy'))
     await measureState(performance);
   for (const run of plan.bookkept) {
-    await deps.kube.writer.deleteSecret(snap.ref.namespace, runSecretName(run.record.name));
-    deps.failpoints.hit('after-run-secret-delete');
     const guard = runGuard(snap.ref, snap.clusterName, {
       op: run.record.op,
       job: run.record.name,

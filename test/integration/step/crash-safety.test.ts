@@ -51,8 +51,8 @@ const SCENARIO_FAILPOINTS: Failpoint[] = [
   'after-lease-renew',
   'after-contract-spec-patch',
   'after-bookkeep-status',
-  'after-bookkept-mark',
   'after-run-secret-delete',
+  'after-bookkept-mark',
   'after-lease-release',
   'after-prune-delete',
 ];

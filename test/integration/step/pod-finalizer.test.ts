@@ -72,7 +72,6 @@ async function sweepNamespace(): Promise<unknown> {
     listers: {
       listObjects: async () => [],
       listJobs: async () => here(await listers.listJobs()),
-      deleteRunSecret: listers.deleteRunSecret,
     },
     pods: {
       listHeldPods: async () => here(await pods.listHeldPods()),

@@ -2,8 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ObjectRef } from '../../../src/core/object-ref.ts';
 import type { SingleHolderLease } from '../../../src/schedule/single-holder-lease.ts';
 import {
-  jobsWithLeftoverRunSecrets,
-  LEFTOVER_RUN_SECRET_WINDOW_MS,
+  type HeldPod,
   objectsNeedingBookkeeping,
   runSweepIfDue,
   type SweepListers,
@@ -149,25 +148,6 @@ describe('sweep', () => {
     expect(objectsNeedingBookkeeping([c('a'), c('b'), c('c')], jobs)).toEqual([c('a')]);
   });
 
-  it('looks for leftover per-run Secrets of bookkept Jobs only, not of running or deleting ones', () => {
-    const jobs = [
-      job('running', 'a', false, false),
-      job('unrecorded', 'a', true, false),
-      job('bookkept', 'a', true, true),
-      { ...job('deleting', 'a', true, true), deleting: true },
-    ];
-    expect(jobsWithLeftoverRunSecrets(jobs, T0).map((j) => j.name)).toEqual(['bookkept']);
-  });
-
-  it('looks only at Jobs that finished within the window: a resting fleet costs no DELETE each period', () => {
-    const jobs = [
-      { ...job('recent', 'a', true, true), finishedAtMs: T0 - 60_000 },
-      { ...job('old', 'a', true, true), finishedAtMs: T0 - LEFTOVER_RUN_SECRET_WINDOW_MS - 1 },
-      job('unknown-finish', 'a', true, true),
-    ];
-    expect(jobsWithLeftoverRunSecrets(jobs, T0).map((j) => j.name)).toEqual(['recent', 'unknown-finish']);
-  });
-
   function lease(held: boolean): SingleHolderLease & { released: number } {
     return {
       released: 0,
@@ -179,16 +159,10 @@ describe('sweep', () => {
     };
   }
 
-  function listers(over: Partial<SweepListers> = {}): SweepListers & { deleted: string[] } {
-    const deleted: string[] = [];
+  function listers(over: Partial<SweepListers> = {}): SweepListers {
     return {
-      deleted,
       listObjects: async () => [listed('a'), listed('b')],
       listJobs: async () => [job('j1', 'a', true, false), job('old', 'a', true, true)],
-      deleteRunSecret: async (j) => {
-        deleted.push(j.name);
-        return 'deleted';
-      },
       ...over,
     };
   }
@@ -200,18 +174,17 @@ describe('sweep', () => {
     error: () => undefined,
   };
 
-  it('with the lease: reconciles, deletes leftover per-run Secrets, and gives every object a requeue', async () => {
+  it('with the lease: reconciles the objects with an un-bookkept Job and gives every object a requeue', async () => {
     const schedule = new MemorySchedule();
     const { step, calls } = recordingStep(() => ({
       action: 'bookkept',
       reason: 'ApplySucceeded',
       requeueAfterSeconds: 30,
     }));
-    const l = listers();
     const report = await runSweepIfDue({
       lease: lease(false),
       holder: 'i1',
-      listers: l,
+      listers: listers(),
       settle: memorySettle(step, schedule),
       schedule,
       dedupe: allSeen,
@@ -226,13 +199,11 @@ describe('sweep', () => {
       objects: 2,
       jobs: 2,
       reconciled: 1,
-      secretsDeleted: 1,
       requeued: 2,
       changed: 0,
       stepFailures: 0,
     });
     expect(calls.map((call) => call.ref)).toEqual([c('a')]);
-    expect(l.deleted).toEqual(['old']);
     expect(schedule.dueAt(c('a'))).toBe(T0 + 30_000);
     expect(schedule.dueAt(c('b'))).toBe(T0 + 600_000);
   });
@@ -262,27 +233,31 @@ describe('sweep', () => {
     expect(schedule.dueAt(c('unversioned'))).toBe(T0 + 600_000);
   });
 
-  it('a refused cleanup delete is logged and skipped: the other deletes and every requeue still happen', async () => {
+  it('a refused pod release is logged and skipped: the other releases and every requeue still happen', async () => {
     const schedule = new MemorySchedule();
     const warnings: string[] = [];
-    const l = listers({
-      listJobs: async () => [
-        job('refused', 'a', true, true),
-        job('gone', 'a', true, true),
-        job('old', 'a', true, true),
-      ],
+    const released: string[] = [];
+    const heldBy = (name: string): HeldPod => ({
+      namespace: 'ns',
+      name,
+      view: {
+        metadata: {
+          name,
+          finalizers: ['captf.io/result'],
+          ownerReferences: [{ kind: 'Job', uid: 'uid-gone' }],
+          deletionTimestamp: '2026-11-29T12:05:00Z',
+        },
+      },
     });
-    const deleteRunSecret = l.deleteRunSecret;
     const report = await runSweepIfDue({
       lease: lease(false),
       holder: 'i1',
-      listers: {
-        ...l,
-        deleteRunSecret: async (j) => {
-          if (j.name === 'refused') throw new Error('delete secrets: Forbidden');
-          // Bookkeeping deleted this one already: not counted.
-          if (j.name === 'gone') return 'absent';
-          return deleteRunSecret(j);
+      listers: listers(),
+      pods: {
+        listHeldPods: async () => [heldBy('refused'), heldBy('p2')],
+        releasePod: async (pod) => {
+          if (pod.name === 'refused') throw new Error('patch pods: Forbidden');
+          released.push(pod.name);
         },
       },
       settle: memorySettle(recordingStep().step, schedule),
@@ -293,9 +268,9 @@ describe('sweep', () => {
       periodMs: 600_000,
       concurrency: 2,
     });
-    expect(report).toMatchObject({ state: 'ran', secretsDeleted: 1, requeued: 2 });
-    expect(l.deleted).toEqual(['old']);
-    expect(warnings).toContain('sweep: delete leftover per-run Secret: failed');
+    expect(report).toMatchObject({ state: 'ran', podsReleased: 1, requeued: 2 });
+    expect(released).toEqual(['p2']);
+    expect(warnings).toContain('sweep: release pod finalizer: failed');
     expect(schedule.dueAt(c('b'))).toBe(T0 + 600_000);
   });
 
