@@ -56,7 +56,7 @@ export interface FleetOptions {
 /** One handler slot: its port and the process currently serving it. */
 export interface HandlerSlot {
   index: number;
-  /** The port of its current process: a fresh one at every (re)start (see `launch` in startFleetRun). */
+  /** The port of its current process: a fresh one at every (re)start (see `startReady` in startFleetRun). */
   port: number;
   url: string;
   process: ManagedProcess;
@@ -145,8 +145,11 @@ export async function startFleetRun(options: FleetOptions): Promise<FleetRun> {
     logDir,
   });
 
-  const startHandler = (index: number, port: number): ManagedProcess =>
-    startProcess(
+  /** Handler `index` on `port`: its process and address. */
+  const startHandler = (index: number, port: number): Pick<HandlerSlot, 'port' | 'url' | 'process'> => ({
+    port,
+    url: `http://127.0.0.1:${port}`,
+    process: startProcess(
       `handler-${index}`,
       process.execPath,
       [...CHILD_NODE_FLAGS, handlerBundle],
@@ -164,38 +167,35 @@ export async function startFleetRun(options: FleetOptions): Promise<FleetRun> {
         LOG_LEVEL: 'info',
         ...options.handlerEnv?.(index),
       }),
-    );
-  const ready = (slot: HandlerSlot): Promise<void> =>
-    waitUntilHealthy(
-      slot.process,
-      'ready (/readyz)',
-      async () => (await fetch(`${slot.url}/readyz`)).ok,
-      READY_TIMEOUT_MS,
-    );
+    ),
+  });
+  /**
+   * Starts handler `index` on a fresh free port and waits until it is ready; a start that lost its port is
+   * retried, and one that fails otherwise is stopped before the error goes up. Never the port a predecessor
+   * freed: on a busy machine another process's outgoing connection can take a just-freed ephemeral port, and
+   * the handler then exits on EADDRINUSE (seen once in CI). The balancer reads each slot's url per request.
+   */
+  const startReady = async (index: number): Promise<Pick<HandlerSlot, 'port' | 'url' | 'process'>> => {
+    for (let attempt = 1; ; attempt += 1) {
+      const started = startHandler(index, await freePort());
+      try {
+        await waitUntilHealthy(
+          started.process,
+          'ready (/readyz)',
+          async () => (await fetch(`${started.url}/readyz`)).ok,
+          READY_TIMEOUT_MS,
+        );
+        return started;
+      } catch (error) {
+        await started.process.stop(STOP_GRACE_MS);
+        if (attempt >= 3 || !started.process.tail(5).includes('EADDRINUSE')) throw error;
+      }
+    }
+  };
 
   const handlers: HandlerSlot[] = [];
   let supervising = true;
   let closing = false;
-  // Every (re)start takes a port no process holds now, never the one its predecessor freed: on a busy
-  // machine another process's outgoing connection can take a just-freed ephemeral port, and the handler
-  // then exits on EADDRINUSE (seen once in CI). The balancer reads each slot's url per request.
-  const launch = (slot: HandlerSlot, port: number): void => {
-    slot.port = port;
-    slot.url = `http://127.0.0.1:${port}`;
-    slot.process = startHandler(slot.index, port);
-  };
-  // (Re)starts a slot and waits until it is ready; a start that lost its port to another process is retried.
-  const startReady = async (slot: HandlerSlot): Promise<void> => {
-    for (let attempt = 1; ; attempt += 1) {
-      launch(slot, await freePort());
-      try {
-        await ready(slot);
-        return;
-      } catch (error) {
-        if (attempt >= 3 || !slot.process.tail(5).includes('EADDRINUSE')) throw error;
-      }
-    }
-  };
   const supervise = (slot: HandlerSlot): void => {
     const current = slot.process;
     void current.exited.then(async () => {
@@ -203,7 +203,7 @@ export async function startFleetRun(options: FleetOptions): Promise<FleetRun> {
       if (closing || !supervising || slot.process !== current) return;
       // A supervisor restarts at once, as a kubelet restarts a crashed container (without its backoff);
       // one that exits at once (its port taken) is restarted again.
-      launch(slot, port);
+      Object.assign(slot, startHandler(slot.index, port));
       slot.restarts += 1;
       supervise(slot);
     });
@@ -218,17 +218,8 @@ export async function startFleetRun(options: FleetOptions): Promise<FleetRun> {
     await node.stop(STOP_GRACE_MS);
   };
   try {
-    for (let index = 0; index < options.handlers; index += 1) {
-      const port = await freePort();
-      handlers.push({
-        index,
-        port,
-        url: `http://127.0.0.1:${port}`,
-        process: startHandler(index, port),
-        restarts: 0,
-      });
-    }
-    await Promise.all(handlers.map(ready));
+    for (let index = 0; index < options.handlers; index += 1)
+      handlers.push({ index, restarts: 0, ...(await startReady(index)) });
     for (const slot of handlers) supervise(slot);
     const lb = await startBalancer(() => handlers.map((slot) => slot.url));
     balancer = lb;
@@ -295,7 +286,7 @@ export async function startFleetRun(options: FleetOptions): Promise<FleetRun> {
         supervising = false;
         for (const slot of handlers) {
           await slot.process.stop(STOP_GRACE_MS);
-          await startReady(slot);
+          Object.assign(slot, await startReady(slot.index));
         }
         supervising = true;
         for (const slot of handlers) supervise(slot);

@@ -26,6 +26,9 @@ import { localNodeIp } from './pod-status.ts';
  */
 export const DEDICATED_TAINT_KEY = 'captf.io/dedicated';
 
+/** Label (value `true`) on every Node the local node registers. */
+export const LOCAL_NODE_LABEL = 'captf.io/local-node';
+
 /** The toleration a pod needs to be scheduled on dedicated node `nodeName`. */
 export function dedicatedToleration(nodeName: string): V1Toleration {
   return { key: DEDICATED_TAINT_KEY, operator: 'Equal', value: nodeName, effect: 'NoSchedule' };
@@ -125,7 +128,7 @@ export async function registerNode(
         'kubernetes.io/hostname': nodeName,
         'kubernetes.io/os': 'linux',
         'kubernetes.io/arch': arch() === 'x64' ? 'amd64' : arch(),
-        'captf.io/local-node': 'true',
+        [LOCAL_NODE_LABEL]: 'true',
       },
     },
     spec: dedicated ? { taints: [dedicatedTaint(nodeName)] } : {},

@@ -11,6 +11,7 @@ import {
 } from '@kubernetes/client-node';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LOCAL_NODE_LABEL } from '../../../src/local/node/node-registration.ts';
 import { testStack } from '../../env/index.ts';
 import { PARKED_NODE } from '../../env/parked-node.ts';
 
@@ -74,12 +75,11 @@ describe('local control plane', () => {
     config.loadFromFile(testStack().kubeconfigPath);
     const version = await config.makeApiClient(VersionApi).getCode();
     expect(version.gitVersion).toBe(`v${testStack().versions.kubernetes}`);
-    // The stack is shared: other files register local nodes (label captf.io/local-node) and the parked Node
+    // The stack is shared: other files register local nodes (LOCAL_NODE_LABEL) and the parked Node
     // (test/env/parked-node.ts); any other node would be the control plane's own.
     const nodes = await core.listNode();
     const own = nodes.items.filter(
-      (node) =>
-        node.metadata?.name !== PARKED_NODE && node.metadata?.labels?.['captf.io/local-node'] !== 'true',
+      (node) => node.metadata?.name !== PARKED_NODE && node.metadata?.labels?.[LOCAL_NODE_LABEL] !== 'true',
     );
     expect(own.map((node) => node.metadata?.name)).toEqual([]);
   });
