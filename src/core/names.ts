@@ -10,13 +10,23 @@ import type { JobRecord } from './job-record.ts';
  */
 
 /** 57: the Job controller adds `-xxxxx` to pod names, pod hostnames are cut at 63, and Terraform records
- * the hostname as the lock holder (section 12 matches it). */
+ * the hostname as the lock holder (section 12 matches it). Holds for every attempt below 10^14. */
 export const MAX_JOB_NAME_LENGTH = 57;
 /** Hex characters of SHA-256(name) that stand in for a name too long to fit. */
 export const HASHED_NAME_LENGTH = 16;
 
 function sha256Hex(text: string): string {
   return createHash('sha256').update(text).digest('hex');
+}
+
+/**
+ * What stands in for `name` where it is too long to fit (DESIGN.md section 9): `-` and the first
+ * {@link HASHED_NAME_LENGTH} hex of its SHA-256. A Kubernetes name starts with a letter or digit (DNS-1123),
+ * so `<prefix>-` followed by this (`m--<hex>`) is never `<prefix>-<some name>`: the hashed form of one object
+ * cannot equal the plain form of another, which a bare `<hex>` could (a machine named with those 16 hex).
+ */
+export function hashedName(name: string): string {
+  return `-${sha256Hex(name).slice(0, HASHED_NAME_LENGTH)}`;
 }
 
 /** What a Job name is made of. */
@@ -37,16 +47,28 @@ export function hash6(input: Pick<JobNameInput, 'inputsHash' | 'op' | 'attempt' 
 }
 
 /**
- * `captf-<c|m|mp>-<name>-<op>-a<attempt>-<hash6>`, at most 57 characters; `name` becomes the first 16 hex of
- * its SHA-256 when the whole would be longer.
+ * The two stems an object's Job names start with: `captf-<c|m|mp>-<name>` and the hashed
+ * `captf-<c|m|mp>-<hashedName(name)>`. Which one a Job uses depends on its op and attempt (the whole must
+ * fit 57), so one object can have Jobs of both.
+ */
+export function jobNameStems(kind: TargetKind, name: string): { plain: string; hashed: string } {
+  return {
+    plain: `captf-${KIND_CODES[kind]}-${name}`,
+    hashed: `captf-${KIND_CODES[kind]}-${hashedName(name)}`,
+  };
+}
+
+/**
+ * `captf-<c|m|mp>-<name>-<op>-a<attempt>-<hash6>`, at most 57 characters; `name` becomes
+ * {@link hashedName} (`captf-m--<16 hex>-…`) when the whole would be longer. Distinct (kind, name, op,
+ * attempt, hash6) give distinct names: the kind codes end at the first `-`, the op, attempt and hash6 are
+ * read from the right, and only a hashed stem has `--` right after the kind code.
  */
 export function jobName(input: JobNameInput): string {
-  const build = (name: string): string =>
-    `captf-${KIND_CODES[input.kind]}-${name}-${input.op}-a${input.attempt}-${hash6(input)}`;
-  const full = build(input.name);
-  return full.length <= MAX_JOB_NAME_LENGTH
-    ? full
-    : build(sha256Hex(input.name).slice(0, HASHED_NAME_LENGTH));
+  const stems = jobNameStems(input.kind, input.name);
+  const build = (stem: string): string => `${stem}-${input.op}-a${input.attempt}-${hash6(input)}`;
+  const full = build(stems.plain);
+  return full.length <= MAX_JOB_NAME_LENGTH ? full : build(stems.hashed);
 }
 
 /** `attempt` = 1 + the highest attempt among the retained Jobs of that op (section 9). */

@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import type { TargetKind } from '../schemas/kinds/api-group.ts';
 import type { TargetStatus } from '../schemas/kinds/target.ts';
 import { ANNOTATIONS, KIND_CODES } from './job-labels.ts';
+import { hashedName } from './names.ts';
 import { type JobView, timestampMs } from './views.ts';
 
 /**
@@ -20,11 +20,15 @@ import { type JobView, timestampMs } from './views.ts';
 /** Longest suffix: the kubernetes backend copies it into the label `tfstateSecretSuffix` (63 at most). */
 export const MAX_STATE_SUFFIX_LENGTH = 63;
 
-/** `<c|m|mp>-<name>`, or `<c|m|mp>-<first 16 hex of SHA-256(name)>` when that would not fit a label. */
+/**
+ * `<c|m|mp>-<name>`, or `<c|m|mp>--<first 16 hex of SHA-256(name)>` ({@link hashedName}) when that would
+ * not fit the label. No two objects share one: a name cannot start with `-`, so no plain suffix starts
+ * `<code>--`. Objects that recorded the older hashed form `<code>-<16 hex>` keep it (`status.stateSuffix`).
+ */
 export function nameStateSuffix(kind: TargetKind, name: string): string {
   const full = `${KIND_CODES[kind]}-${name}`;
   if (full.length <= MAX_STATE_SUFFIX_LENGTH) return full;
-  return `${KIND_CODES[kind]}-${createHash('sha256').update(name).digest('hex').slice(0, 16)}`;
+  return `${KIND_CODES[kind]}-${hashedName(name)}`;
 }
 
 /** Whether the status shows runs from before `status.stateSuffix` was recorded. */

@@ -20,12 +20,12 @@ describe('jobName: DESIGN.md section 9', () => {
     );
   });
 
-  it('S9.2 at most 57 characters; a name too long becomes the first 16 hex of its SHA-256', () => {
+  it('S9.2 at most 57 characters; a name too long becomes - and the first 16 hex of its SHA-256', () => {
     const fits = 'n'.repeat(57 - 'captf-m--refresh-a1-000000'.length);
     expect(jobName({ ...base, name: fits, op: 'refresh' })).toHaveLength(MAX_JOB_NAME_LENGTH);
     const long = `${fits}x`;
     const hashed = jobName({ ...base, name: long, op: 'refresh' });
-    expect(hashed).toMatch(/^captf-m-[0-9a-f]{16}-refresh-a1-[0-9a-f]{6}$/);
+    expect(hashed).toMatch(/^captf-m--[0-9a-f]{16}-refresh-a1-[0-9a-f]{6}$/);
     expect(hashed.length).toBeLessThanOrEqual(MAX_JOB_NAME_LENGTH);
     const longest = jobName({
       ...base,

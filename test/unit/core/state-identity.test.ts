@@ -42,7 +42,7 @@ describe('stateSuffixOf', () => {
   it('a name too long for the backend label becomes a hash of it, still per kind and stable', () => {
     const long = 'x'.repeat(63);
     const suffix = nameStateSuffix('TerraformMachinePool', long);
-    expect(suffix).toMatch(/^mp-[0-9a-f]{16}$/);
+    expect(suffix).toMatch(/^mp--[0-9a-f]{16}$/);
     expect(nameStateSuffix('TerraformMachinePool', long)).toBe(suffix);
     expect(nameStateSuffix('TerraformMachine', 'y'.repeat(61)).length).toBe(MAX_STATE_SUFFIX_LENGTH);
   });

@@ -82,6 +82,10 @@ describe('own Job names (lease healing)', () => {
     inputsHash: 'h',
     tick: '',
   });
+  // 31 characters: its destroy Job fits 57 at attempt 1 (plain) but not at attempt 10 (hashed).
+  const edge = 'e'.repeat(31);
+  const edgeJob = (attempt: number) =>
+    jobName({ kind: 'TerraformMachine', name: edge, op: 'destroy', attempt, inputsHash: 'h', tick: '' });
   const rows = [
     { id: 'O1', name: 'a Job of the object is its own', object: 'web', candidate: own, expected: true },
     {
@@ -93,6 +97,20 @@ describe('own Job names (lease healing)', () => {
     },
     { id: 'O3', name: 'a hashed long name is recognised', object: long, candidate: hashed, expected: true },
     { id: 'O4', name: 'a foreign name is not', object: 'web', candidate: 'alice-laptop', expected: false },
+    {
+      id: 'O5',
+      name: 'a plain early attempt is recognised',
+      object: edge,
+      candidate: edgeJob(1),
+      expected: true,
+    },
+    {
+      id: 'O6',
+      name: 'a later attempt that no longer fits, hashed, is recognised too',
+      object: edge,
+      candidate: edgeJob(10),
+      expected: true,
+    },
   ];
   it.each(rows)('$id $name', ({ object, candidate, expected }) => {
     expect(isOwnJobName('TerraformMachine', object, candidate)).toBe(expected);
