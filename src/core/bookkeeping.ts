@@ -1,6 +1,7 @@
 import type { TargetStatus } from '../schemas/kinds/target.ts';
 import { withRecorded } from './attempts.ts';
 import { type Classification, EVIDENCE_TABLE, type Evidence } from './classify.ts';
+import { drivenByClusterApi } from './cluster-api.ts';
 import { type RunEvent, runEvent } from './event-spec.ts';
 import type { JobRecord } from './job-record.ts';
 import { classifyWithLock } from './lock-evidence.ts';
@@ -139,7 +140,7 @@ export function planBookkeeping(
       now,
       deleting: snap.meta.deletionTimestamp !== undefined,
       spec: snap.spec ?? {},
-      capiDriven: snap.capi !== undefined,
+      capiDriven: drivenByClusterApi(snap),
       ...(snap.pendingPlan ? { pendingPlan: snap.pendingPlan } : {}),
       redact: redactor,
       records: snap.records,

@@ -37,6 +37,7 @@ export const EVIDENCE = [
   'lock-contended',
   'outputs-invalid',
   'provider-id-change',
+  'control-plane-endpoint-change',
   'unknown',
 ] as const;
 export type Evidence = (typeof EVIDENCE)[number];
@@ -77,6 +78,8 @@ export const RUN_REASONS = {
     'The run finished, but an output the Cluster API contract fields refuse could not be recorded (the summary names it).',
   ProviderIDChange:
     "The plan would change a provisioned machine's providerID; nothing was applied (Cluster API replaces Machines, it never re-identifies one).",
+  ControlPlaneEndpointChange:
+    'The plan would change the controlPlaneEndpoint of a Cluster API cluster; nothing was applied (Cluster API copies it into the Cluster once, it never changes it).',
 } as const satisfies Record<string, string>;
 export type RunReason = keyof typeof RUN_REASONS;
 
@@ -244,6 +247,16 @@ export const EVIDENCE_TABLE: Readonly<Record<Evidence, EvidenceRow>> = {
     conditionStatus: 'False',
     errorKind: 'step',
     reason: SAME('ProviderIDChange'),
+  },
+  // Refused before anything was applied; retried after the backoff in case the inputs change back.
+  'control-plane-endpoint-change': {
+    result: 'failed',
+    counted: true,
+    interruption: false,
+    success: false,
+    conditionStatus: 'False',
+    errorKind: 'step',
+    reason: SAME('ControlPlaneEndpointChange'),
   },
   unknown: {
     result: 'failed',
@@ -452,6 +465,8 @@ function fromResult(
       if (result.error.kind === 'image-layout') return { ...withError, evidence: 'image-layout' };
       if (result.error.reason === 'OutputsInvalid') return { ...withError, evidence: 'outputs-invalid' };
       if (result.error.reason === 'ProviderIDChange') return { ...withError, evidence: 'provider-id-change' };
+      if (result.error.reason === 'ControlPlaneEndpointChange')
+        return { ...withError, evidence: 'control-plane-endpoint-change' };
       if (result.lock && lockBlocksRun) return { ...withError, evidence: 'lock-contended' };
       return { ...withError, evidence: 'step-failed' };
     }

@@ -24,6 +24,9 @@ export interface CapiOwner {
   replicas?: number;
 }
 
+/** `format` of bootstrap data whose Secret has no `format` key: Cluster API's default. */
+export const DEFAULT_BOOTSTRAP_FORMAT = 'cloud-config';
+
 /** The bootstrap data Secret's `value` and `format` keys (CAPI's BootstrapConfig data secret contract). */
 export interface BootstrapData {
   value: string;
@@ -61,6 +64,16 @@ export const CAPI_OWNER_KIND: Readonly<Partial<Record<ObjectKind, CapiOwner['kin
   TerraformMachine: 'Machine',
   TerraformMachinePool: 'MachinePool',
 };
+
+/**
+ * Whether Cluster API drives the object: a machine or pool it owns, cloned or labelled for (a
+ * {@link CapiContext}), or a TerraformCluster a Cluster owns (an owner reference of Cluster API's group).
+ * Such an object's contract fields, once set, are Cluster API's: `spec.providerID` and
+ * `spec.controlPlaneEndpoint` are never changed by a later run.
+ */
+export function drivenByClusterApi(object: { capi?: CapiContext; ownedByClusterApi?: boolean }): boolean {
+  return object.capi !== undefined || object.ownedByClusterApi === true;
+}
 
 /** A Cluster API wait: the reason the object does not run yet, in one stable sentence. */
 export interface CapiWait {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
+import type { Op } from '../schemas/result.ts';
 import { canonicalJson } from './canonical-json.ts';
-import type { CapiContext } from './cluster-api.ts';
+import { type CapiContext, DEFAULT_BOOTSTRAP_FORMAT } from './cluster-api.ts';
 import type { ObjectRef } from './object-ref.ts';
 
 /**
@@ -31,6 +32,8 @@ export interface ModuleInputSource {
   capi?: CapiContext;
   /** The owning TerraformCluster's `status.exports` (its module's `exports` output), for machines and pools. */
   clusterExports?: Record<string, unknown>;
+  /** The op of the run the inputs are for; undefined where no run is meant (the inputs hash). */
+  op?: Op;
 }
 
 /**
@@ -38,7 +41,12 @@ export interface ModuleInputSource {
  * `machine_name` (the owning Machine's name, else the object's), and from a Cluster API owner
  * `kubernetes_version`, `control_plane`, `failure_domain`, `bootstrap_data` (sensitive) and
  * `bootstrap_format`; for pools `replicas`; for machines and pools `cluster_exports`. Absent facts are
- * left out (the module's default applies), never sent empty.
+ * left out (the module's default applies), never sent empty, but for one: a destroy of a machine or pool
+ * without bootstrap data gets `bootstrap_data = ""` and `bootstrap_format = "cloud-config"`. A Machine's
+ * deletion deletes its bootstrap config (whose Secret goes with it) before or beside the infrastructure
+ * machine, so a module that declares `bootstrap_data` without a default could otherwise never be
+ * destroyed (docs/module-contract.md). The stand-in is no fact: it is not secret and it is not in the inputs hash (which
+ * is computed without an op).
  */
 export function moduleInputsOf(source: ModuleInputSource): ModuleInputs {
   const values: Record<string, unknown> = {};
@@ -59,6 +67,9 @@ export function moduleInputsOf(source: ModuleInputSource): ModuleInputs {
     values.bootstrap_data = bootstrap.value;
     values.bootstrap_format = bootstrap.format;
     sensitive.push('bootstrap_data');
+  } else if (source.op === 'destroy') {
+    values.bootstrap_data = '';
+    values.bootstrap_format = DEFAULT_BOOTSTRAP_FORMAT;
   }
   if (source.clusterExports !== undefined) values.cluster_exports = source.clusterExports;
   return { values, sensitive };

@@ -509,7 +509,7 @@ function planWatch(base: Base, watched: Extract<Watched, { kind: 'verdict' }>): 
     job.metadata.annotations?.[ANNOTATIONS.inputsHash] === snap.inputsHash &&
     pods.every((pod) => isPodAlive(pod))
   ) {
-    const inputs = resolveRunInputs(snap, planning.policy, decisionsOf(job));
+    const inputs = resolveRunInputs(snap, record.op, planning.policy, decisionsOf(job));
     if (inputs.kind !== 'resolved') {
       const reason = inputs.kind === 'missing' ? 'WaitingForDependencies' : 'VariablesSecretNotOptedIn';
       const wait = waitFor(reason, {
@@ -673,7 +673,7 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
     ...(forceUnlockId ? { forceUnlockId } : {}),
   };
   // A missing Secret must hold the start back before anything is taken (section 5 step 6).
-  const inputs: RunInputs = resolveRunInputs(snap, policy, decisions);
+  const inputs: RunInputs = resolveRunInputs(snap, op, policy, decisions);
   if (inputs.kind === 'missing') return holdBack('WaitingForDependencies', inputs.message);
   if (inputs.kind === 'not-opted-in') return holdBackNotOptedIn(base, op, inputs);
 

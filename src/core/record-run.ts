@@ -40,8 +40,9 @@ export interface RunContext {
   /** The object's spec as read (contract fields are compared against it). */
   spec: { image?: string; controlPlaneEndpoint?: unknown; providerID?: string; providerIDList?: string[] };
   /**
-   * Cluster API drives the object (an owner Machine or MachinePool): a machine is provisioned only once its
-   * providerID is known, as the InfraMachine contract requires.
+   * Cluster API drives the object (an owner Machine or MachinePool; a Cluster owns a TerraformCluster): a
+   * machine is provisioned only once its providerID is known, as the InfraMachine contract requires, and
+   * its providerID, or a cluster's controlPlaneEndpoint, once set is never changed.
    */
   capiDriven?: boolean;
   /** The live TerraformPlan of `status.pendingPlanRef`, if any. */
@@ -75,6 +76,7 @@ export const RUN_EVENTS: Readonly<Record<Evidence, EventReason>> = {
   'lock-contended': 'StateLocked',
   'outputs-invalid': 'JobFailed',
   'provider-id-change': 'JobFailed',
+  'control-plane-endpoint-change': 'JobFailed',
   unknown: 'JobFailed',
 };
 
@@ -157,9 +159,13 @@ function contractFields(
   const next: TargetStatus = { ...status };
   if (!outputs) return { spec: specPatch, status: next };
   if (kind === 'TerraformCluster') {
+    // Under Cluster API set once, never changed (the Cluster copies it once; a plan that would change it is
+    // refused before apply); a standalone cluster follows its module.
+    const settable = spec.controlPlaneEndpoint === undefined || capiDriven !== true;
     if (
       outputs.controlPlaneEndpoint &&
-      JSON.stringify(spec.controlPlaneEndpoint) !== JSON.stringify(outputs.controlPlaneEndpoint)
+      JSON.stringify(spec.controlPlaneEndpoint) !== JSON.stringify(outputs.controlPlaneEndpoint) &&
+      settable
     ) {
       specPatch.controlPlaneEndpoint = outputs.controlPlaneEndpoint;
     }

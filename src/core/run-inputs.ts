@@ -1,6 +1,7 @@
 import type { EffectiveJobsPolicy } from '../schemas/kinds/jobs-policy.ts';
 import type { TargetSpec } from '../schemas/kinds/target.ts';
-import type { BootstrapData } from './cluster-api.ts';
+import type { Op } from '../schemas/result.ts';
+import { type BootstrapData, drivenByClusterApi } from './cluster-api.ts';
 import { moduleInputsOf } from './module-inputs.ts';
 import { secretTextsOfSecretValue } from './redaction.ts';
 import type { RunDecisions } from './run-decisions.ts';
@@ -34,7 +35,7 @@ function variableValue(text: string): unknown {
   }
 }
 
-/** Resolves the inputs of the next run of the snapshot's object. */
+/** Resolves the inputs of the snapshot's object's run of `op` (the next one, or one a step adopts). */
 export function resolveRunInputs(
   snap: Pick<
     Snapshot,
@@ -50,6 +51,7 @@ export function resolveRunInputs(
     | 'owningCluster'
     | 'ownedByClusterApi'
   >,
+  op: Op,
   policy: EffectiveJobsPolicy,
   decisions: RunDecisions,
 ): RunInputs {
@@ -81,6 +83,11 @@ export function resolveRunInputs(
     typeof spec.providerID === 'string'
       ? spec.providerID
       : undefined;
+  // Likewise a Cluster API cluster's endpoint: the Cluster copies it once and never again (issue 23 item 11).
+  const controlPlaneEndpoint =
+    drivenByClusterApi(snap) && snap.ref.kind === 'TerraformCluster' && 'controlPlaneEndpoint' in spec
+      ? spec.controlPlaneEndpoint
+      : undefined;
   let backendSecretData: Record<string, string> = {};
   if (spec.backend?.secretRef) {
     const data = snap.referencedSecrets.get(spec.backend.secretRef.name);
@@ -101,6 +108,7 @@ export function resolveRunInputs(
         ...(snap.clusterName !== undefined ? { clusterName: snap.clusterName } : {}),
         ...(snap.capi ? { capi: snap.capi } : {}),
         ...(snap.owningCluster?.exports ? { clusterExports: snap.owningCluster.exports } : {}),
+        op,
       }),
       backend: spec.backend,
       backendSecretData,
@@ -112,6 +120,7 @@ export function resolveRunInputs(
       ...(decisions.expectedPlanDigest ? { expectedPlanDigest: decisions.expectedPlanDigest } : {}),
       ...(decisions.forceUnlockId ? { forceUnlockId: decisions.forceUnlockId } : {}),
       ...(providerID !== undefined ? { providerID } : {}),
+      ...(controlPlaneEndpoint !== undefined ? { controlPlaneEndpoint } : {}),
     },
   };
 }

@@ -39,6 +39,8 @@ export interface RunConfigSource {
   forceUnlockId?: string;
   /** A machine's `spec.providerID` once set: its plans may not change it (src/schemas/run-config.ts). */
   providerID?: string;
+  /** A cluster's `spec.controlPlaneEndpoint` once set under Cluster API: its plans may not change it. */
+  controlPlaneEndpoint?: { host: string; port: number };
   /** The per-object HMAC key of plan digests (section 11). */
   planHmacKey: string;
 }
@@ -97,6 +99,7 @@ export function buildRunConfig(source: RunConfigSource): RunConfigInput {
     ...(source.expectedPlanDigest ? { expectedPlanDigest: source.expectedPlanDigest } : {}),
     ...(source.forceUnlockId ? { forceUnlockId: source.forceUnlockId } : {}),
     ...(source.providerID ? { providerID: source.providerID } : {}),
+    ...(source.controlPlaneEndpoint ? { controlPlaneEndpoint: source.controlPlaneEndpoint } : {}),
     planHmacKey: source.planHmacKey,
   };
 }

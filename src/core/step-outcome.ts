@@ -106,6 +106,7 @@ const RUN_ROWS: Readonly<Record<Exclude<RunReason, WaitReason>, ReasonRow>> = {
   PlanChanged: BOOKKEPT,
   OutputsInvalid: BOOKKEPT,
   ProviderIDChange: BOOKKEPT,
+  ControlPlaneEndpointChange: BOOKKEPT,
 };
 
 const STEP_ROWS: Readonly<Record<StepOnlyReason, ReasonRow>> = {

@@ -286,6 +286,19 @@ async function runSteps(
           'ProviderIDChange',
         );
       }
+      if (
+        config.controlPlaneEndpoint !== undefined &&
+        parsed.changedOutputs.includes('controlPlaneEndpoint')
+      ) {
+        const { host, port } = config.controlPlaneEndpoint;
+        return failure(
+          'step',
+          step,
+          `the plan would change the controlPlaneEndpoint of this cluster (${host}:${port}); Cluster API copies it into the Cluster once and never again: keep the endpoint (a stable address in front of the control plane), or create a new Cluster`,
+          { plan },
+          'ControlPlaneEndpointChange',
+        );
+      }
       const expectedDigest = options.expectedPlanDigest ?? config.expectedPlanDigest;
       const decision = decideGuard({
         plan,

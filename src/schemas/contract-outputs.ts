@@ -1,6 +1,7 @@
 import { z } from 'zod';
+import { ApiEndpointSchema } from './kinds/api-endpoint.ts';
 import type { TargetKind } from './kinds/api-group.ts';
-import { ApiEndpointSchema, ClusterExportsSchema, FailureDomainSchema } from './kinds/terraform-cluster.ts';
+import { ClusterExportsSchema, FailureDomainSchema } from './kinds/terraform-cluster.ts';
 import { MachineAddressSchema, TerraformMachineSpecSchema } from './kinds/terraform-machine.ts';
 import {
   TerraformMachinePoolSpecSchema,

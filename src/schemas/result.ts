@@ -68,9 +68,10 @@ export const RunErrorSchema = z.object({
   /**
    * Set when the failure has a reason of its own beyond its kind: `OutputsInvalid`, an output the Cluster
    * API contract fields would refuse (src/schemas/contract-outputs.ts); `ProviderIDChange`, a plan that
-   * would change the providerID of a provisioned machine (refused before anything is applied).
+   * would change the providerID of a provisioned machine, and `ControlPlaneEndpointChange`, one that would
+   * change the controlPlaneEndpoint of a Cluster API cluster (both refused before anything is applied).
    */
-  reason: z.enum(['OutputsInvalid', 'ProviderIDChange']).optional(),
+  reason: z.enum(['OutputsInvalid', 'ProviderIDChange', 'ControlPlaneEndpointChange']).optional(),
 });
 export type RunError = z.infer<typeof RunErrorSchema>;
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ApiEndpointSchema } from './kinds/api-endpoint.ts';
 import { TARGET_KINDS } from './kinds/api-group.ts';
 
 /**
@@ -66,6 +67,12 @@ export const RunConfigSchema = z.object({
    * plan changes the `providerID` output is refused (issue 11 item 4).
    */
   providerID: z.string().min(1).max(512).optional(),
+  /**
+   * The cluster's `spec.controlPlaneEndpoint` once set under Cluster API: the Cluster copies it once and
+   * never again, so an apply whose plan changes the `controlPlaneEndpoint` output is refused (issue 23
+   * item 11).
+   */
+  controlPlaneEndpoint: ApiEndpointSchema.optional(),
   /** Absent: the module's own configuration decides (local state); the controller always sends one. */
   backend: BackendConfigSchema.optional(),
   /** `-lock-timeout` for every locking step, in seconds (DESIGN.md section 2: default 300, 0–3600). */

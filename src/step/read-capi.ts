@@ -12,6 +12,7 @@ import {
   CLONED_FROM_NAME_ANNOTATION,
   type ClusterMemberView,
   CONTROL_PLANE_LABEL,
+  DEFAULT_BOOTSTRAP_FORMAT,
   PAUSED_ANNOTATION,
 } from '../core/cluster-api.ts';
 import { LABELS } from '../core/job-labels.ts';
@@ -138,7 +139,7 @@ function bootstrapDataOf(secret: V1Secret | undefined): BootstrapData | undefine
   const format = secret?.data?.format;
   return {
     value: Buffer.from(value, 'base64').toString('utf8'),
-    format: format === undefined ? 'cloud-config' : Buffer.from(format, 'base64').toString('utf8'),
+    format: format === undefined ? DEFAULT_BOOTSTRAP_FORMAT : Buffer.from(format, 'base64').toString('utf8'),
   };
 }
 

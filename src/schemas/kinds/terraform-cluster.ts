@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ApiEndpointSchema } from './api-endpoint.ts';
 import { API_VERSION } from './api-group.ts';
 import { JobsPolicySchema } from './jobs-policy.ts';
 import { type KindDefinition, TARGET_PRINTER_COLUMNS } from './kind-definition.ts';
@@ -6,12 +7,6 @@ import { ObjectMetaSchema } from './object-meta.ts';
 import { nameFitsOwnerLabel, withRules } from './rules.ts';
 import { commonSpecShape } from './spec.ts';
 import { commonStatusShape } from './status.ts';
-
-/** Cluster API contract: where the control plane answers (filled from module outputs). */
-export const ApiEndpointSchema = z.object({
-  host: z.string().max(512),
-  port: z.number().int().min(1).max(65_535),
-});
 
 export const TerraformClusterSpecSchema = z
   .object({

@@ -149,7 +149,7 @@ describe('resolveRunInputs holds a run back for a Secret that did not opt in', (
     },
   ];
   it.each(rows)('$id $name', ({ optIns, expected, secret }) => {
-    const inputs = resolveRunInputs(snap(optIns), policy, {});
+    const inputs = resolveRunInputs(snap(optIns), 'apply', policy, {});
     expect(inputs.kind).toBe(expected);
     if (inputs.kind === 'not-opted-in') expect(inputs.secret).toBe(secret);
     if (inputs.kind === 'resolved')
@@ -157,7 +157,7 @@ describe('resolveRunInputs holds a run back for a Secret that did not opt in', (
   });
 
   it('V5 the backend Secret needs no label (the installation configures it, not a variable)', () => {
-    const inputs = resolveRunInputs(snap({ vars: true, aws: true }), policy, {});
+    const inputs = resolveRunInputs(snap({ vars: true, aws: true }), 'apply', policy, {});
     expect(inputs.kind === 'resolved' && inputs.source.backendSecretData).toEqual({ host: 'h' });
   });
 
@@ -168,7 +168,7 @@ describe('resolveRunInputs holds a run back for a Secret that did not opt in', (
         variablesFrom: [{ name: 'token', secretKeyRef: { name: 'vars', key: 'nope' } }],
       },
     );
-    const inputs = resolveRunInputs(missingKey, resolveJobsPolicy(undefined), {});
+    const inputs = resolveRunInputs(missingKey, 'apply', resolveJobsPolicy(undefined), {});
     expect(inputs.kind).toBe('not-opted-in');
     expect(JSON.stringify(inputs)).not.toContain('nope');
   });
@@ -176,6 +176,7 @@ describe('resolveRunInputs holds a run back for a Secret that did not opt in', (
   it('V7 a variablesFrom Secret that does not exist still waits as a missing dependency', () => {
     const inputs = resolveRunInputs(
       snap({}, { variablesFrom: [{ name: 'x', secretKeyRef: { name: 'absent', key: 'k' } }] }),
+      'apply',
       resolveJobsPolicy(undefined),
       {},
     );
