@@ -71,6 +71,33 @@ export function jobName(input: JobNameInput): string {
   return full.length <= MAX_JOB_NAME_LENGTH ? full : build(stems.hashed);
 }
 
+/** The name of the next Job, and the names before it that were passed over. */
+export interface FreeJobName {
+  attempt: number;
+  name: string;
+  /** Names of earlier attempts held by finished Jobs that are not the object's, in attempt order. */
+  skipped: string[];
+}
+
+/**
+ * The first Job name from attempt `from` on that no finished foreign Job holds (DESIGN.md section 5 step
+ * 8): a predecessor of the same name, deleted without its Jobs, left them under the names this object's
+ * runs compute, and a finished Job can never go on its own (ours have no TTL). Each skipped name is one of
+ * `taken`, so this moves at most `taken.size` attempts past `from`.
+ */
+export function freeJobName(
+  input: Omit<JobNameInput, 'attempt'>,
+  from: number,
+  taken: ReadonlySet<string>,
+): FreeJobName {
+  const skipped: string[] = [];
+  for (let attempt = from; ; attempt += 1) {
+    const name = jobName({ ...input, attempt });
+    if (!taken.has(name)) return { attempt, name, skipped };
+    skipped.push(name);
+  }
+}
+
 /** `attempt` = 1 + the highest attempt among the retained Jobs of that op (section 9). */
 export function nextAttempt(records: readonly JobRecord[], op: Op): number {
   return 1 + records.filter((r) => r.op === op).reduce((highest, r) => Math.max(highest, r.attempt), 0);

@@ -21,7 +21,7 @@ import type { JobRecord } from './job-record.ts';
 import { staleLockToUnlock } from './lock-evidence.ts';
 import { mergePatchOf } from './merge-patch.ts';
 import { activeStatus, idleStatus, type StatusContext, waitStatus } from './move-status.ts';
-import { jobName } from './names.ts';
+import { freeJobName } from './names.ts';
 import { plansAfterBookkeeping } from './plan-situation.ts';
 import { podsToRelease } from './pod-release.ts';
 import { isPodAlive, podsOfJob } from './pods.ts';
@@ -677,17 +677,23 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
   if (inputs.kind === 'missing') return holdBack('WaitingForDependencies', inputs.message);
   if (inputs.kind === 'not-opted-in') return holdBackNotOptedIn(base, op, inputs);
 
-  const attempt = nextAttemptOf(base.records, op, base.status.attempts);
   // Drift and refresh repeat with equal inputs; the newest success separates one run from the next.
   const tick = op === 'drift' || op === 'refresh' ? (base.status.lastSuccess?.[op] ?? '') : '';
-  const name = jobName({
-    kind: snap.ref.kind,
-    name: snap.ref.name,
-    op,
-    attempt,
-    inputsHash: snap.inputsHash,
-    tick,
-  });
+  const { attempt, name, skipped } = freeJobName(
+    { kind: snap.ref.kind, name: snap.ref.name, op, inputsHash: snap.inputsHash, tick },
+    nextAttemptOf(base.records, op, base.status.attempts),
+    new Set(facts.takenJobNames ?? []),
+  );
+  // Kept in the status and the JobCreated Event: why this object's first Job is not attempt 1.
+  const skipNote =
+    skipped.length > 0
+      ? `; skipped ${skipped.join(', ')}: finished, not this object's (a predecessor of the same name)`
+      : '';
+  // A wait after a skip keeps the skipped attempts as used, so the next step does not collide again.
+  const waitBase: TargetStatus =
+    skipped.length > 0
+      ? { ...base.status, attempts: withStarted(base.status.attempts, op, attempt - 1) }
+      : base.status;
   const image = snap.spec?.source.image ?? '';
   const owner = {
     apiVersion: API_VERSION,
@@ -719,13 +725,14 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
     { ...base.status, attempts: withStarted(base.status.attempts, op, attempt) },
     activeJob,
     'JobActive',
-    `${op} Job ${name} runs (${gated.reason})`,
+    `${op} Job ${name} runs (${gated.reason}${skipNote})`,
   );
   const start: PlannedStart = {
     op,
     reason: gated.reason,
     name,
     attempt,
+    skipped,
     manifest,
     decisions,
     annotations: decisionAnnotations(decisions),
@@ -740,7 +747,7 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
     }),
     createdEvent: runEvent('JobCreated', {
       action: 'CreateJob',
-      note: planning.redactor.redact(`${op} Job ${name} (attempt ${attempt}, ${gated.reason})`),
+      note: planning.redactor.redact(`${op} Job ${name} (attempt ${attempt}, ${gated.reason}${skipNote})`),
       transitionKey: name,
     }),
     ...(forceUnlockId
@@ -752,12 +759,15 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
           }),
         }
       : {}),
-    outcome: outcome(planning, gated.reason, { job: name }),
+    outcome: outcome(planning, gated.reason, {
+      job: name,
+      ...(skipNote !== '' ? { message: `attempt ${attempt}${skipNote}` } : {}),
+    }),
     held: (held) => {
       const wait = waitFor(held.reason, { now: facts.now, uid: snap.uid, op, message: held.message });
       return {
         status: pausedStatus(planning, {
-          ...waitStatus(planning.statusContext, base.status, wait),
+          ...waitStatus(planning.statusContext, waitBase, wait),
           observedGeneration: snap.generation,
         }),
         outcome: {

@@ -40,6 +40,12 @@ export interface PlanFacts {
   /** Whether the watched Job's per-run Secret exists, once read. */
   runSecretExists?: boolean;
   /**
+   * Names this step's start found held by a finished Job that is not this object's (its create answered
+   * AlreadyExists, DESIGN.md section 5 step 8), in the order found; the start moves past them. Learnt
+   * only from such a collision, so the normal path pays no read for it.
+   */
+  takenJobNames?: readonly string[];
+  /**
    * The API server refused the contract fields of this step's bookkeeping for good (400/422): its words.
    * The plan then records those runs as `OutputsInvalid` and writes no contract field (section 7).
    */
@@ -83,6 +89,8 @@ export interface PlannedStart {
   reason: StartDecision['reason'];
   name: string;
   attempt: number;
+  /** Names of earlier attempts passed over: finished Jobs of another object hold them (`takenJobNames`). */
+  skipped: string[];
   manifest: JobManifest;
   /** The run's decisions, also kept as annotations on the Job (src/core/run-decisions.ts). */
   decisions: RunDecisions;

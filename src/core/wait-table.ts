@@ -136,7 +136,8 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
   WaitingForForeignJob: {
     requeueSeconds: 30,
     jitter: false,
-    meaning: 'A Job with the deterministic name of the next Job exists but belongs to something else.',
+    meaning:
+      'A Job with the deterministic name of the next Job runs and belongs to something else (a finished one is passed over).',
   },
   WaitingForCache: {
     requeueSeconds: 5,

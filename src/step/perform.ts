@@ -31,7 +31,8 @@ import type { KeptStepLock } from './step-lock.ts';
  *    slots, pruning and the pods' result finalizers: everything after the marks is also done by later steps
  *    and the sweep;
  * 4. the move: watch (renew, adopt, show), delete a Job, replace the finalizers, or start a Job
- *    (guards → Job → per-run Secret → status → Events, src/step/start-job.ts).
+ *    (guards → Job → per-run Secret → status → Events, src/step/start-job.ts; a name another's finished
+ *    Job holds comes back as `name-taken`, and the step plans again past it).
  * A failpoint follows every mutation (src/step/failpoints.ts). A write the API server refuses for good
  * (400/422) while recording finished Jobs comes back as `refused`: the step plans again without the
  * contract fields (section 7: a rejected write never freezes an object).
@@ -41,7 +42,9 @@ import type { KeptStepLock } from './step-lock.ts';
 export type Performed =
   | { kind: 'done'; outcome: StepOutcome }
   /** The recording of finished Jobs was refused for good; plan again with `refusedOutputs`. */
-  | { kind: 'refused'; message: string };
+  | { kind: 'refused'; message: string }
+  /** Another's finished Job holds the start's name; plan again with it in `takenJobNames`. */
+  | { kind: 'name-taken'; job: string };
 
 /**
  * The step's writes of its own object, under the resourceVersion it holds: each write moves it on, so the
@@ -345,15 +348,25 @@ async function releasePods(performance: Performance, pods: readonly string[]): P
     );
 }
 
-/** Carries out `plan`; throws a KubeError on an API outage (the step answers `unavailable`). */
-export async function perform(performance: Performance): Promise<Performed> {
-  const early = await performWrites(performance);
-  if (early) return early;
-  const outcome = await performMove(performance, performance.plan.move);
-  return { kind: 'done', outcome };
+/**
+ * Carries out `plan`; throws a KubeError on an API outage (the step answers `unavailable`). `moveOnly`
+ * carries out the move alone: the plan made again after a `name-taken` start differs from the one before
+ * it only in that start, whose writes (recorded runs, their marks and metrics) are made already.
+ */
+export async function perform(performance: Performance, moveOnly = false): Promise<Performed> {
+  if (!moveOnly) {
+    const early = await performWrites(performance);
+    if (early) return early;
+  }
+  const { move } = performance.plan;
+  if (move.kind === 'start') return performStart(performance, move.start);
+  return { kind: 'done', outcome: await performMove(performance, move) };
 }
 
-async function performMove(performance: Performance, move: Move): Promise<StepOutcome> {
+async function performMove(
+  performance: Performance,
+  move: Exclude<Move, { kind: 'start' }>,
+): Promise<StepOutcome> {
   const { deps, snap, plan, writes } = performance;
   switch (move.kind) {
     case 'none':
@@ -404,7 +417,5 @@ async function performMove(performance: Performance, move: Move): Promise<StepOu
       }
       return plan.outcome;
     }
-    case 'start':
-      return performStart(performance, move.start);
   }
 }

@@ -1,8 +1,7 @@
 import type { V1Job } from '@kubernetes/client-node';
 import { KubeError, outcomeOfFailedWrite } from '../adapters/kube/errors.ts';
 import type { EventObjectRef } from '../core/event-spec.ts';
-import { LABELS } from '../core/job-labels.ts';
-import type { Snapshot } from '../core/snapshot.ts';
+import { nameHolderOf } from '../core/own-jobs.ts';
 import { outcomeOf, type StepOutcome } from '../core/step-outcome.ts';
 import type { PlannedStart } from '../core/step-plan.ts';
 import { releaseRunGuards, runGuard, takeRunGuards } from './leases.ts';
@@ -10,26 +9,27 @@ import { conflict, emitEvents, type Performance, unavailable } from './perform.t
 import { runConfigOf } from './run-config.ts';
 import { createRunSecret } from './run-secret.ts';
 import { ensureRunnerIdentity } from './runner-identity.ts';
-import { toV1Job } from './views.ts';
-
-/** A Job found under our name is ours to adopt when it carries this object's UID, op and attempt. */
-function isOurs(job: V1Job, snap: Snapshot, start: PlannedStart): boolean {
-  const labels = job.metadata?.labels ?? {};
-  return (
-    labels[LABELS.ownerUid] === snap.uid &&
-    labels[LABELS.op] === start.op &&
-    labels[LABELS.attempt] === String(start.attempt) &&
-    job.metadata?.ownerReferences?.some((owner) => owner.uid === snap.uid) === true &&
-    job.metadata?.deletionTimestamp === undefined
-  );
-}
+import { asJobView, toV1Job } from './views.ts';
 
 type CreateResult =
-  | { kind: 'created' | 'adopted'; job: V1Job }
+  | { kind: 'created'; job: V1Job }
+  | { kind: 'adopted'; job: V1Job }
   | { kind: 'foreign'; message: string }
+  | { kind: 'taken'; message: string }
   | { kind: 'rejected'; message: string };
 
-/** Creates the Job; adopts ours on AlreadyExists (C02); `foreign`/`rejected` mean nothing of ours exists. */
+/**
+ * Most names one step passes over (DESIGN.md section 5 step 8): past them it waits, its status keeping
+ * the skipped attempts as used, and the next step goes on from there. A predecessor leaves at most its
+ * retained Jobs per op; the bound keeps one step's cost in check whatever a person left.
+ */
+export const MAX_SKIPPED_JOB_NAMES = 8;
+
+/**
+ * Creates the Job; on AlreadyExists adopts ours (C02). `foreign`: another's Job that runs holds the name;
+ * `taken`: another's finished Job holds it; `rejected`: the API server refused the create. In all three
+ * nothing of ours exists.
+ */
 async function createOrAdopt(performance: Performance, start: PlannedStart): Promise<CreateResult> {
   const { deps, snap } = performance;
   try {
@@ -43,18 +43,35 @@ async function createOrAdopt(performance: Performance, start: PlannedStart): Pro
     if (outcome === 'rejected')
       return { kind: 'rejected', message: error instanceof Error ? error.message : 'create Job rejected' };
     const existing = await deps.kube.reader.getJob(snap.ref.namespace, start.name);
-    if (existing && isOurs(existing, snap, start)) return { kind: 'adopted', job: existing };
-    return { kind: 'foreign', message: `a Job named ${start.name} exists and is not this object's` };
+    // Gone since the create answered: another's all the same (ours are not deleted while a start runs).
+    if (!existing) return { kind: 'foreign', message: `a Job named ${start.name} was there a moment ago` };
+    const holder = nameHolderOf(asJobView(existing), { uid: snap.uid, op: start.op, attempt: start.attempt });
+    if (holder === 'ours') return { kind: 'adopted', job: existing };
+    if (holder === 'foreign-finished')
+      return { kind: 'taken', message: `a finished Job named ${start.name} is not this object's` };
+    return { kind: 'foreign', message: `a Job named ${start.name} runs and is not this object's` };
   }
 }
+
+/** What a start came to: done, or its name is held by another's finished Job (plan again past it). */
+export type StartPerformed = { kind: 'done'; outcome: StepOutcome } | { kind: 'name-taken'; job: string };
 
 /**
  * Starting a Job (DESIGN.md section 5 steps 6-8): the run lease (and cluster lease) and Job slots, then
  * the runner identity → Job → per-run Secret → `status.activeJob`, in that order, under a deterministic name so a repeated step
  * finds what a crashed one created. A rejected create proves no Job exists and gives the guards back; a
- * create whose answer was lost proves nothing and keeps them.
+ * create whose answer was lost proves nothing and keeps them. A name held by another's finished Job gives
+ * the guards back and answers `name-taken`: the step plans again past that name (src/step/step.ts).
  */
-export async function performStart(performance: Performance, start: PlannedStart): Promise<StepOutcome> {
+export async function performStart(performance: Performance, start: PlannedStart): Promise<StartPerformed> {
+  const outcome = await startJob(performance, start);
+  return 'kind' in outcome ? outcome : { kind: 'done', outcome };
+}
+
+async function startJob(
+  performance: Performance,
+  start: PlannedStart,
+): Promise<StepOutcome | { kind: 'name-taken'; job: string }> {
   const { deps, snap, writes, lock } = performance;
   // A step that outlived its lock (src/step/step-lock.ts) starts nothing: another step may own the object.
   if (lock.lost()) return outcomeOf(snap.ref, 'StepLockLost');
@@ -96,12 +113,18 @@ export async function performStart(performance: Performance, start: PlannedStart
   }
 
   const created = await createOrAdopt(performance, start);
-  if (created.kind === 'rejected' || created.kind === 'foreign') {
+  if (created.kind === 'foreign' || created.kind === 'taken' || created.kind === 'rejected') {
+    // Taken under this name: given back before a start under another name takes them again.
     const released = await releaseRunGuards(deps.redis, guard, start.name);
     if (released !== 'released')
       return unavailable(performance, 'release the run lease: Redis did not answer');
+    if (created.kind === 'rejected') return start.rejected(performance.plan.redactor.redact(created.message));
     if (created.kind === 'foreign') return held({ reason: 'WaitingForForeignJob', message: created.message });
-    return start.rejected(performance.plan.redactor.redact(created.message));
+    if (start.skipped.length < MAX_SKIPPED_JOB_NAMES) return { kind: 'name-taken', job: start.name };
+    return held({
+      reason: 'WaitingForForeignJob',
+      message: `${created.message}; ${start.skipped.length} names passed over already, the next step goes on`,
+    });
   }
   // Created or adopted: the active set is idempotent per Job name, so an adoption never counts twice.
   await deps.metrics.jobStarted({ namespace: snap.ref.namespace, name: start.name });

@@ -15,6 +15,7 @@ import type { StepDeps } from './deps.ts';
 import { FailpointAbort } from './failpoints.ts';
 import { ObjectWrites, perform } from './perform.ts';
 import { readPods, readSnapshot, runSecretExists } from './read.ts';
+import { MAX_SKIPPED_JOB_NAMES } from './start-job.ts';
 import { type KeptStepLock, keepStepLock } from './step-lock.ts';
 import { objectFiguresOf } from './step-metrics.ts';
 
@@ -73,16 +74,16 @@ async function guarded(ref: ObjectRef, body: () => Promise<StepOutcome>): Promis
   }
 }
 
-/** The facts the planner asks for, read one by one until it has a plan. */
+/** The facts the planner asks for, read one by one until it has a plan; answers the plan and its facts. */
 async function planWithReads(
   deps: StepDeps,
   facts: PlanFacts,
-): Promise<{ plan: StepPlan } | { outcome: StepOutcome }> {
+): Promise<{ plan: StepPlan; facts: PlanFacts } | { outcome: StepOutcome }> {
   let current = facts;
   // Each fact is read at most once: pods, slots, the watched Job's Secret.
   for (let reads = 0; reads <= 3; reads += 1) {
     const planned = planStep(current);
-    if (planned.kind === 'plan') return { plan: planned };
+    if (planned.kind === 'plan') return { plan: planned, facts: current };
     const { snap } = current;
     switch (planned.read) {
       case 'pods':
@@ -132,10 +133,21 @@ async function reconcile(deps: StepDeps, ref: ObjectRef, lock: KeptStepLock): Pr
   }
   const writes = new ObjectWrites(deps, snapshot);
   let facts = factsOf(deps, snapshot);
-  for (let round = 0; round < MAX_PLANS; round += 1) {
+  let refusals = 0;
+  let moveOnly = false;
+  // Each round past the first follows a refusal (at most MAX_PLANS - 1) or a name taken (at most
+  // MAX_SKIPPED_JOB_NAMES: past them the start waits instead of answering `name-taken`).
+  for (let round = 0; round < MAX_PLANS + MAX_SKIPPED_JOB_NAMES; round += 1) {
     const planned = await planWithReads(deps, facts);
     if ('outcome' in planned) return planned.outcome;
-    const performed = await perform({ deps, snap: snapshot, plan: planned.plan, writes, lock });
+    const performance = { deps, snap: snapshot, plan: planned.plan, writes, lock };
+    const performed = await perform(performance, moveOnly);
+    if (performed.kind === 'name-taken') {
+      // Section 5 step 8: another's finished Job never goes on its own; the next attempt's name is free.
+      facts = { ...planned.facts, takenJobNames: [...(planned.facts.takenJobNames ?? []), performed.job] };
+      moveOnly = true;
+      continue;
+    }
     if (performed.kind === 'done') {
       if (stillOurs(planned.plan, performed.outcome))
         await deps.metrics.objectSeen(objectFiguresOf(snapshot, writes.current));
@@ -143,6 +155,8 @@ async function reconcile(deps: StepDeps, ref: ObjectRef, lock: KeptStepLock): Pr
       return observed(performed.outcome, snapshot, writes);
     }
     // Section 7: a recording the API server refuses for good is recorded without the refused fields.
+    refusals += 1;
+    if (refusals >= MAX_PLANS) break;
     facts = { ...facts, refusedOutputs: planned.plan.redactor.redact(performed.message) };
   }
   return outcomeOf(ref, 'WriteRefused', { message: 'the API server refused the recording twice' });
