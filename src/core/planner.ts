@@ -11,7 +11,7 @@ import { nextAttemptOf, retryStatesOf, withStarted } from './attempts.ts';
 import type { RetryState } from './backoff.ts';
 import { type Bookkeeping, jobsToBookkeep, planBookkeeping, recordLostActiveJob } from './bookkeeping.ts';
 import { capiWait } from './cluster-api.ts';
-import { findCondition, OP_CONDITION, withPausedCondition } from './conditions.ts';
+import { findCondition, OP_CONDITION, setCondition, withPausedCondition } from './conditions.ts';
 import { decideOp, type StartDecision } from './decide.ts';
 import { type RunEvent, runEvent } from './event-spec.ts';
 import { applyGates, type GateInput } from './gates.ts';
@@ -156,6 +156,8 @@ export function planStep(facts: PlanFacts): Planned {
     );
   }
 
+  if (snap.statusUnreadable) return planUnreadableStatus(planning, snap.statusUnreadable);
+
   const finished = jobsToBookkeep(snap);
   const active = snap.records.find((r) => !r.finished && !r.bookkept);
   // Bookkeeping reads pods; so does watching a Job (trouble starting it, its deadline, adoption).
@@ -197,6 +199,47 @@ export function planStep(facts: PlanFacts): Planned {
     );
   }
   return decide(base, watched);
+}
+
+/** Most unreadable fields a message names; the Event note has 1 KiB. */
+const UNREADABLE_PATHS_NAMED = 8;
+
+/**
+ * A status that does not parse (issue 23 item 4; DESIGN.md section 6): nothing runs. No Job is bookkept,
+ * watched, started or pruned and the finalizer stays, since every one of those decisions reads fields the
+ * status may have lost (`stateSuffix` names the state a Job works on). The write is a merge patch of
+ * `waitReason` and the `Ready` condition over the fields that parse, so every other field, the unreadable
+ * ones included, stays as recorded until a person fixes or removes what the message names.
+ */
+function planUnreadableStatus(planning: Planning, paths: readonly string[]): StepPlan {
+  const { snap, facts } = planning;
+  const named = paths.slice(0, UNREADABLE_PATHS_NAMED).join(', ');
+  const more =
+    paths.length > UNREADABLE_PATHS_NAMED ? ` and ${paths.length - UNREADABLE_PATHS_NAMED} more` : '';
+  const message = `status fields do not parse: ${named}${more}; nothing runs until they are fixed or removed`;
+  const wait = waitFor('StatusUnreadable', { now: facts.now, uid: snap.uid, message });
+  const next: TargetStatus = {
+    ...snap.status,
+    waitReason: wait.reason,
+    conditions: setCondition(
+      snap.status.conditions ?? [],
+      { type: 'Ready', status: 'Unknown', reason: wait.reason, message },
+      { now: facts.now, generation: snap.generation },
+    ),
+  };
+  const repeated =
+    snap.status.waitReason === wait.reason &&
+    findCondition(snap.status.conditions, 'Ready')?.message === message;
+  const event = runEvent('StatusUnreadable', {
+    action: 'Reconcile',
+    note: message,
+    transitionKey: paths.join(','),
+  });
+  return {
+    ...bare(planning, { kind: 'none' }, outcome(planning, wait.reason, { message })),
+    status: changed(snap.status, next),
+    events: repeated ? [] : [event],
+  };
 }
 
 /** The watch verdict of the active Job, once its per-run Secret is known where it matters. */
@@ -598,11 +641,18 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
   // Machines and pools build on their cluster's infrastructure, and under Cluster API on their owner and
   // bootstrap data; a destroy never waits for any of it.
   const capiHold = op === 'destroy' ? undefined : capiWait(snap.ref.kind, snap.capi);
-  const dependencies: GateInput['dependencies'] = capiHold
-    ? { ready: false, reason: capiHold.reason, message: capiHold.message }
-    : op !== 'destroy' && cluster !== undefined && !cluster.ready
-      ? { ready: false, message: `TerraformCluster ${cluster.name} is not ready yet` }
-      : { ready: true };
+  // A cluster whose spec or status does not parse holds every op, a destroy too: its defaults are the
+  // Jobs policy of the machine's runs (issue 23).
+  const dependencies: GateInput['dependencies'] = cluster?.unreadable
+    ? {
+        ready: false,
+        message: `TerraformCluster ${cluster.name} has fields that do not parse: ${cluster.unreadable.join(', ')}`,
+      }
+    : capiHold
+      ? { ready: false, reason: capiHold.reason, message: capiHold.message }
+      : op !== 'destroy' && cluster !== undefined && !cluster.ready
+        ? { ready: false, message: `TerraformCluster ${cluster.name} is not ready yet` }
+        : { ready: true };
   const gateInput = (slots: { installation: number; cluster: number }): GateInput => ({
     now: facts.now,
     uid: snap.uid,

@@ -108,6 +108,13 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
     jitter: false,
     meaning: 'The spec fails validation the API server could not do (a cron schedule that does not parse).',
   },
+  // A person fixes or removes the named fields; that write wakes the object.
+  StatusUnreadable: {
+    requeueSeconds: 600,
+    jitter: false,
+    meaning:
+      'Fields of the status do not parse (written by another release or by hand): nothing runs until a person fixes or removes them; the condition names them.',
+  },
   WaitingForClusterOperation: {
     requeueSeconds: 30,
     jitter: false,

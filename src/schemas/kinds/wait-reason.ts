@@ -20,6 +20,7 @@ export const WAIT_REASONS = [
   'WaitingForJobSlot',
   'JobPolicyInvalid',
   'SpecInvalid',
+  'StatusUnreadable',
   'WaitingForClusterOperation',
   'WaitingForMachineOperations',
   'WaitingForRunLease',
