@@ -33,6 +33,13 @@ import { inputSecretTexts, type RunInputs, resolveRunInputs } from './run-inputs
 import type { RunConfigSource } from './run-secret-manifest.ts';
 import { runnerAccountOf } from './runner-identity.ts';
 import type { Snapshot } from './snapshot.ts';
+import {
+  ACCEPT_EMPTY_STATE_ANNOTATION,
+  acceptsEmptyState,
+  checkedStateSecret,
+  provisionedBy,
+  stateHoldsNothing,
+} from './state-evidence.ts';
 import { jobStateSuffixes, unrecordedStateSuffix } from './state-identity.ts';
 import { type OutcomeExtras, outcomeOf, type StepOutcome, type StepReason } from './step-outcome.ts';
 import type {
@@ -343,6 +350,7 @@ function decide(base: Base, watched: Watched | undefined): Planned {
   const spec = snap.spec;
   const retries = retryStatesOf(records, status.attempts);
   const decision = decideOp({
+    ...(facts.state !== undefined ? { stateHoldsResources: !stateHoldsNothing(facts.state) } : {}),
     now: facts.now,
     uid: snap.uid,
     deleting: snap.meta.deletionTimestamp !== undefined,
@@ -383,6 +391,13 @@ function decide(base: Base, watched: Watched | undefined): Planned {
       return planWatch(base, watched);
     }
     case 'finalize': {
+      // Issue 23 item 5: a status that records no apply may be a lost one; the state says what is there.
+      if (
+        status.lastSuccess?.apply === undefined &&
+        facts.state === undefined &&
+        checkedStateSecret(snap) !== undefined
+      )
+        return { kind: 'read', read: 'state' };
       const finalizers = (snap.meta.finalizers ?? []).filter((f) => f !== FINALIZER);
       return finish(
         base,
@@ -632,6 +647,31 @@ function holdBackNotOptedIn(base: Base, op: Op, notOptedIn: NotOptedIn): Planned
   return planRest({ ...base, events }, status, waitOutcome(base, wait));
 }
 
+/**
+ * An apply held back because the state of a provisioned object is gone (issue 23 item 5): no Job, the wait,
+ * and a Warning Event when the object was not already waiting for this.
+ */
+function holdBackStateMissing(base: Base, message: string): Planned {
+  const { planning } = base;
+  const { snap, facts } = planning;
+  const wait = waitFor('StateMissing', { now: facts.now, uid: snap.uid, op: 'apply', message });
+  const status = waitStatus(planning.statusContext, base.status, wait);
+  const repeated =
+    snap.status.waitReason === wait.reason &&
+    findCondition(snap.status.conditions, OP_CONDITION.apply)?.message ===
+      findCondition(status.conditions, OP_CONDITION.apply)?.message;
+  const event = runEvent('StateMissing', {
+    action: 'Reconcile',
+    note: planning.redactor.redact(message),
+    transitionKey: snap.inputsHash,
+  });
+  return planRest(
+    { ...base, events: repeated ? base.events : [...base.events, event] },
+    status,
+    waitOutcome(base, wait),
+  );
+}
+
 /** The gates, then the start (DESIGN.md section 5 steps 5 to 8). */
 function planStart(base: Base, decision: StartDecision, retries: RetryState): Planned {
   const { planning } = base;
@@ -701,6 +741,18 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
       ...waitsFor,
     });
   }
+
+  // Issue 23 item 5: an object that shows it was provisioned never applies from a lost state unasked.
+  const provisioned = op === 'apply' ? provisionedBy(snap, base.status) : undefined;
+  const stateSecret = provisioned !== undefined ? checkedStateSecret(snap) : undefined;
+  if (stateSecret !== undefined && facts.state === undefined) return { kind: 'read', read: 'state' };
+  const fromNothing =
+    stateSecret !== undefined && facts.state !== undefined && stateHoldsNothing(facts.state);
+  if (fromNothing && !acceptsEmptyState(snap))
+    return holdBackStateMissing(
+      base,
+      `${provisioned} shows the object was provisioned, but its state Secret ${stateSecret.name} is ${facts.state === 'missing' ? 'missing' : 'empty'}; set the annotation ${ACCEPT_EMPTY_STATE_ANNOTATION} to apply from an empty state`,
+    );
 
   if (facts.pods === undefined) return { kind: 'read', read: 'pods' };
   const pods = facts.pods;
@@ -788,9 +840,12 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
       observedGeneration: snap.generation,
       stateSuffix: inputs.source.stateSuffix,
     }),
+    ...(fromNothing ? { consumeAnnotation: ACCEPT_EMPTY_STATE_ANNOTATION } : {}),
     createdEvent: runEvent('JobCreated', {
       action: 'CreateJob',
-      note: planning.redactor.redact(`${op} Job ${name} (attempt ${attempt}, ${gated.reason})`),
+      note: planning.redactor.redact(
+        `${op} Job ${name} (attempt ${attempt}, ${gated.reason}${fromNothing ? `, from an empty state: ${ACCEPT_EMPTY_STATE_ANNOTATION}` : ''})`,
+      ),
       transitionKey: name,
     }),
     ...(forceUnlockId

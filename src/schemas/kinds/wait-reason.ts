@@ -21,6 +21,7 @@ export const WAIT_REASONS = [
   'JobPolicyInvalid',
   'SpecInvalid',
   'StatusUnreadable',
+  'StateMissing',
   'WaitingForClusterOperation',
   'WaitingForMachineOperations',
   'WaitingForRunLease',
