@@ -239,7 +239,7 @@ function planUnreadableStatus(planning: Planning, paths: readonly string[]): Ste
     findCondition(snap.status.conditions, 'Ready')?.message === message;
   const event = runEvent('StatusUnreadable', {
     action: 'Reconcile',
-    note: message,
+    note: planning.redactor.redact(message),
     transitionKey: paths.join(','),
   });
   return {
