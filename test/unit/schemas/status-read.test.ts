@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { describePlan } from '../../../src/core/describe-plan.ts';
 import { planStep } from '../../../src/core/planner.ts';
 import type { TargetKind } from '../../../src/schemas/kinds/api-group.ts';
 import { TARGET_SCHEMAS } from '../../../src/schemas/kinds/registry.ts';
@@ -92,8 +93,39 @@ describe('status shapes of every release (test/fixtures/status)', () => {
       for (const key of Object.keys(read.status))
         expect(planned.status?.[key as 'stateSuffix']).toEqual(read.status[key as 'stateSuffix']);
       expect(planned.status?.waitReason).toBe('StatusUnreadable');
+      expect(describePlan(planned).message).toContain(read.paths[0] ?? '');
     },
   );
+
+  it('S7 a deleting object with an unreadable status keeps its finalizer and starts no destroy', () => {
+    const snap = snapshot({
+      meta: { ...snapshot().meta, deletionTimestamp: '2026-11-29T12:00:00Z' },
+      status: { stateSuffix: 'm-web' },
+      statusUnreadable: ['lastRun.startedAt'],
+    });
+    const planned = planStep(planFacts(snap));
+    expect(planned).toMatchObject({
+      kind: 'plan',
+      move: { kind: 'none' },
+      outcome: { reason: 'StatusUnreadable' },
+    });
+  });
+
+  it('S8 a machine whose TerraformCluster has unreadable fields starts nothing, a destroy neither', () => {
+    const owningCluster = { name: 'dev', ready: false, unreadable: ['status.lastRun.error.kind'] };
+    for (const deleting of [false, true]) {
+      const snap = snapshot({
+        owningCluster,
+        clusterName: 'dev',
+        meta: { ...snapshot().meta, ...(deleting ? { deletionTimestamp: '2026-11-29T12:00:00Z' } : {}) },
+        status: deleting ? { lastSuccess: { apply: '2026-11-29T11:00:00Z' }, stateSuffix: 'm-web' } : {},
+      });
+      const planned = planStep(planFacts(snap, { state: 'resources' }));
+      if (planned.kind !== 'plan') throw new Error(`planner asked for ${planned.read}`);
+      expect(planned.outcome.reason).toBe('WaitingForDependencies');
+      expect(planned.outcome.message).toContain('status.lastRun.error.kind');
+    }
+  });
 
   const enums = load<EnumFixture>('released-enum-values.json').enums;
   const base = load<StatusFixture>('1ccee75-cluster-current.json');
