@@ -61,6 +61,11 @@ export interface DecideInput {
   lastSuccess?: LastSuccess;
   /** `status.lastRun` exists: some Job of this object was bookkept at least once. */
   hasRun: boolean;
+  /**
+   * The object's state Secret holds resources (read only for a deleting object that records no apply): its
+   * status was lost, not its infrastructure, so it destroys instead of going.
+   */
+  stateHoldsResources?: boolean;
   /** The DriftDetected condition is True. */
   driftDetected: boolean;
   /** Every Job of the object (retained history). */
@@ -155,7 +160,8 @@ export function decideOp(input: DecideInput): OpDecision {
     };
   }
   if (input.deleting) {
-    if (withoutState(input)) return { kind: 'finalize', reason: 'DeletingWithoutState' };
+    if (withoutState(input) && input.stateHoldsResources !== true)
+      return { kind: 'finalize', reason: 'DeletingWithoutState' };
     return start('destroy', 'Deleting');
   }
   const plan = input.approvedPlan;

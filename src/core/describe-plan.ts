@@ -20,7 +20,7 @@ function moveSentence(plan: StepPlan): string {
     case 'watch':
       return `would watch ${move.job.name}${move.adopt ? ' and create its missing per-run Secret' : ''}`;
     case 'start':
-      return `would start ${move.start.op} Job ${move.start.name} (attempt ${move.start.attempt}, ${move.start.reason})`;
+      return `would ${move.start.consumeAnnotation ? `remove the annotation ${move.start.consumeAnnotation} and ` : ''}start ${move.start.op} Job ${move.start.name} (attempt ${move.start.attempt}, ${move.start.reason}${move.start.consumeAnnotation ? ', from an empty state' : ''})`;
   }
 }
 

@@ -87,6 +87,16 @@ export const EVENT_REASONS = {
     meaning:
       'A Secret that `variablesFrom` or `env[].valueFrom` reads lacks the label `captf.io/variables=true`; no Job starts.',
   },
+  StatusUnreadable: {
+    type: 'Warning',
+    meaning:
+      'Fields of the status do not parse; nothing runs (no Job, the finalizer stays) until a person fixes or removes them. The note names the fields.',
+  },
+  StateMissing: {
+    type: 'Warning',
+    meaning:
+      'The object shows it was provisioned but its state Secret is missing or holds no resources; no apply starts until the Secret is restored or `captf.io/accept-empty-state` is set.',
+  },
 } as const satisfies Record<string, { type: EventType; meaning: string }>;
 export type EventReason = keyof typeof EVENT_REASONS;
 

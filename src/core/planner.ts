@@ -11,7 +11,7 @@ import { nextAttemptOf, retryStatesOf, withStarted } from './attempts.ts';
 import type { RetryState } from './backoff.ts';
 import { type Bookkeeping, jobsToBookkeep, planBookkeeping, recordLostActiveJob } from './bookkeeping.ts';
 import { capiWait } from './cluster-api.ts';
-import { findCondition, OP_CONDITION, withPausedCondition } from './conditions.ts';
+import { findCondition, OP_CONDITION, setCondition, withPausedCondition } from './conditions.ts';
 import { decideOp, type StartDecision } from './decide.ts';
 import { type RunEvent, runEvent } from './event-spec.ts';
 import { applyGates, type GateInput } from './gates.ts';
@@ -33,6 +33,13 @@ import { inputSecretTexts, type RunInputs, resolveRunInputs } from './run-inputs
 import type { RunConfigSource } from './run-secret-manifest.ts';
 import { runnerAccountOf } from './runner-identity.ts';
 import type { Snapshot } from './snapshot.ts';
+import {
+  ACCEPT_EMPTY_STATE_ANNOTATION,
+  acceptsEmptyState,
+  checkedStateSecret,
+  provisionedBy,
+  stateHoldsNothing,
+} from './state-evidence.ts';
 import { jobStateSuffixes, unrecordedStateSuffix } from './state-identity.ts';
 import { type OutcomeExtras, outcomeOf, type StepOutcome, type StepReason } from './step-outcome.ts';
 import type {
@@ -156,6 +163,8 @@ export function planStep(facts: PlanFacts): Planned {
     );
   }
 
+  if (snap.statusUnreadable) return planUnreadableStatus(planning, snap.statusUnreadable);
+
   const finished = jobsToBookkeep(snap);
   const active = snap.records.find((r) => !r.finished && !r.bookkept);
   // Bookkeeping reads pods; so does watching a Job (trouble starting it, its deadline, adoption).
@@ -197,6 +206,47 @@ export function planStep(facts: PlanFacts): Planned {
     );
   }
   return decide(base, watched);
+}
+
+/** Most unreadable fields a message names; the Event note has 1 KiB. */
+const UNREADABLE_PATHS_NAMED = 8;
+
+/**
+ * A status that does not parse (issue 23 item 4; DESIGN.md section 6): nothing runs. No Job is bookkept,
+ * watched, started or pruned and the finalizer stays, since every one of those decisions reads fields the
+ * status may have lost (`stateSuffix` names the state a Job works on). The write is a merge patch of
+ * `waitReason` and the `Ready` condition over the fields that parse, so every other field, the unreadable
+ * ones included, stays as recorded until a person fixes or removes what the message names.
+ */
+function planUnreadableStatus(planning: Planning, paths: readonly string[]): StepPlan {
+  const { snap, facts } = planning;
+  const named = paths.slice(0, UNREADABLE_PATHS_NAMED).join(', ');
+  const more =
+    paths.length > UNREADABLE_PATHS_NAMED ? ` and ${paths.length - UNREADABLE_PATHS_NAMED} more` : '';
+  const message = `status fields do not parse: ${named}${more}; nothing runs until they are fixed or removed`;
+  const wait = waitFor('StatusUnreadable', { now: facts.now, uid: snap.uid, message });
+  const next: TargetStatus = {
+    ...snap.status,
+    waitReason: wait.reason,
+    conditions: setCondition(
+      snap.status.conditions ?? [],
+      { type: 'Ready', status: 'Unknown', reason: wait.reason, message },
+      { now: facts.now, generation: snap.generation },
+    ),
+  };
+  const repeated =
+    snap.status.waitReason === wait.reason &&
+    findCondition(snap.status.conditions, 'Ready')?.message === message;
+  const event = runEvent('StatusUnreadable', {
+    action: 'Reconcile',
+    note: planning.redactor.redact(message),
+    transitionKey: paths.join(','),
+  });
+  return {
+    ...bare(planning, { kind: 'none' }, outcome(planning, wait.reason, { message })),
+    status: changed(snap.status, next),
+    events: repeated ? [] : [event],
+  };
 }
 
 /** The watch verdict of the active Job, once its per-run Secret is known where it matters. */
@@ -300,6 +350,7 @@ function decide(base: Base, watched: Watched | undefined): Planned {
   const spec = snap.spec;
   const retries = retryStatesOf(records, status.attempts);
   const decision = decideOp({
+    ...(facts.state !== undefined ? { stateHoldsResources: !stateHoldsNothing(facts.state) } : {}),
     now: facts.now,
     uid: snap.uid,
     deleting: snap.meta.deletionTimestamp !== undefined,
@@ -340,6 +391,13 @@ function decide(base: Base, watched: Watched | undefined): Planned {
       return planWatch(base, watched);
     }
     case 'finalize': {
+      // Issue 23 item 5: a status that records no apply may be a lost one; the state says what is there.
+      if (
+        status.lastSuccess?.apply === undefined &&
+        facts.state === undefined &&
+        checkedStateSecret(snap) !== undefined
+      )
+        return { kind: 'read', read: 'state' };
       const finalizers = (snap.meta.finalizers ?? []).filter((f) => f !== FINALIZER);
       return finish(
         base,
@@ -589,6 +647,31 @@ function holdBackNotOptedIn(base: Base, op: Op, notOptedIn: NotOptedIn): Planned
   return planRest({ ...base, events }, status, waitOutcome(base, wait));
 }
 
+/**
+ * An apply held back because the state of a provisioned object is gone (issue 23 item 5): no Job, the wait,
+ * and a Warning Event when the object was not already waiting for this.
+ */
+function holdBackStateMissing(base: Base, message: string): Planned {
+  const { planning } = base;
+  const { snap, facts } = planning;
+  const wait = waitFor('StateMissing', { now: facts.now, uid: snap.uid, op: 'apply', message });
+  const status = waitStatus(planning.statusContext, base.status, wait);
+  const repeated =
+    snap.status.waitReason === wait.reason &&
+    findCondition(snap.status.conditions, OP_CONDITION.apply)?.message ===
+      findCondition(status.conditions, OP_CONDITION.apply)?.message;
+  const event = runEvent('StateMissing', {
+    action: 'Reconcile',
+    note: planning.redactor.redact(message),
+    transitionKey: snap.inputsHash,
+  });
+  return planRest(
+    { ...base, events: repeated ? base.events : [...base.events, event] },
+    status,
+    waitOutcome(base, wait),
+  );
+}
+
 /** The gates, then the start (DESIGN.md section 5 steps 5 to 8). */
 function planStart(base: Base, decision: StartDecision, retries: RetryState): Planned {
   const { planning } = base;
@@ -598,11 +681,18 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
   // Machines and pools build on their cluster's infrastructure, and under Cluster API on their owner and
   // bootstrap data; a destroy never waits for any of it.
   const capiHold = op === 'destroy' ? undefined : capiWait(snap.ref.kind, snap.capi);
-  const dependencies: GateInput['dependencies'] = capiHold
-    ? { ready: false, reason: capiHold.reason, message: capiHold.message }
-    : op !== 'destroy' && cluster !== undefined && !cluster.ready
-      ? { ready: false, message: `TerraformCluster ${cluster.name} is not ready yet` }
-      : { ready: true };
+  // A cluster whose spec or status does not parse holds every op, a destroy too: its defaults are the
+  // Jobs policy of the machine's runs (issue 23).
+  const dependencies: GateInput['dependencies'] = cluster?.unreadable
+    ? {
+        ready: false,
+        message: `TerraformCluster ${cluster.name} has fields that do not parse: ${cluster.unreadable.join(', ')}`,
+      }
+    : capiHold
+      ? { ready: false, reason: capiHold.reason, message: capiHold.message }
+      : op !== 'destroy' && cluster !== undefined && !cluster.ready
+        ? { ready: false, message: `TerraformCluster ${cluster.name} is not ready yet` }
+        : { ready: true };
   const gateInput = (slots: { installation: number; cluster: number }): GateInput => ({
     now: facts.now,
     uid: snap.uid,
@@ -651,6 +741,18 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
       ...waitsFor,
     });
   }
+
+  // Issue 23 item 5: an object that shows it was provisioned never applies from a lost state unasked.
+  const provisioned = op === 'apply' ? provisionedBy(snap, base.status) : undefined;
+  const stateSecret = provisioned !== undefined ? checkedStateSecret(snap) : undefined;
+  if (stateSecret !== undefined && facts.state === undefined) return { kind: 'read', read: 'state' };
+  const fromNothing =
+    stateSecret !== undefined && facts.state !== undefined && stateHoldsNothing(facts.state);
+  if (fromNothing && !acceptsEmptyState(snap))
+    return holdBackStateMissing(
+      base,
+      `${provisioned} shows the object was provisioned, but its state Secret ${stateSecret.name} is ${facts.state === 'missing' ? 'missing' : 'empty'}; set the annotation ${ACCEPT_EMPTY_STATE_ANNOTATION} to apply from an empty state`,
+    );
 
   if (facts.pods === undefined) return { kind: 'read', read: 'pods' };
   const pods = facts.pods;
@@ -745,9 +847,12 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
       observedGeneration: snap.generation,
       stateSuffix: inputs.source.stateSuffix,
     }),
+    ...(fromNothing ? { consumeAnnotation: ACCEPT_EMPTY_STATE_ANNOTATION } : {}),
     createdEvent: runEvent('JobCreated', {
       action: 'CreateJob',
-      note: planning.redactor.redact(`${op} Job ${name} (attempt ${attempt}, ${gated.reason}${skipNote})`),
+      note: planning.redactor.redact(
+        `${op} Job ${name} (attempt ${attempt}, ${gated.reason}${fromNothing ? `, from an empty state: ${ACCEPT_EMPTY_STATE_ANNOTATION}` : ''}${skipNote})`,
+      ),
       transitionKey: name,
     }),
     ...(forceUnlockId

@@ -26,6 +26,11 @@ export interface OwningCluster {
   ready: boolean;
   /** `status.exports`: the cluster module's `exports` output, handed to machine and pool modules. */
   exports?: Record<string, unknown>;
+  /**
+   * Paths of the cluster's spec or status fields that do not parse: its defaults and exports are unknown,
+   * so nothing but a destroy starts for the machine (it waits as for a cluster that is not ready).
+   */
+  unreadable?: string[];
 }
 
 /** One object and what belongs to it. */
@@ -38,7 +43,12 @@ export interface Snapshot {
   /** The parsed spec; `specProblem` says why when it does not parse. */
   spec: TargetSpec | undefined;
   specProblem?: string;
+  /**
+   * The parsed status; when it does not parse, only its top-level fields that parse on their own, and
+   * `statusUnreadable` names the fields that do not (issue 23: nothing runs on a status read as empty).
+   */
   status: TargetStatus;
+  statusUnreadable?: string[];
   /** `cluster.x-k8s.io/cluster-name`, when the object belongs to a Cluster API cluster. */
   clusterName?: string;
   owningCluster?: OwningCluster;

@@ -10,6 +10,7 @@ import type { RunDecisions } from './run-decisions.ts';
 import type { RunConfigSource } from './run-secret-manifest.ts';
 import type { RunnerIdentity } from './runner-identity.ts';
 import type { Snapshot } from './snapshot.ts';
+import type { StateContent } from './state-evidence.ts';
 import type { StepOutcome } from './step-outcome.ts';
 import type { PodView } from './views.ts';
 
@@ -46,6 +47,11 @@ export interface PlanFacts {
    */
   takenJobNames?: readonly string[];
   /**
+   * What the object's state Secret holds (src/core/state-evidence.ts), once read: only before an apply of
+   * an object that shows it was provisioned, or before a deleting object without a recorded apply goes.
+   */
+  state?: StateContent;
+  /**
    * The API server refused the contract fields of this step's bookkeeping for good (400/422): its words.
    * The plan then records those runs as `OutputsInvalid` and writes no contract field (section 7).
    */
@@ -53,7 +59,7 @@ export interface PlanFacts {
 }
 
 /** A fact the planner needs before it can plan. */
-export type PlanRead = 'pods' | 'slots' | 'run-secret';
+export type PlanRead = 'pods' | 'slots' | 'run-secret' | 'state';
 
 /** One Job as the shell addresses it: name, and the incarnation read (UID and version preconditions). */
 export interface JobRef {
@@ -106,6 +112,11 @@ export interface PlannedStart {
   createdEvent: RunEvent;
   /** `ForceUnlocked`, when the Job carries a stale lock id (section 12). */
   forceUnlockEvent?: RunEvent;
+  /**
+   * An annotation to remove before the Job is created, under the version read: the consent to apply from
+   * an empty state is spent by the one start it allowed (src/core/state-evidence.ts).
+   */
+  consumeAnnotation?: string;
   /** The outcome once the Job exists. */
   outcome: StepOutcome;
   /** The status and outcome of a wait the Redis guards or a foreign Job impose at perform time. */

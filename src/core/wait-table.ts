@@ -108,6 +108,21 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
     jitter: false,
     meaning: 'The spec fails validation the API server could not do (a cron schedule that does not parse).',
   },
+  // A person fixes or removes the named fields; that write wakes the object.
+  StatusUnreadable: {
+    requeueSeconds: 600,
+    jitter: false,
+    meaning:
+      'Fields of the status do not parse (written by another release or by hand): nothing runs until a person fixes or removes them; the condition names them.',
+  },
+  // A person sets the annotation (captf.io/accept-empty-state) or restores the Secret; no event about a
+  // Secret reaches the object, so this requeue finds a restored one.
+  StateMissing: {
+    requeueSeconds: 600,
+    jitter: false,
+    meaning:
+      'The object shows it was provisioned but its state Secret is missing or holds no resources: no apply starts until the Secret is restored or a person sets `captf.io/accept-empty-state`.',
+  },
   WaitingForClusterOperation: {
     requeueSeconds: 30,
     jitter: false,

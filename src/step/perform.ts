@@ -99,6 +99,14 @@ export class ObjectWrites {
     this.#resourceVersion = object.metadata.resourceVersion;
   }
 
+  /** Removes one annotation. */
+  async removeAnnotation(name: string): Promise<void> {
+    const object = await this.#deps.kube.writer.patchCustomMetadata(this.#snap.ref.kind, this.#target(), {
+      annotations: { [name]: null },
+    });
+    this.#resourceVersion = object.metadata.resourceVersion;
+  }
+
   /** Replaces the finalizers. */
   async finalizers(finalizers: string[]): Promise<void> {
     const object = await this.#deps.kube.writer.patchCustomMetadata(this.#snap.ref.kind, this.#target(), {

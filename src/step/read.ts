@@ -7,7 +7,7 @@ import { LABELS } from '../core/job-labels.ts';
 import { type JobRecord, jobRecord } from '../core/job-record.ts';
 import { moduleInputsDigest, moduleInputsOf } from '../core/module-inputs.ts';
 import { runSecretName } from '../core/names.ts';
-import type { ObjectKind, ObjectRef } from '../core/object-ref.ts';
+import type { ObjectRef } from '../core/object-ref.ts';
 import type { OwningCluster, ReferencedSecrets, Snapshot } from '../core/snapshot.ts';
 import {
   envSecretRefs,
@@ -18,7 +18,8 @@ import {
 import type { JobView, PodView } from '../core/views.ts';
 import { type JobsPolicy, resolveJobsPolicy } from '../schemas/kinds/jobs-policy.ts';
 import { TARGET_SCHEMAS } from '../schemas/kinds/registry.ts';
-import type { TargetSpec, TargetStatus } from '../schemas/kinds/target.ts';
+import { readStatus } from '../schemas/kinds/status-read.ts';
+import type { TargetSpec } from '../schemas/kinds/target.ts';
 import {
   TerraformClusterSpecSchema,
   TerraformClusterStatusSchema,
@@ -91,12 +92,19 @@ function variablesSecretOptIns(
   return optIns;
 }
 
-function parseStatus(kind: ObjectKind, raw: unknown): TargetStatus {
-  const parsed = TARGET_SCHEMAS[kind].status.safeParse(raw ?? {});
-  // A status we cannot read (written by an older version) is rebuilt from the Jobs; never a reason to stop.
-  return parsed.success ? parsed.data : {};
+/** Zod issue paths of a failed parse, without the values (they may be anything a person wrote). */
+function issuePaths(
+  error: { issues: readonly { path: readonly PropertyKey[] }[] },
+  prefix: string,
+): string[] {
+  return error.issues.map((issue) => [prefix, ...issue.path.map(String)].join('.'));
 }
 
+/**
+ * The owning TerraformCluster. A spec or status that does not parse is named in `unreadable`, never read as
+ * empty: its defaults and exports are inputs of the machine's runs, and without them a machine would run
+ * with another Jobs policy and another inputs hash (an apply of changed inputs).
+ */
 async function readOwningCluster(
   reader: KubeReader,
   ref: ObjectRef,
@@ -109,12 +117,17 @@ async function readOwningCluster(
   const [cluster] = clusters;
   if (!cluster) return undefined;
   const spec = TerraformClusterSpecSchema.safeParse(cluster.spec);
-  const status = TerraformClusterStatusSchema.safeParse(cluster.status ?? {});
+  const status = readStatus(TerraformClusterStatusSchema, cluster.status);
+  const unreadable = [
+    ...(spec.success ? [] : issuePaths(spec.error, 'spec')),
+    ...(status.kind === 'unreadable' ? status.paths.map((path) => `status.${path}`) : []),
+  ];
+  if (unreadable.length > 0) return { name: cluster.metadata.name, ready: false, unreadable };
   return {
     name: cluster.metadata.name,
-    ...(spec.success && spec.data.defaults?.jobs ? { defaultsJobs: spec.data.defaults.jobs } : {}),
-    ready: status.success && status.data.ready === true,
-    ...(status.success && status.data.exports ? { exports: status.data.exports } : {}),
+    ...(spec.data?.defaults?.jobs ? { defaultsJobs: spec.data.defaults.jobs } : {}),
+    ready: status.status.ready === true,
+    ...(status.status.exports ? { exports: status.status.exports } : {}),
   };
 }
 
@@ -130,7 +143,8 @@ export async function readSnapshot(reader: KubeReader, ref: ObjectRef): Promise<
   const { uid, resourceVersion } = object.metadata;
   const parsedSpec = TARGET_SCHEMAS[ref.kind].spec.safeParse(object.spec);
   const spec = parsedSpec.success ? parsedSpec.data : undefined;
-  const status = parseStatus(ref.kind, object.status);
+  const statusRead = readStatus(TARGET_SCHEMAS[ref.kind].status, object.status);
+  const { status } = statusRead;
   const clusterName = object.metadata.labels?.[LABELS.clusterName];
   const pendingPlanName = status.pendingPlanRef?.name;
   const secretNames = spec ? referencedSecretNames(spec) : [];
@@ -186,6 +200,7 @@ export async function readSnapshot(reader: KubeReader, ref: ObjectRef): Promise<
     spec,
     ...(parsedSpec.success ? {} : { specProblem: parsedSpec.error.issues[0]?.message ?? 'spec is invalid' }),
     status,
+    ...(statusRead.kind === 'unreadable' ? { statusUnreadable: statusRead.paths } : {}),
     ...(clusterName !== undefined ? { clusterName } : {}),
     ...(owningCluster ? { owningCluster } : {}),
     paused: annotations?.[PAUSED_ANNOTATION] !== undefined || capiClusterPaused(capiCluster),

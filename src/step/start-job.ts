@@ -1,5 +1,5 @@
 import type { V1Job } from '@kubernetes/client-node';
-import { KubeError, outcomeOfFailedWrite } from '../adapters/kube/errors.ts';
+import { isKubeError, KubeError, outcomeOfFailedWrite } from '../adapters/kube/errors.ts';
 import type { EventObjectRef } from '../core/event-spec.ts';
 import { nameHolderOf } from '../core/own-jobs.ts';
 import { outcomeOf, type StepOutcome } from '../core/step-outcome.ts';
@@ -95,6 +95,21 @@ async function startJob(
   if (taken.kind === 'unknown') return unavailable(performance, `take the run lease: ${taken.cause.message}`);
   if (taken.kind === 'wait') return held({ reason: taken.reason, message: taken.message });
   deps.failpoints.hit('after-slot-take');
+  if (start.consumeAnnotation !== undefined) {
+    // Spent before the Job exists, under the version read: a crash in between asks the person again and
+    // never applies from an empty state unasked; a changed object (Conflict) is read again.
+    const spent = await writes.removeAnnotation(start.consumeAnnotation).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    if (spent !== undefined) {
+      const released = await releaseRunGuards(deps.redis, guard, start.name);
+      if (released !== 'released')
+        return unavailable(performance, 'release the run lease: Redis did not answer');
+      if (isKubeError(spent, 'Conflict')) return conflict(performance);
+      throw spent;
+    }
+  }
 
   if (start.identity) {
     // Before the Job: its pod is admitted only once its ServiceAccount exists. Nothing of the run exists

@@ -3,6 +3,7 @@ import { describePlan } from '../core/describe-plan.ts';
 import type { ObjectRef } from '../core/object-ref.ts';
 import { planStep } from '../core/planner.ts';
 import type { Snapshot } from '../core/snapshot.ts';
+import { checkedStateSecret } from '../core/state-evidence.ts';
 import {
   echoStartsNextStep,
   outcomeOf,
@@ -16,6 +17,7 @@ import { FailpointAbort } from './failpoints.ts';
 import { ObjectWrites, perform } from './perform.ts';
 import { readPods, readSnapshot, runSecretExists } from './read.ts';
 import { MAX_SKIPPED_JOB_NAMES } from './start-job.ts';
+import { readStateContent } from './state-content.ts';
 import { type KeptStepLock, keepStepLock } from './step-lock.ts';
 import { objectFiguresOf } from './step-metrics.ts';
 
@@ -80,8 +82,8 @@ async function planWithReads(
   facts: PlanFacts,
 ): Promise<{ plan: StepPlan; facts: PlanFacts } | { outcome: StepOutcome }> {
   let current = facts;
-  // Each fact is read at most once: pods, slots, the watched Job's Secret.
-  for (let reads = 0; reads <= 3; reads += 1) {
+  // Each fact is read at most once: pods, slots, the watched Job's Secret, the state Secret.
+  for (let reads = 0; reads <= 4; reads += 1) {
     const planned = planStep(current);
     if (planned.kind === 'plan') return { plan: planned, facts: current };
     const { snap } = current;
@@ -103,6 +105,15 @@ async function planWithReads(
             }),
           };
         current = { ...current, slots: { installation: usage.installation, cluster: usage.cluster } };
+        break;
+      }
+      case 'state': {
+        const where = checkedStateSecret(snap);
+        // The planner asks only when it knows where; without a place no state can be proven absent.
+        current = {
+          ...current,
+          state: where ? await readStateContent(deps.kube.reader, where) : 'unreadable',
+        };
         break;
       }
       case 'run-secret': {

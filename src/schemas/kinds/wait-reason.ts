@@ -20,6 +20,8 @@ export const WAIT_REASONS = [
   'WaitingForJobSlot',
   'JobPolicyInvalid',
   'SpecInvalid',
+  'StatusUnreadable',
+  'StateMissing',
   'WaitingForClusterOperation',
   'WaitingForMachineOperations',
   'WaitingForRunLease',

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { gzipSync } from 'node:zlib';
 import {
   BatchV1Api,
   CoreV1Api,
@@ -15,6 +16,7 @@ import { createKubeAdapter, type KubeAdapter } from '../../../src/adapters/kube/
 import type { CustomObject } from '../../../src/adapters/kube/custom-object.ts';
 import { CUSTOM_RESOURCES } from '../../../src/adapters/kube/resources.ts';
 import { createRedisAdapter, type RedisAdapter } from '../../../src/adapters/redis/adapter.ts';
+import { ANNOTATIONS } from '../../../src/core/job-labels.ts';
 import type { ObjectKind, ObjectRef } from '../../../src/core/object-ref.ts';
 import type { StepAction, StepOutcome } from '../../../src/core/step-outcome.ts';
 import type { TargetStatus } from '../../../src/schemas/kinds/target.ts';
@@ -376,8 +378,44 @@ export async function containerWaiting(
   });
 }
 
+/** A state as OpenTofu writes it: one managed resource, or none once destroyed. */
+export function tfstate(withResource: boolean): Buffer {
+  const resources = withResource
+    ? [{ mode: 'managed', type: 'terraform_data', name: 'this', instances: [{ attributes: { id: 'x' } }] }]
+    : [];
+  return gzipSync(JSON.stringify({ version: 4, serial: 1, lineage: 'test', resources }));
+}
+
+/** Writes the state Secret of the state suffix (created when the runner identity did not create it). */
+export async function writeState(env: StepEnv, suffix: string, state: Buffer): Promise<void> {
+  const name = `tfstate-default-${suffix}`;
+  const data = { tfstate: state.toString('base64') };
+  const existing = await env.core
+    .readNamespacedSecret({ namespace: env.namespace, name })
+    .catch(() => undefined);
+  if (existing)
+    await env.core.replaceNamespacedSecret({ namespace: env.namespace, name, body: { ...existing, data } });
+  else
+    await env.core.createNamespacedSecret({ namespace: env.namespace, body: { metadata: { name }, data } });
+}
+
+/**
+ * Plays OpenTofu's kubernetes backend for a run that ends well: a successful apply leaves a resource in the
+ * state, a successful destroy none, so the step's state checks (issue 23 item 5) see what a real run leaves.
+ */
+async function playBackend(env: StepEnv, pod: V1Pod, end: PodEnd): Promise<void> {
+  if (typeof end.result !== 'object' || end.result.result !== 'succeeded') return;
+  if (end.result.op !== 'apply' && end.result.op !== 'destroy') return;
+  const jobName = pod.metadata?.ownerReferences?.find((owner) => owner.kind === 'Job')?.name;
+  if (!jobName) return;
+  const job = await env.batch.readNamespacedJob({ namespace: env.namespace, name: jobName });
+  const suffix = job.metadata?.annotations?.[ANNOTATIONS.stateSuffix];
+  if (suffix) await writeState(env, suffix, tfstate(end.result.op === 'apply'));
+}
+
 /** Plays the kubelet: `source` ends as `end` says, and the pod's phase follows the exit code. */
 export async function endPod(env: StepEnv, pod: V1Pod, end: PodEnd): Promise<void> {
+  await playBackend(env, pod, end);
   const now = new Date();
   const message =
     end.result === undefined

@@ -147,8 +147,9 @@ describe('step metrics', () => {
     expect(await sample('captf_active_job_deadline_seconds', { ...labels, op: 'apply' })).toBe(3600);
     expect(await sample('captf_run_inputs_bytes', labels)).toBeGreaterThan(100);
 
-    // The kubernetes backend's state Secret (created empty with the runner identity), as the runner's
-    // Terraform would leave it.
+    await finishJob(env, created.job ?? '', { exitCode: 0, result: result('apply', 'succeeded') });
+    // The kubernetes backend's state Secret (created empty with the runner identity) at a known size, over
+    // what the harness's played backend left at the Job's end.
     const suffix = (await statusOf(env, ref)).stateSuffix;
     expect(suffix).toBe(nameStateSuffix(ref.kind, ref.name));
     await env.core.patchNamespacedSecret(
@@ -159,7 +160,6 @@ describe('step metrics', () => {
       },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
-    await finishJob(env, created.job ?? '', { exitCode: 0, result: result('apply', 'succeeded') });
     expect(await step()(ref)).toMatchObject({ action: 'bookkept', reason: 'ApplySucceeded' });
     expect(await sample('captf_state_bytes', labels)).toBe(4000);
     expect(

@@ -1,6 +1,10 @@
 import type { Evidence } from '../../../src/core/classify.ts';
 import type { JobRecord } from '../../../src/core/job-record.ts';
+import { FINALIZER } from '../../../src/core/preamble.ts';
+import type { Snapshot } from '../../../src/core/snapshot.ts';
+import type { PlanFacts } from '../../../src/core/step-plan.ts';
 import type { JobView, PodView } from '../../../src/core/views.ts';
+import { TARGET_SCHEMAS } from '../../../src/schemas/kinds/registry.ts';
 import type { Op, RunnerResult } from '../../../src/schemas/result.ts';
 
 /** Builders of the views the core reads, for table tests with a fixed clock. */
@@ -113,5 +117,41 @@ export function pod(
         : {}),
       containerStatuses: containerState ? [{ name: 'source', state: containerState }] : [],
     },
+  };
+}
+
+/** A machine's snapshot with our finalizer, a parsed spec and no Jobs; `extra` overrides any field. */
+export function snapshot(extra: Partial<Snapshot> = {}): Snapshot {
+  return {
+    ref: { kind: 'TerraformMachine', namespace: 'default', name: 'web' },
+    uid: '5b3c1f0e-6a4d-4a43-9b7e-0c8f2d1e3a44',
+    generation: 1,
+    resourceVersion: '100',
+    meta: { finalizers: [FINALIZER] },
+    spec: TARGET_SCHEMAS.TerraformMachine.spec.parse({ source: { image: 'registry.example.com/m:1' } }),
+    status: {},
+    paused: false,
+    jobs: [],
+    records: [],
+    referencedSecrets: new Map(),
+    variablesSecretOptIns: new Map(),
+    inputsHash: 'h1',
+    ...extra,
+  };
+}
+
+/** What the planner reads besides the snapshot: the clock at T0, the default limits, no pods and no slots used. */
+export function planFacts(snap: Snapshot, extra: Partial<PlanFacts> = {}): PlanFacts {
+  return {
+    snap,
+    now: T0,
+    config: {
+      runnerImage: 'registry.example.com/captf/runner:test',
+      maxActiveJobs: 200,
+      clusterMaxActiveJobs: 20,
+    },
+    pods: [],
+    slots: { installation: 0, cluster: undefined },
+    ...extra,
   };
 }

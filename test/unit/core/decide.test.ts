@@ -59,6 +59,32 @@ const rows: { id: string; name: string; input: DecideInput; expected: object }[]
   },
   {
     id: 'S3.1b',
+    name: 'deleting, nothing recorded, but the state holds resources (a lost status) → destroy (Deleting)',
+    input: input({
+      deleting: true,
+      lastSuccess: {},
+      hasRun: false,
+      records: [],
+      appliedInputsHash: undefined,
+      stateHoldsResources: true,
+    }),
+    expected: { kind: 'start', op: 'destroy', reason: 'Deleting' },
+  },
+  {
+    id: 'S3.1c',
+    name: 'deleting, nothing recorded, the state read and empty → drop finalizer (DeletingWithoutState)',
+    input: input({
+      deleting: true,
+      lastSuccess: {},
+      hasRun: false,
+      records: [],
+      appliedInputsHash: undefined,
+      stateHoldsResources: false,
+    }),
+    expected: { kind: 'finalize', reason: 'DeletingWithoutState' },
+  },
+  {
+    id: 'S3.1b',
     name: 'deleting after a successful destroy → drop finalizer (DeletingWithoutState)',
     input: input({ deleting: true, lastSuccess: { apply: iso(-600), destroy: iso(-60) } }),
     expected: { kind: 'finalize', reason: 'DeletingWithoutState' },

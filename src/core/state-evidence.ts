@@ -1,0 +1,64 @@
+import type { TargetStatus } from '../schemas/kinds/target.ts';
+import { stateSecretOf } from './run-secret-manifest.ts';
+import type { Snapshot } from './snapshot.ts';
+import { snapshotStateSuffix } from './state-identity.ts';
+
+/**
+ * Lost state (issue 23 item 5; DESIGN.md sections 3 and 6): an object that shows it was provisioned but whose
+ * state Secret is gone or holds no resources (a restore without its Secrets) must not apply from nothing,
+ * which would build its infrastructure a second time; it waits `StateMissing` until a person sets
+ * {@link ACCEPT_EMPTY_STATE_ANNOTATION}. A deleting object that never recorded an apply destroys when its
+ * state holds resources (its status was lost, not its infrastructure). The state is read only for those two
+ * decisions (the planner's `state` fact), never on a step that does not take one of them.
+ */
+
+/** What the kubernetes backend's state Secret holds (src/step/state-content.ts reads it). */
+export type StateContent = 'missing' | 'empty' | 'resources' | 'unreadable';
+
+/**
+ * Set by a person on an object waiting `StateMissing`: the next apply may start from an empty state. The
+ * step removes it as it starts that apply, so it accepts one start, not every later loss of the state.
+ */
+export const ACCEPT_EMPTY_STATE_ANNOTATION = 'captf.io/accept-empty-state';
+
+/**
+ * The state Secret the checks read: only with the default backend (no `spec.backend`, or the kubernetes
+ * type with neither config nor a Secret), since any other setting may keep the state somewhere this API
+ * server cannot see, and a Secret not found there proves nothing.
+ */
+export function checkedStateSecret(snap: Snapshot): { namespace: string; name: string } | undefined {
+  const backend = snap.spec?.backend;
+  if (snap.spec === undefined) return undefined;
+  if (backend !== undefined && (backend.type !== 'kubernetes' || backend.config || backend.secretRef))
+    return undefined;
+  const where = stateSecretOf({
+    backend: undefined,
+    namespace: snap.ref.namespace,
+    stateSuffix: snapshotStateSuffix(snap),
+  });
+  return where === undefined ? undefined : { namespace: where.namespace, name: where.name };
+}
+
+/**
+ * The field that shows the object was provisioned, if one does: a recorded successful apply, or a Cluster
+ * API contract field only a module output fills (the spec survives a restore even when the status does not).
+ */
+export function provisionedBy(snap: Snapshot, status: TargetStatus): string | undefined {
+  if (status.lastSuccess?.apply !== undefined) return 'status.lastSuccess.apply';
+  const spec = snap.spec;
+  if (spec?.providerID) return 'spec.providerID';
+  if (spec?.controlPlaneEndpoint?.host) return 'spec.controlPlaneEndpoint';
+  if ((spec?.providerIDList?.length ?? 0) > 0) return 'spec.providerIDList';
+  if (status.ready === true) return 'status.ready';
+  return undefined;
+}
+
+/** Whether the state holds nothing to build on: no Secret, or one without resources. */
+export function stateHoldsNothing(content: StateContent): boolean {
+  return content === 'missing' || content === 'empty';
+}
+
+/** Whether the object carries the person's consent to apply from an empty state. */
+export function acceptsEmptyState(snap: Snapshot): boolean {
+  return snap.meta.annotations?.[ACCEPT_EMPTY_STATE_ANNOTATION] !== undefined;
+}
