@@ -39,6 +39,7 @@ import {
   checkedStateSecret,
   provisionedBy,
   stateHoldsNothing,
+  stateLost,
 } from './state-evidence.ts';
 import { jobStateSuffixes, unrecordedStateSuffix } from './state-identity.ts';
 import { type OutcomeExtras, outcomeOf, type StepOutcome, type StepReason } from './step-outcome.ts';
@@ -746,12 +747,11 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
   const provisioned = op === 'apply' ? provisionedBy(snap, base.status) : undefined;
   const stateSecret = provisioned !== undefined ? checkedStateSecret(snap) : undefined;
   if (stateSecret !== undefined && facts.state === undefined) return { kind: 'read', read: 'state' };
-  const fromNothing =
-    stateSecret !== undefined && facts.state !== undefined && stateHoldsNothing(facts.state);
+  const fromNothing = stateSecret !== undefined && facts.state !== undefined && stateLost(facts.state);
   if (fromNothing && !acceptsEmptyState(snap))
     return holdBackStateMissing(
       base,
-      `${provisioned} shows the object was provisioned, but its state Secret ${stateSecret.name} is ${facts.state === 'missing' ? 'missing' : 'empty'}; set the annotation ${ACCEPT_EMPTY_STATE_ANNOTATION} to apply from an empty state`,
+      `${provisioned} shows the object was provisioned, but its state Secret ${stateSecret.name} is ${facts.state === 'missing' ? 'missing' : 'empty (never written)'}; set the annotation ${ACCEPT_EMPTY_STATE_ANNOTATION} to apply from an empty state`,
     );
 
   if (facts.pods === undefined) return { kind: 'read', read: 'pods' };

@@ -5,15 +5,19 @@ import { snapshotStateSuffix } from './state-identity.ts';
 
 /**
  * Lost state (issue 23 item 5; DESIGN.md sections 3 and 6): an object that shows it was provisioned but whose
- * state Secret is gone or holds no resources (a restore without its Secrets) must not apply from nothing,
+ * state Secret is gone or was never written (a restore without its Secrets) must not apply from nothing,
  * which would build its infrastructure a second time; it waits `StateMissing` until a person sets
  * {@link ACCEPT_EMPTY_STATE_ANNOTATION}. A deleting object that never recorded an apply destroys when its
  * state holds resources (its status was lost, not its infrastructure). The state is read only for those two
  * decisions (the planner's `state` fact), never on a step that does not take one of them.
  */
 
-/** What the kubernetes backend's state Secret holds (src/step/state-content.ts reads it). */
-export type StateContent = 'missing' | 'empty' | 'resources' | 'unreadable';
+/**
+ * What the kubernetes backend's state Secret holds (src/step/state-content.ts reads it): no Secret; a Secret
+ * OpenTofu never wrote (no `tfstate` key: the placeholder the runner identity creates); a state OpenTofu
+ * wrote that holds no managed resource instance; one that holds some; one that cannot be read.
+ */
+export type StateContent = 'missing' | 'unwritten' | 'no-resources' | 'resources' | 'unreadable';
 
 /**
  * Set by a person on an object waiting `StateMissing`: the next apply may start from an empty state. The
@@ -53,9 +57,19 @@ export function provisionedBy(snap: Snapshot, status: TargetStatus): string | un
   return undefined;
 }
 
-/** Whether the state holds nothing to build on: no Secret, or one without resources. */
+/** Whether the state holds nothing to destroy: no Secret, one never written, or one without resources. */
 export function stateHoldsNothing(content: StateContent): boolean {
-  return content === 'missing' || content === 'empty';
+  return content === 'missing' || content === 'unwritten' || content === 'no-resources';
+}
+
+/**
+ * Whether a provisioned object's state is lost: no Secret, or one OpenTofu never wrote (what a restore without
+ * its Secrets leaves once the runner identity puts the placeholder back). A state OpenTofu wrote is never
+ * lost, even without resources: a module may manage none (outputs, data sources only), and holding such an
+ * object back at every apply would freeze it for good.
+ */
+export function stateLost(content: StateContent): boolean {
+  return content === 'missing' || content === 'unwritten';
 }
 
 /** Whether the object carries the person's consent to apply from an empty state. */

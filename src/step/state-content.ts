@@ -33,7 +33,7 @@ function isManaged(resource: StateResource): boolean {
 export function stateContentOf(secret: V1Secret | undefined): StateContent {
   if (secret === undefined) return 'missing';
   const encoded = secret.data?.tfstate;
-  if (encoded === undefined || encoded === '') return 'empty';
+  if (encoded === undefined || encoded === '') return 'unwritten';
   try {
     const raw = Buffer.from(encoded, 'base64');
     const compressed = raw[0] === GZIP_MAGIC[0] && raw[1] === GZIP_MAGIC[1];
@@ -41,11 +41,11 @@ export function stateContentOf(secret: V1Secret | undefined): StateContent {
     const state: unknown = JSON.parse(text);
     if (typeof state !== 'object' || state === null) return 'unreadable';
     const { resources } = state as { resources?: unknown };
-    if (resources === undefined) return 'empty';
+    if (resources === undefined) return 'no-resources';
     if (!Array.isArray(resources)) return 'unreadable';
     return resources.some((r) => typeof r === 'object' && r !== null && isManaged(r as StateResource))
       ? 'resources'
-      : 'empty';
+      : 'no-resources';
   } catch {
     return 'unreadable';
   }

@@ -41,7 +41,7 @@ describe('an apply of a provisioned object reads its state first (StateMissing)'
 
   const lost: { id: string; name: string; state: StateContent }[] = [
     { id: 'SM2', name: 'a missing Secret', state: 'missing' },
-    { id: 'SM3', name: 'a Secret without resources', state: 'empty' },
+    { id: 'SM3', name: 'a Secret OpenTofu never wrote (the placeholder)', state: 'unwritten' },
   ];
   it.each(lost)(
     '$id $name waits StateMissing: no Job, a Warning Event, the condition says why',
@@ -61,8 +61,8 @@ describe('an apply of a provisioned object reads its state first (StateMissing)'
     },
   );
 
-  it('SM4 a state with resources, or one that cannot be read, applies as before', () => {
-    for (const state of ['resources', 'unreadable'] as const) {
+  it('SM4 a state OpenTofu wrote (with resources or without: a module may manage none), or one that cannot be read, applies as before', () => {
+    for (const state of ['resources', 'no-resources', 'unreadable'] as const) {
       const planned = plan(planFacts(provisioned(), { state }));
       expect(planned.move.kind).toBe('start');
       if (planned.move.kind === 'start') expect(planned.move.start.consumeAnnotation).toBeUndefined();
@@ -129,7 +129,7 @@ describe('a deleting object without a recorded apply reads its state before it g
     expect(planned.move.kind === 'start' && planned.move.start.op).toBe('destroy');
   });
   it('SD3 no state (missing or empty) drops the finalizer', () => {
-    for (const state of ['missing', 'empty'] as const)
+    for (const state of ['missing', 'unwritten', 'no-resources'] as const)
       expect(plan(planFacts(deleting(), { state })).outcome.reason).toBe('DeletingWithoutState');
   });
   it('SD4 after a recorded destroy the finalizer goes without a read', () => {
@@ -157,9 +157,14 @@ describe('what a state Secret holds (the kubernetes backend: gzip JSON under tfs
       id: 'SC2',
       name: 'the empty Secret the runner identity creates',
       secret: secret(undefined),
-      expected: 'empty',
+      expected: 'unwritten',
     },
-    { id: 'SC3', name: 'a state without resources', secret: secret(gzipSync(state([]))), expected: 'empty' },
+    {
+      id: 'SC3',
+      name: 'a state without resources',
+      secret: secret(gzipSync(state([]))),
+      expected: 'no-resources',
+    },
     {
       id: 'SC4',
       name: 'only data sources and resources without instances',
@@ -171,7 +176,7 @@ describe('what a state Secret holds (the kubernetes backend: gzip JSON under tfs
           ]),
         ),
       ),
-      expected: 'empty',
+      expected: 'no-resources',
     },
     {
       id: 'SC5',
