@@ -3,6 +3,7 @@ import {
   envNameNotReserved,
   envValueOrValueFrom,
   lockTimeoutBelowDeadline,
+  quantityNotEmpty,
   ruleMessage,
   serviceAccountNotRunnerIdentity,
   withRules,
@@ -48,9 +49,13 @@ export const EnvVarSchema = withRules(
 export type EnvVar = z.infer<typeof EnvVarSchema>;
 
 /** Kubernetes quantity (`250m`, `512Mi`, `2`): a number or a string, as in core/v1. */
-export const QuantitySchema = z
-  .union([z.number().int(), z.string().min(1)])
-  .meta({ 'x-kubernetes-int-or-string': true, description: 'A Kubernetes quantity such as 250m or 512Mi.' });
+export const QuantitySchema = withRules(
+  z.union([z.number().int(), z.string()]).meta({
+    'x-kubernetes-int-or-string': true,
+    description: 'A Kubernetes quantity such as 250m or 512Mi.',
+  }),
+  [quantityNotEmpty],
+);
 export type Quantity = z.infer<typeof QuantitySchema>;
 
 export const ResourcesSchema = z

@@ -116,6 +116,33 @@ export const envValueOrValueFrom: CrossFieldRule<{ value?: string | undefined; v
   holds: (v) => !(v.value !== undefined && v.valueFrom !== undefined),
 };
 
+/** The keys of `spec.variables` are Terraform variable names (`pattern`, as HCL identifiers go). */
+export function variableNamesValid(pattern: RegExp): CrossFieldRule<Record<string, unknown>> {
+  return {
+    cel: `self.all(name, name.matches('${pattern.source}'))`,
+    message:
+      'variable names are letters, digits, `_` and `-`, not starting with a digit (Terraform identifiers)',
+    holds: (v) => Object.keys(v).every((name) => pattern.test(name)),
+    describe: (v) =>
+      `variable names are letters, digits, \`_\` and \`-\`, not starting with a digit (Terraform identifiers): ${Object.keys(
+        v,
+      )
+        .filter((name) => !pattern.test(name))
+        .map((name) => JSON.stringify(name))
+        .join(', ')}`,
+  };
+}
+
+/**
+ * A quantity given as a string is not empty. A CEL rule, not a `minLength`: the int-or-string form of a
+ * structural schema admits no bounds on its branches.
+ */
+export const quantityNotEmpty: CrossFieldRule<number | string> = {
+  cel: "type(self) != string || self != ''",
+  message: 'a quantity is a number or a string such as 250m or 512Mi, not empty',
+  holds: (v) => v !== '',
+};
+
 /** A drift check runs on an interval or on a cron schedule, not both. */
 export const driftIntervalOrSchedule: CrossFieldRule<{
   interval?: string | undefined;
@@ -219,7 +246,7 @@ export function celValidation(rule: CelRule): CelValidation {
 
 /**
  * Attaches rules to a schema: zod checks the TypeScript side of each cross-field rule (issue at the rule's
- * field) and the CRD generator reads every rule's CEL side from the schema's metadata. Rules already on the
+ * field, its `params.cel` the rule's CEL) and the CRD generator reads every rule's CEL side from the schema's metadata. Rules already on the
  * schema are kept (a template's spec adds its own to the cloned kind's).
  */
 export function withRules<S extends z.ZodType>(
@@ -233,6 +260,8 @@ export function withRules<S extends z.ZodType>(
           code: 'custom',
           message: ruleMessage(rule, value),
           path: rule.fieldPath ? rule.fieldPath.slice(1).split('.') : [],
+          // Marks the issue as one the API server also raises (the CRD carries the same rule as CEL).
+          params: { cel: rule.cel },
         });
       }
     }

@@ -1,9 +1,9 @@
-import { CronExpressionParser } from 'cron-parser';
 import { z } from 'zod';
 import { APPLY_POLICIES } from '../run-config.ts';
-import { DurationSchema } from './duration.ts';
+import { CronScheduleSchema } from './cron.ts';
+import { type DurationBounds, durationSchema } from './duration.ts';
 import { JobsPolicySchema } from './jobs-policy.ts';
-import { driftIntervalOrSchedule, withRules } from './rules.ts';
+import { driftIntervalOrSchedule, variableNamesValid, withRules } from './rules.ts';
 
 /**
  * The spec fields every target kind shares (DESIGN.md section 2). Kinds extend `commonSpecShape` with their
@@ -22,6 +22,28 @@ export const SourceSchema = z
       .describe('The module image (tag or digest) with /captf/module and /captf/runtime.'),
   })
   .describe('Where the module comes from.');
+
+/** Most variables an object may set; bounds the CEL rule over their names. */
+export const MAX_VARIABLES = 256;
+
+/**
+ * `spec.variables`: a map whose values are free JSON (each value node keeps unknown fields) and whose keys
+ * the API server checks with CEL, as zod does: a free-form object would hide its keys from CEL and admit
+ * names zod refuses, leaving the object SpecInvalid.
+ */
+export const VariablesSchema = withRules(
+  z
+    // nullable: a variable set to null (Terraform: use the default) is kept, not pruned by the API server.
+    .record(z.string(), z.unknown().meta({ 'x-kubernetes-preserve-unknown-fields': true, nullable: true }))
+    .refine((variables) => Object.keys(variables).length <= MAX_VARIABLES, {
+      message: `at most ${MAX_VARIABLES} variables`,
+    })
+    .meta({
+      maxProperties: MAX_VARIABLES,
+      description: 'Terraform variables as JSON values, keyed by variable name.',
+    }),
+  [variableNamesValid(VARIABLE_NAME)],
+);
 
 export const VariableFromSchema = z.object({
   name: z
@@ -63,32 +85,36 @@ export type DriftAction = (typeof DRIFT_ACTIONS)[number];
 /** Drift checks run every 30 minutes when neither an interval nor a schedule is set (DESIGN.md section 2). */
 export const DEFAULT_DRIFT_INTERVAL = '30m';
 
-/** Five cron fields (minute to weekday) or a macro such as `@hourly`; cron-parser checks the details. */
-const CRON_PATTERN = '^(@[a-z]+|(\\S+\\s+){4}\\S+)$';
+/**
+ * 1m: a drift check is a Job (pod start, init, `plan`) that takes about a minute, so a shorter interval
+ * queues checks back to back; 8760h: a year, the longest interval that still reads as periodic (turn the
+ * check off with `enabled: false` instead).
+ */
+export const DRIFT_INTERVAL_BOUNDS: DurationBounds = {
+  min: '1m',
+  max: '8760h',
+  why: 'a drift check is a Job that runs plan, about a minute; turn checks off with enabled: false',
+};
 
-export const CronScheduleSchema = z
-  .string()
-  .regex(new RegExp(CRON_PATTERN), { message: 'use five cron fields, e.g. "0 */6 * * *"' })
-  .refine(
-    (text) => {
-      try {
-        CronExpressionParser.parse(text, { tz: 'UTC' });
-        return true;
-      } catch {
-        return false;
-      }
-    },
-    { message: 'schedule is not a valid cron expression (five fields, UTC), e.g. "0 */6 * * *"' },
-  );
+/** 1m: a refresh is a Job running `apply -refresh-only`, as long as a drift check. */
+export const REFRESH_INTERVAL_BOUNDS: DurationBounds = {
+  min: '1m',
+  max: '8760h',
+  why: 'a refresh is a Job that runs apply -refresh-only, about a minute; leave refresh out for none',
+};
 
 export const DriftCheckSchema = withRules(
   z
     .object({
       enabled: z.boolean().default(true).describe('Run drift checks.'),
-      interval: DurationSchema.optional().describe(
-        'Time between checks (default 30m when no schedule is set).',
+      interval: durationSchema(DRIFT_INTERVAL_BOUNDS)
+        .optional()
+        .describe(
+          'Time between checks (default 30m when no schedule is set; 1m to 8760h: each check is a Job running `plan`, which takes about a minute, and a year is the longest that still means periodic).',
+        ),
+      schedule: CronScheduleSchema.optional().describe(
+        'Cron schedule in UTC, instead of an interval: five numeric fields (each *, */step, a value, a range a-b or a list a,b) or a macro such as @daily; a day of month 30 or 31 needs month *.',
       ),
-      schedule: CronScheduleSchema.optional().describe('Cron schedule in UTC, instead of an interval.'),
       action: z
         .enum(DRIFT_ACTIONS)
         .default('Report')
@@ -101,7 +127,11 @@ export type DriftCheck = z.infer<typeof DriftCheckSchema>;
 
 export const RefreshSchema = z
   .object({
-    interval: DurationSchema.optional().describe('Time between health refreshes; absent means no refresh.'),
+    interval: durationSchema(REFRESH_INTERVAL_BOUNDS)
+      .optional()
+      .describe(
+        'Time between health refreshes (1m to 8760h: each refresh is a Job running `apply -refresh-only`, which takes about a minute); absent means no refresh.',
+      ),
   })
   .describe('Periodic `apply -refresh-only` (health refresh).');
 export type Refresh = z.infer<typeof RefreshSchema>;
@@ -109,10 +139,7 @@ export type Refresh = z.infer<typeof RefreshSchema>;
 /** Fields of every target kind's spec. */
 export const commonSpecShape = {
   source: SourceSchema,
-  variables: z.record(z.string().regex(VARIABLE_NAME), z.unknown()).optional().meta({
-    'x-kubernetes-preserve-unknown-fields': true,
-    description: 'Terraform variables as JSON values, keyed by variable name.',
-  }),
+  variables: VariablesSchema.optional(),
   variablesFrom: z
     .array(VariableFromSchema)
     .max(256)
