@@ -58,10 +58,25 @@ export const QuantitySchema = withRules(
 );
 export type Quantity = z.infer<typeof QuantitySchema>;
 
+/**
+ * Resource names a requests or limits map may hold: cpu, memory, ephemeral-storage and a few extended
+ * resources. A bound the API server needs: it multiplies the quantity rule's CEL cost by the map's size.
+ */
+export const MAX_RESOURCE_NAMES = 16;
+
+function resourceMapSchema() {
+  return z
+    .record(z.string(), QuantitySchema)
+    .refine((map) => Object.keys(map).length <= MAX_RESOURCE_NAMES, {
+      message: `at most ${MAX_RESOURCE_NAMES} resource names`,
+    })
+    .meta({ maxProperties: MAX_RESOURCE_NAMES });
+}
+
 export const ResourcesSchema = z
   .object({
-    requests: z.record(z.string(), QuantitySchema).optional(),
-    limits: z.record(z.string(), QuantitySchema).optional(),
+    requests: resourceMapSchema().optional(),
+    limits: resourceMapSchema().optional(),
   })
   .describe('Resources of the `source` container.');
 export type Resources = z.infer<typeof ResourcesSchema>;

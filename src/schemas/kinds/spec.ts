@@ -3,7 +3,7 @@ import { APPLY_POLICIES } from '../run-config.ts';
 import { CronScheduleSchema } from './cron.ts';
 import { type DurationBounds, durationSchema } from './duration.ts';
 import { JobsPolicySchema } from './jobs-policy.ts';
-import { driftIntervalOrSchedule, variableNamesValid, withRules } from './rules.ts';
+import { driftIntervalOrSchedule, withRules } from './rules.ts';
 
 /**
  * The spec fields every target kind shares (DESIGN.md section 2). Kinds extend `commonSpecShape` with their
@@ -22,28 +22,6 @@ export const SourceSchema = z
       .describe('The module image (tag or digest) with /captf/module and /captf/runtime.'),
   })
   .describe('Where the module comes from.');
-
-/** Most variables an object may set; bounds the CEL rule over their names. */
-export const MAX_VARIABLES = 256;
-
-/**
- * `spec.variables`: a map whose values are free JSON (each value node keeps unknown fields) and whose keys
- * the API server checks with CEL, as zod does: a free-form object would hide its keys from CEL and admit
- * names zod refuses, leaving the object SpecInvalid.
- */
-export const VariablesSchema = withRules(
-  z
-    // nullable: a variable set to null (Terraform: use the default) is kept, not pruned by the API server.
-    .record(z.string(), z.unknown().meta({ 'x-kubernetes-preserve-unknown-fields': true, nullable: true }))
-    .refine((variables) => Object.keys(variables).length <= MAX_VARIABLES, {
-      message: `at most ${MAX_VARIABLES} variables`,
-    })
-    .meta({
-      maxProperties: MAX_VARIABLES,
-      description: 'Terraform variables as JSON values, keyed by variable name.',
-    }),
-  [variableNamesValid(VARIABLE_NAME)],
-);
 
 export const VariableFromSchema = z.object({
   name: z
@@ -113,7 +91,7 @@ export const DriftCheckSchema = withRules(
           'Time between checks (default 30m when no schedule is set; 1m to 8760h: each check is a Job running `plan`, which takes about a minute, and a year is the longest that still means periodic).',
         ),
       schedule: CronScheduleSchema.optional().describe(
-        'Cron schedule in UTC, instead of an interval: five numeric fields (each *, */step, a value, a range a-b or a list a,b) or a macro such as @daily; a day of month 30 or 31 needs month *.',
+        'Cron schedule in UTC, instead of an interval: five numeric fields without leading zeros (each *, */step, a value, a range a-b or a list a,b) or a macro such as @daily; a day of month 30 or 31 needs month *.',
       ),
       action: z
         .enum(DRIFT_ACTIONS)
@@ -139,7 +117,11 @@ export type Refresh = z.infer<typeof RefreshSchema>;
 /** Fields of every target kind's spec. */
 export const commonSpecShape = {
   source: SourceSchema,
-  variables: VariablesSchema.optional(),
+  variables: z.record(z.string().regex(VARIABLE_NAME), z.unknown()).optional().meta({
+    'x-kubernetes-preserve-unknown-fields': true,
+    description:
+      'Terraform variables as JSON values, keyed by variable name (letters, digits, `_` and `-`, not starting with a digit). The controller checks the names; the API server cannot (CEL sees no keys of free-form JSON), so an object with another name is stored and waits SpecInvalid.',
+  }),
   variablesFrom: z
     .array(VariableFromSchema)
     .max(256)
