@@ -11,7 +11,7 @@ import { driftIntervalOrSchedule, withRules } from './rules.ts';
  */
 
 /** A Terraform variable name, as HCL identifiers go. */
-const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/;
+export const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 
 export const SourceSchema = z
   .object({
@@ -117,11 +117,19 @@ export type Refresh = z.infer<typeof RefreshSchema>;
 /** Fields of every target kind's spec. */
 export const commonSpecShape = {
   source: SourceSchema,
-  variables: z.record(z.string().regex(VARIABLE_NAME), z.unknown()).optional().meta({
-    'x-kubernetes-preserve-unknown-fields': true,
-    description:
-      'Terraform variables as JSON values, keyed by variable name (letters, digits, `_` and `-`, not starting with a digit). The controller checks the names; the API server cannot (CEL sees no keys of free-form JSON), so an object with another name is stored and waits SpecInvalid.',
-  }),
+  variables: z
+    .record(
+      z.string().regex(VARIABLE_NAME, {
+        message: 'variable names are letters, digits, `_` and `-`, not starting with a digit',
+      }),
+      z.unknown(),
+    )
+    .optional()
+    .meta({
+      'x-kubernetes-preserve-unknown-fields': true,
+      description:
+        'Terraform variables as JSON values, keyed by variable name (letters, digits, `_` and `-`, not starting with a digit). The controller checks the names; the API server cannot (CEL sees no keys of free-form JSON), so an object with another name is stored and waits SpecInvalid.',
+    }),
   variablesFrom: z
     .array(VariableFromSchema)
     .max(256)
