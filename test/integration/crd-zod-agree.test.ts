@@ -8,6 +8,7 @@ import { KIND_DEFINITIONS } from '../../src/schemas/kinds/registry.ts';
 import { testStack } from '../env/index.ts';
 import {
   crdSpecSchema,
+  minimalValue,
   structuralArbitrary,
   withoutBadVariableNames,
 } from '../fixtures/structural-arbitrary.ts';
@@ -81,7 +82,8 @@ describe('the API server admits exactly the specs zod parses (generated from the
             `API server: ${api.admitted ? 'admitted' : api.message}; zod: ${zod.error?.message ?? 'parsed'}`,
           ).toBe(zod.success);
         }),
-        { numRuns: CASES_PER_KIND },
+        // The smallest spec first: the run always reaches one both sides admit (checked below).
+        { numRuns: CASES_PER_KIND, examples: [[minimalValue(crdSpecSchema(definition))]] },
       );
       // Not vacuous: the generator reaches specs both sides admit, not only ones both refuse.
       expect(admitted).toBeGreaterThan(0);
