@@ -230,8 +230,9 @@ export function celValidation(rule: CelRule): CelValidation {
 
 /**
  * Attaches rules to a schema: zod checks the TypeScript side of each cross-field rule (issue at the rule's
- * field, its `params.cel` the rule's CEL) and the CRD generator reads every rule's CEL side from the schema's metadata. Rules already on the
- * schema are kept (a template's spec adds its own to the cloned kind's).
+ * field, its `params.cel` the rule's CEL) and the CRD generator reads every rule's CEL side from the
+ * schema's metadata. Rules already on the schema are kept (a template's spec adds its own to the cloned
+ * kind's).
  */
 export function withRules<S extends z.ZodType>(
   schema: S,

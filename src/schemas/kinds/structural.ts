@@ -20,7 +20,8 @@ function isNode(value: unknown): value is JsonSchemaNode {
 function structural(node: JsonSchemaNode, path: string): JsonSchemaNode {
   const out: JsonSchemaNode = { ...node };
   delete out.$schema;
-  // Keys of maps (`z.record(z.string().regex(...))`): the API server has no propertyNames; zod still checks.
+  // Keys of maps (`z.record(z.string().regex(...))`): the API server has no propertyNames; zod still checks,
+  // so such a key is the one refusal the CRD cannot make (spec.variables; DESIGN.md section 2).
   delete out.propertyNames;
 
   if (out['x-kubernetes-int-or-string'] === true) {
