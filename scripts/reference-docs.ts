@@ -17,6 +17,7 @@ import { RUN_EVENTS } from '../src/core/record-run.ts';
 import { WAIT_TABLE } from '../src/core/wait-table.ts';
 import { API_GROUP, API_VERSION_NAME } from '../src/schemas/kinds/api-group.ts';
 import { CRD_LABELS } from '../src/schemas/kinds/crd.ts';
+import { CRON_MACROS } from '../src/schemas/kinds/cron.ts';
 import {
   CUSTOM_KINDS,
   type CustomKind,
@@ -26,6 +27,7 @@ import {
   TEMPLATE_KINDS,
   type TemplateKind,
 } from '../src/schemas/kinds/registry.ts';
+import { DRIFT_INTERVAL_BOUNDS, REFRESH_INTERVAL_BOUNDS } from '../src/schemas/kinds/spec.ts';
 import { RUN_ERROR_KINDS } from '../src/schemas/kinds/status.ts';
 import { REFUSED_IN_TEMPLATE } from '../src/schemas/kinds/templates.ts';
 import { WAIT_REASONS } from '../src/schemas/kinds/wait-reason.ts';
@@ -356,6 +358,12 @@ export function kindsReference(): string {
     code(kind.replace(/Template$/, '')),
     REFUSED_IN_TEMPLATE[kind].map((rule) => code(`spec.template.spec${rule.fieldPath}`)).join(', '),
   ]);
+  const intervals = (
+    [
+      ['spec.driftCheck.interval', DRIFT_INTERVAL_BOUNDS],
+      ['spec.refresh.interval', REFRESH_INTERVAL_BOUNDS],
+    ] as const
+  ).map(([field, bounds]) => [code(field), code(bounds.min), code(bounds.max), bounds.why]);
   const labels = Object.entries(CRD_LABELS).map(([label, value]) => [
     code(label),
     code(value),
@@ -385,6 +393,23 @@ export function kindsReference(): string {
     'API rolls a MachineDeployment out when it points at another template.',
     '',
     table(['Template', 'Cloned into', 'Refused in a template'], templates),
+    '',
+    '## Intervals and schedules',
+    '',
+    'Durations are Go-style with units `h`, `m` and `s` (`30m`, `1h30m`), at most five digits a part. The API',
+    'server checks the bounds below with CEL (`duration()`), so `0s` or `10s` is refused at admission with the',
+    'reason, never stored and left `SpecInvalid`.',
+    '',
+    table(['Field', 'Shortest', 'Longest', 'Why'], intervals),
+    '',
+    '`spec.driftCheck.schedule` is a cron schedule in UTC that the API server checks in full: five numeric',
+    'fields (minute 0-59, hour 0-23, day of month 1-31, month 1-12, day of week 0-6; no leading zeros), each',
+    '`*`, `*/step`, a',
+    `value, a range \`a-b\` running upwards or a list \`a,b\` of distinct values; or one of ${CRON_MACROS.map(code).join(', ')}.`,
+    'A day of month 30 or 31 needs month `*` (so no schedule names a day its months lack). Names (`MON`),',
+    '`?`, `L`, `W`, `#` and steps on ranges are refused: every schedule admitted is one the controller reads.',
+    'An object stored before a release tightened these (its spec no longer parses) waits `SpecInvalid`;',
+    'DESIGN.md section 2 says what happens when it is deleted.',
     '',
     '## CRD labels',
     '',

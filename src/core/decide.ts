@@ -123,8 +123,14 @@ export function driftDueMs(input: DecideInput): number | undefined {
   return base + Math.ceil(jittered(parseDurationSeconds(interval), input.uid) * 1000);
 }
 
-/** Nothing is left to destroy: nothing ever ran, or the newest destroy succeeded after the newest apply. */
-function withoutState(input: DecideInput): boolean {
+/** What row 1 of section 3 reads: whether anything ran, and the newest successes. */
+export type StateEvidence = Pick<DecideInput, 'hasRun' | 'records' | 'lastSuccess'>;
+
+/**
+ * Nothing is left to destroy: nothing ever ran, or the newest destroy succeeded after the newest apply.
+ * Reads no spec, so a deleting object whose spec does not parse is finalized by the same rule.
+ */
+export function withoutState(input: StateEvidence): boolean {
   const everRan = input.hasRun || input.records.length > 0 || input.lastSuccess?.apply !== undefined;
   if (!everRan) return true;
   const destroyed = timestampMs(input.lastSuccess?.destroy);

@@ -12,7 +12,7 @@ import type { RetryState } from './backoff.ts';
 import { type Bookkeeping, jobsToBookkeep, planBookkeeping, recordLostActiveJob } from './bookkeeping.ts';
 import { capiWait } from './cluster-api.ts';
 import { findCondition, OP_CONDITION, setCondition, withPausedCondition } from './conditions.ts';
-import { decideOp, type StartDecision } from './decide.ts';
+import { decideOp, type StartDecision, withoutState } from './decide.ts';
 import { type RunEvent, runEvent } from './event-spec.ts';
 import { applyGates, type GateInput } from './gates.ts';
 import { ANNOTATIONS } from './job-labels.ts';
@@ -340,14 +340,7 @@ function baseOf(planning: Planning, bookkeeping: Bookkeeping | undefined): Base 
 function decide(base: Base, watched: Watched | undefined): Planned {
   const { planning, status, records, bookkeeping } = base;
   const { snap, facts } = planning;
-  if (!snap.spec) {
-    const wait = waitFor('SpecInvalid', {
-      now: facts.now,
-      uid: snap.uid,
-      message: snap.specProblem ?? 'the spec does not parse',
-    });
-    return planRest(base, waitStatus(planning.statusContext, status, wait), waitOutcome(base, wait));
-  }
+  if (!snap.spec) return planSpecInvalid(base);
   const spec = snap.spec;
   const retries = retryStatesOf(records, status.attempts);
   const decision = decideOp({
@@ -391,23 +384,8 @@ function decide(base: Base, watched: Watched | undefined): Planned {
       }
       return planWatch(base, watched);
     }
-    case 'finalize': {
-      // Issue 23 item 5: a status that records no apply may be a lost one; the state says what is there.
-      if (
-        status.lastSuccess?.apply === undefined &&
-        facts.state === undefined &&
-        checkedStateSecret(snap) !== undefined
-      )
-        return { kind: 'read', read: 'state' };
-      const finalizers = (snap.meta.finalizers ?? []).filter((f) => f !== FINALIZER);
-      return finish(
-        base,
-        status,
-        { kind: 'finalizers', finalizers, gone: true },
-        outcome(planning, 'DeletingWithoutState'),
-        false,
-      );
-    }
+    case 'finalize':
+      return planFinalize(base);
     case 'idle': {
       const lastReason: StepReason | undefined = bookkeeping?.runs.at(-1)?.classification.reason;
       return planRest(
@@ -423,6 +401,53 @@ function decide(base: Base, watched: Watched | undefined): Planned {
     case 'start':
       return planStart(base, decision, retries[decision.op]);
   }
+}
+
+/** Row 1 of section 3: nothing to destroy, so the finalizer goes and the object with it. */
+function planFinalize(base: Base): Planned {
+  const { planning, status } = base;
+  const { snap, facts } = planning;
+  // Issue 23 item 5: a status that records no apply may be a lost one; the state says what is there (read
+  // only with a spec that parses: without one, the backend is unknown).
+  if (
+    status.lastSuccess?.apply === undefined &&
+    facts.state === undefined &&
+    checkedStateSecret(snap) !== undefined
+  )
+    return { kind: 'read', read: 'state' };
+  const finalizers = (snap.meta.finalizers ?? []).filter((f) => f !== FINALIZER);
+  return finish(
+    base,
+    status,
+    { kind: 'finalizers', finalizers, gone: true },
+    outcome(planning, 'DeletingWithoutState'),
+    false,
+  );
+}
+
+/**
+ * A spec that does not parse (stored before the CRD refused it, or by an older release; DESIGN.md section
+ * 2). Nothing starts from it. A deleting object with nothing to destroy is still finalized (row 1 reads no
+ * spec); one with state waits `SpecInvalid`, saying what an operator can do: a destroy needs the spec's
+ * variables, backend and Job policy, and status records only their hash, so none is run from guesses.
+ */
+function planSpecInvalid(base: Base): Planned {
+  const { planning, status, records } = base;
+  const { snap, facts } = planning;
+  const problem = snap.specProblem ?? 'the spec does not parse';
+  const deleting = snap.meta.deletionTimestamp !== undefined;
+  const idle = records.every((r) => r.finished && r.bookkept);
+  const evidence = {
+    hasRun: status.lastRun !== undefined,
+    records,
+    ...(status.lastSuccess ? { lastSuccess: status.lastSuccess } : {}),
+  };
+  if (deleting && idle && withoutState(evidence)) return planFinalize(base);
+  const message = deleting
+    ? `${problem}; the object is being deleted but its destroy cannot run: a destroy needs the spec's variables, backend and Job policy, and status records only their hash. Fix the spec (it stays editable while the object is deleting) and the destroy starts; or, to leave the infrastructure and its Terraform state behind, remove the finalizer ${FINALIZER}`
+    : problem;
+  const wait = waitFor('SpecInvalid', { now: facts.now, uid: snap.uid, message });
+  return planRest(base, waitStatus(planning.statusContext, status, wait), waitOutcome(base, wait));
 }
 
 function lastJob(base: Base): { job?: string } {

@@ -106,7 +106,8 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
   SpecInvalid: {
     requeueSeconds: 600,
     jitter: false,
-    meaning: 'The spec fails validation the API server could not do (a cron schedule that does not parse).',
+    meaning:
+      'The spec does not parse, stored before the CRD refused it (an older release); fix the spec. A deleting object with state cannot destroy until then (DESIGN.md section 2).',
   },
   // A person fixes or removes the named fields; that write wakes the object.
   StatusUnreadable: {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { V1Secret } from '@kubernetes/client-node';
+import type { z } from 'zod';
 import type { KubeReader } from '../adapters/kube/reader.ts';
 import { PAUSED_ANNOTATION } from '../core/cluster-api.ts';
 import { canonicalJson, inputsHash, inputsOf } from '../core/inputs-hash.ts';
@@ -198,7 +199,7 @@ export async function readSnapshot(reader: KubeReader, ref: ObjectRef): Promise<
       ...(deletionTimestamp ? { deletionTimestamp } : {}),
     },
     spec,
-    ...(parsedSpec.success ? {} : { specProblem: parsedSpec.error.issues[0]?.message ?? 'spec is invalid' }),
+    ...(parsedSpec.success ? {} : { specProblem: specProblemOf(parsedSpec.error.issues) }),
     status,
     ...(statusRead.kind === 'unreadable' ? { statusUnreadable: statusRead.paths } : {}),
     ...(clusterName !== undefined ? { clusterName } : {}),
@@ -242,4 +243,16 @@ export async function readPods(reader: KubeReader, snap: Snapshot): Promise<PodV
 /** Whether a Job's per-run Secret exists. */
 export async function runSecretExists(reader: KubeReader, namespace: string, job: string): Promise<boolean> {
   return (await reader.getSecret(namespace, runSecretName(job))) !== undefined;
+}
+
+/**
+ * The first reason a spec does not parse, with the field a person edits (`spec.variables.1bad: …`): the
+ * message alone, e.g. zod's "Invalid key in record", would not say where to look.
+ */
+function specProblemOf(issues: readonly z.core.$ZodIssue[]): string {
+  const [issue] = issues;
+  if (!issue) return 'spec is invalid';
+  // A bad map key's reason is nested: the record's own message is only "Invalid key in record".
+  const message = issue.code === 'invalid_key' ? (issue.issues[0]?.message ?? issue.message) : issue.message;
+  return `${['spec', ...issue.path.map(String)].join('.')}: ${message}`;
 }

@@ -3,6 +3,7 @@ import {
   envNameNotReserved,
   envValueOrValueFrom,
   lockTimeoutBelowDeadline,
+  quantityNotEmpty,
   ruleMessage,
   serviceAccountNotRunnerIdentity,
   withRules,
@@ -48,15 +49,34 @@ export const EnvVarSchema = withRules(
 export type EnvVar = z.infer<typeof EnvVarSchema>;
 
 /** Kubernetes quantity (`250m`, `512Mi`, `2`): a number or a string, as in core/v1. */
-export const QuantitySchema = z
-  .union([z.number().int(), z.string().min(1)])
-  .meta({ 'x-kubernetes-int-or-string': true, description: 'A Kubernetes quantity such as 250m or 512Mi.' });
+export const QuantitySchema = withRules(
+  z.union([z.number().int(), z.string()]).meta({
+    'x-kubernetes-int-or-string': true,
+    description: 'A Kubernetes quantity such as 250m or 512Mi.',
+  }),
+  [quantityNotEmpty],
+);
 export type Quantity = z.infer<typeof QuantitySchema>;
+
+/**
+ * Resource names a requests or limits map may hold: cpu, memory, ephemeral-storage and a few extended
+ * resources. A bound the API server needs: it multiplies the quantity rule's CEL cost by the map's size.
+ */
+export const MAX_RESOURCE_NAMES = 16;
+
+function resourceMapSchema() {
+  return z
+    .record(z.string(), QuantitySchema)
+    .refine((map) => Object.keys(map).length <= MAX_RESOURCE_NAMES, {
+      message: `at most ${MAX_RESOURCE_NAMES} resource names`,
+    })
+    .meta({ maxProperties: MAX_RESOURCE_NAMES });
+}
 
 export const ResourcesSchema = z
   .object({
-    requests: z.record(z.string(), QuantitySchema).optional(),
-    limits: z.record(z.string(), QuantitySchema).optional(),
+    requests: resourceMapSchema().optional(),
+    limits: resourceMapSchema().optional(),
   })
   .describe('Resources of the `source` container.');
 export type Resources = z.infer<typeof ResourcesSchema>;

@@ -116,6 +116,17 @@ export const envValueOrValueFrom: CrossFieldRule<{ value?: string | undefined; v
   holds: (v) => !(v.value !== undefined && v.valueFrom !== undefined),
 };
 
+/**
+ * A quantity given as a string is not empty. A CEL rule, not a `minLength`: the int-or-string form of a
+ * structural schema admits no bounds on its branches.
+ */
+export const quantityNotEmpty: CrossFieldRule<number | string> = {
+  // size(), not a comparison with '': its cost is constant, so an unbounded map of quantities stays in budget.
+  cel: 'type(self) != string || size(self) > 0',
+  message: 'a quantity is a number or a string such as 250m or 512Mi, not empty',
+  holds: (v) => v !== '',
+};
+
 /** A drift check runs on an interval or on a cron schedule, not both. */
 export const driftIntervalOrSchedule: CrossFieldRule<{
   interval?: string | undefined;
@@ -219,8 +230,9 @@ export function celValidation(rule: CelRule): CelValidation {
 
 /**
  * Attaches rules to a schema: zod checks the TypeScript side of each cross-field rule (issue at the rule's
- * field) and the CRD generator reads every rule's CEL side from the schema's metadata. Rules already on the
- * schema are kept (a template's spec adds its own to the cloned kind's).
+ * field, its `params.cel` the rule's CEL) and the CRD generator reads every rule's CEL side from the
+ * schema's metadata. Rules already on the schema are kept (a template's spec adds its own to the cloned
+ * kind's).
  */
 export function withRules<S extends z.ZodType>(
   schema: S,
@@ -233,6 +245,8 @@ export function withRules<S extends z.ZodType>(
           code: 'custom',
           message: ruleMessage(rule, value),
           path: rule.fieldPath ? rule.fieldPath.slice(1).split('.') : [],
+          // Marks the issue as one the API server also raises (the CRD carries the same rule as CEL).
+          params: { cel: rule.cel },
         });
       }
     }

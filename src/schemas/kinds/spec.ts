@@ -1,7 +1,7 @@
-import { CronExpressionParser } from 'cron-parser';
 import { z } from 'zod';
 import { APPLY_POLICIES } from '../run-config.ts';
-import { DurationSchema } from './duration.ts';
+import { CronScheduleSchema } from './cron.ts';
+import { type DurationBounds, durationSchema } from './duration.ts';
 import { JobsPolicySchema } from './jobs-policy.ts';
 import { driftIntervalOrSchedule, withRules } from './rules.ts';
 
@@ -11,7 +11,7 @@ import { driftIntervalOrSchedule, withRules } from './rules.ts';
  */
 
 /** A Terraform variable name, as HCL identifiers go. */
-const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/;
+export const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 
 export const SourceSchema = z
   .object({
@@ -63,32 +63,36 @@ export type DriftAction = (typeof DRIFT_ACTIONS)[number];
 /** Drift checks run every 30 minutes when neither an interval nor a schedule is set (DESIGN.md section 2). */
 export const DEFAULT_DRIFT_INTERVAL = '30m';
 
-/** Five cron fields (minute to weekday) or a macro such as `@hourly`; cron-parser checks the details. */
-const CRON_PATTERN = '^(@[a-z]+|(\\S+\\s+){4}\\S+)$';
+/**
+ * 1m: a drift check is a Job (pod start, init, `plan`) that takes about a minute, so a shorter interval
+ * queues checks back to back; 8760h: a year, the longest interval that still reads as periodic (turn the
+ * check off with `enabled: false` instead).
+ */
+export const DRIFT_INTERVAL_BOUNDS: DurationBounds = {
+  min: '1m',
+  max: '8760h',
+  why: 'a drift check is a Job that runs plan, about a minute; turn checks off with enabled: false',
+};
 
-export const CronScheduleSchema = z
-  .string()
-  .regex(new RegExp(CRON_PATTERN), { message: 'use five cron fields, e.g. "0 */6 * * *"' })
-  .refine(
-    (text) => {
-      try {
-        CronExpressionParser.parse(text, { tz: 'UTC' });
-        return true;
-      } catch {
-        return false;
-      }
-    },
-    { message: 'schedule is not a valid cron expression (five fields, UTC), e.g. "0 */6 * * *"' },
-  );
+/** 1m: a refresh is a Job running `apply -refresh-only`, as long as a drift check. */
+export const REFRESH_INTERVAL_BOUNDS: DurationBounds = {
+  min: '1m',
+  max: '8760h',
+  why: 'a refresh is a Job that runs apply -refresh-only, about a minute; leave refresh out for none',
+};
 
 export const DriftCheckSchema = withRules(
   z
     .object({
       enabled: z.boolean().default(true).describe('Run drift checks.'),
-      interval: DurationSchema.optional().describe(
-        'Time between checks (default 30m when no schedule is set).',
+      interval: durationSchema(DRIFT_INTERVAL_BOUNDS)
+        .optional()
+        .describe(
+          'Time between checks (default 30m when no schedule is set; 1m to 8760h: each check is a Job running `plan`, which takes about a minute, and a year is the longest that still means periodic).',
+        ),
+      schedule: CronScheduleSchema.optional().describe(
+        'Cron schedule in UTC, instead of an interval: five numeric fields without leading zeros (each *, */step, a value, a range a-b or a list a,b) or a macro such as @daily; a day of month 30 or 31 needs month *.',
       ),
-      schedule: CronScheduleSchema.optional().describe('Cron schedule in UTC, instead of an interval.'),
       action: z
         .enum(DRIFT_ACTIONS)
         .default('Report')
@@ -101,7 +105,11 @@ export type DriftCheck = z.infer<typeof DriftCheckSchema>;
 
 export const RefreshSchema = z
   .object({
-    interval: DurationSchema.optional().describe('Time between health refreshes; absent means no refresh.'),
+    interval: durationSchema(REFRESH_INTERVAL_BOUNDS)
+      .optional()
+      .describe(
+        'Time between health refreshes (1m to 8760h: each refresh is a Job running `apply -refresh-only`, which takes about a minute); absent means no refresh.',
+      ),
   })
   .describe('Periodic `apply -refresh-only` (health refresh).');
 export type Refresh = z.infer<typeof RefreshSchema>;
@@ -109,10 +117,19 @@ export type Refresh = z.infer<typeof RefreshSchema>;
 /** Fields of every target kind's spec. */
 export const commonSpecShape = {
   source: SourceSchema,
-  variables: z.record(z.string().regex(VARIABLE_NAME), z.unknown()).optional().meta({
-    'x-kubernetes-preserve-unknown-fields': true,
-    description: 'Terraform variables as JSON values, keyed by variable name.',
-  }),
+  variables: z
+    .record(
+      z.string().regex(VARIABLE_NAME, {
+        message: 'variable names are letters, digits, `_` and `-`, not starting with a digit',
+      }),
+      z.unknown(),
+    )
+    .optional()
+    .meta({
+      'x-kubernetes-preserve-unknown-fields': true,
+      description:
+        'Terraform variables as JSON values, keyed by variable name (letters, digits, `_` and `-`, not starting with a digit). The controller checks the names; the API server cannot (CEL sees no keys of free-form JSON), so an object with another name is stored and waits SpecInvalid.',
+    }),
   variablesFrom: z
     .array(VariableFromSchema)
     .max(256)

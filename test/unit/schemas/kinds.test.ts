@@ -88,6 +88,24 @@ describe('spec defaults and limits: DESIGN.md section 2', () => {
     expect(issues(machine({ refresh: { interval: '30' } }))[0]).toContain('use a duration such as 30m');
     expect(machine({ refresh: { interval: '0s' } }).success).toBe(false);
   });
+
+  it.each([
+    { field: 'driftCheck', interval: '0s', valid: false },
+    { field: 'driftCheck', interval: '59s', valid: false },
+    { field: 'driftCheck', interval: '1m', valid: true },
+    { field: 'driftCheck', interval: '30s30s', valid: true },
+    { field: 'driftCheck', interval: '8760h', valid: true },
+    { field: 'driftCheck', interval: '8760h1s', valid: false },
+    { field: 'refresh', interval: '10s', valid: false },
+    { field: 'refresh', interval: '1h', valid: true },
+    { field: 'refresh', interval: '999999h', valid: false },
+  ])('$field.interval $interval → valid: $valid (1m to 8760h)', ({ field, interval, valid }) => {
+    const result = machine({ [field]: { interval } });
+    expect(result.success).toBe(valid);
+    if (!valid && interval !== '999999h') {
+      expect(issues(result)[0]).toContain(`${interval} must be between 1m and 8760h`);
+    }
+  });
 });
 
 describe('cross-field rules: messages a person can act on', () => {
@@ -126,9 +144,30 @@ describe('cross-field rules: messages a person can act on', () => {
       'driftCheck.schedule: set driftCheck.interval or driftCheck.schedule, not both',
     ]);
     expect(issues(machine({ driftCheck: { schedule: '61 * * * *' } }))[0]).toContain(
-      'not a valid cron expression',
+      'use five numeric cron fields (each *, */step, a value, a range a-b or a list a,b)',
     );
   });
+
+  it.each([
+    { schedule: '0 */6 * * *', valid: true },
+    { schedule: '15 9,17 * * 1-5', valid: true },
+    { schedule: '@daily', valid: true },
+    { schedule: '0 0 31 * *', valid: true },
+    { schedule: '30-10 * * * *', valid: false },
+    { schedule: '0 5,5 * * *', valid: false },
+    { schedule: '0 05 * * *', valid: false },
+    { schedule: '0 05 * * *', valid: false },
+    { schedule: '0 0 31 2 *', valid: false },
+    { schedule: '0 0 * * MON', valid: false },
+    { schedule: '0 0 * * 7', valid: false },
+    { schedule: '*/0 * * * *', valid: false },
+    { schedule: '@reboot', valid: false },
+  ])(
+    'driftCheck.schedule $schedule → valid: $valid (the grammar the CRD checks in full)',
+    ({ schedule, valid }) => {
+      expect(machine({ driftCheck: { schedule } }).success).toBe(valid);
+    },
+  );
 
   it('an approved plan names its approver', () => {
     const plan = {
