@@ -24,24 +24,51 @@ export interface PlannedChange {
 /** Actions that change nothing: `no-op`, and `read` (a data source read is not a change to approve). */
 const INERT_ACTIONS: ReadonlySet<string> = new Set(['no-op', 'read']);
 
+/** The planned value of one root output the plan changes: known (`after`) or computed at apply. */
+export type PlannedOutput = { known: true; after: JsonValue | undefined } | { known: false };
+
 /**
- * Parse outcome of `show -json <plan>`: a value, never a throw. `changedOutputs` names the root outputs
- * whose planned actions are not `no-op` (a replaced server changes the outputs it feeds).
+ * Parse outcome of `show -json <plan>`: a value, never a throw. `plannedOutputs` holds the root outputs
+ * whose planned actions are not `no-op` (a replaced server changes the outputs it feeds), with their values.
  */
 export type ParsedPlan =
-  | { ok: true; changes: PlannedChange[]; changedOutputs: string[] }
+  | { ok: true; changes: PlannedChange[]; plannedOutputs: Record<string, PlannedOutput> }
   | { ok: false; message: string };
 
-/** Root outputs the plan changes (`output_changes` with an action other than no-op), sorted. */
-function changedOutputsOf(raw: JsonValue | undefined): string[] {
-  if (!isJsonObject(raw)) return [];
-  return Object.entries(raw)
-    .filter(([, change]) => {
-      const actions = isJsonObject(change) ? change.actions : undefined;
-      return Array.isArray(actions) && actions.some((action) => action !== 'no-op');
-    })
-    .map(([name]) => name)
-    .sort();
+/** Root outputs the plan changes (`output_changes` with an action other than no-op), with their values. */
+function changedOutputsOf(raw: JsonValue | undefined): Record<string, PlannedOutput> {
+  const changed: Record<string, PlannedOutput> = {};
+  if (!isJsonObject(raw)) return changed;
+  for (const [name, change] of Object.entries(raw)) {
+    if (!isJsonObject(change)) continue;
+    const { actions } = change;
+    if (!Array.isArray(actions) || !actions.some((action) => action !== 'no-op')) continue;
+    // `after_unknown` is `true`, or an object/array marking the parts computed at apply.
+    changed[name] = hasUnknown(change.after_unknown)
+      ? { known: false }
+      : { known: true, after: change.after };
+  }
+  return changed;
+}
+
+/** Whether an `after_unknown` structure marks any part as unknown (`true` somewhere in it). */
+function hasUnknown(marks: JsonValue | undefined): boolean {
+  if (marks === true) return true;
+  if (Array.isArray(marks)) return marks.some(hasUnknown);
+  if (isJsonObject(marks)) return Object.values(marks).some(hasUnknown);
+  return false;
+}
+
+/**
+ * Whether the plan moves a latched contract output (Cluster API's `providerID`, `controlPlaneEndpoint`,
+ * set once and never again) away from the value `latched` recorded: it changes the output and its planned
+ * value is computed at apply or differs from `latched`. A plan that only creates the output with the
+ * recorded value (an endpoint a person set before the first apply) keeps it.
+ */
+export function movesLatchedOutput(plan: ParsedPlan & { ok: true }, name: string, latched: unknown): boolean {
+  const planned = plan.plannedOutputs[name];
+  if (planned === undefined) return false;
+  return !planned.known || canonicalJson(planned.after) !== canonicalJson(latched);
 }
 
 /**
@@ -66,7 +93,7 @@ export function readPlanDocument(stdout: string): ParsedPlan {
     const deposed = typeof entry.deposed === 'string' ? ` (deposed ${entry.deposed})` : '';
     changes.push({ address: `${entry.address}${deposed}`, actions, change: entry.change });
   }
-  return { ok: true, changes, changedOutputs: changedOutputsOf(doc.output_changes) };
+  return { ok: true, changes, plannedOutputs: changedOutputsOf(doc.output_changes) };
 }
 
 /** The digest of a set of planned changes under the per-object key (UTF-8 bytes). */

@@ -19,7 +19,7 @@ import { checkImageLayout } from './layout.ts';
 import { lockInfoFrom } from './lock-info.ts';
 import type { RunnerLog } from './log.ts';
 import { readUiStream, readValidateDocument, type UiReport, uiMessage } from './machine-ui.ts';
-import { readPlanDocument, summarizePlan } from './plan-digest.ts';
+import { movesLatchedOutput, readPlanDocument, summarizePlan } from './plan-digest.ts';
 import { fitResult } from './result-document.ts';
 import { readRunConfig } from './run-config-file.ts';
 import { runConfigSecrets } from './run-secrets.ts';
@@ -277,7 +277,7 @@ async function runSteps(
       const parsed = readPlanDocument(run.stdout);
       if (!parsed.ok) return failure('step', step, parsed.message);
       plan = summarizePlan(parsed.changes, config.planHmacKey);
-      if (config.providerID !== undefined && parsed.changedOutputs.includes('providerID')) {
+      if (config.providerID !== undefined && movesLatchedOutput(parsed, 'providerID', config.providerID)) {
         return failure(
           'step',
           step,
@@ -288,7 +288,7 @@ async function runSteps(
       }
       if (
         config.controlPlaneEndpoint !== undefined &&
-        parsed.changedOutputs.includes('controlPlaneEndpoint')
+        movesLatchedOutput(parsed, 'controlPlaneEndpoint', config.controlPlaneEndpoint)
       ) {
         const { host, port } = config.controlPlaneEndpoint;
         return failure(

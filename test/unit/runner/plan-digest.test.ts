@@ -2,6 +2,7 @@ import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../../src/core/canonical-json.ts';
 import {
+  movesLatchedOutput,
   type PlannedChange,
   planDigest,
   readPlanDocument,
@@ -78,7 +79,7 @@ describe('reading a plan document', () => {
     expect(readPlanDocument('{"format_version":"1.2"}')).toEqual({
       ok: true,
       changes: [],
-      changedOutputs: [],
+      plannedOutputs: {},
     });
   });
 
@@ -88,13 +89,54 @@ describe('reading a plan document', () => {
       output_changes: {
         providerID: { actions: ['update'], before: 'captf-local://m-a/1', after_unknown: true },
         addresses: { actions: ['no-op'] },
-        name: { actions: ['create'] },
+        name: { actions: ['create'], after: 'n', after_unknown: false },
+        endpoint: { actions: ['create'], after: { host: 'h', port: 0 }, after_unknown: { port: true } },
       },
     };
-    expect(readPlanDocument(JSON.stringify(doc))).toMatchObject({
+    expect(readPlanDocument(JSON.stringify(doc))).toEqual({
       ok: true,
-      changedOutputs: ['name', 'providerID'],
+      changes: [],
+      plannedOutputs: {
+        providerID: { known: false },
+        name: { known: true, after: 'n' },
+        endpoint: { known: false },
+      },
     });
+  });
+
+  const latched = { host: '10.0.0.1', port: 6443 };
+  const planWith = (change: Record<string, unknown> | undefined) => {
+    const parsed = readPlanDocument(
+      JSON.stringify({ output_changes: change ? { controlPlaneEndpoint: change } : {} }),
+    );
+    if (!parsed.ok) throw new Error(parsed.message);
+    return parsed;
+  };
+  it.each([
+    { id: 'unchanged', change: undefined, moves: false },
+    { id: 'no-op', change: { actions: ['no-op'], after: { host: 'x', port: 1 } }, moves: false },
+    {
+      id: 'created with the recorded value (set by a person before the first apply)',
+      change: { actions: ['create'], after: { port: 6443, host: '10.0.0.1' }, after_unknown: false },
+      moves: false,
+    },
+    {
+      id: 'updated to another value',
+      change: { actions: ['update'], after: { host: '10.0.0.2', port: 6443 }, after_unknown: false },
+      moves: true,
+    },
+    {
+      id: 'computed at apply',
+      change: { actions: ['update'], after: { port: 6443 }, after_unknown: { host: true } },
+      moves: true,
+    },
+    {
+      id: 'the port as text (never guessed equal)',
+      change: { actions: ['create'], after: { host: '10.0.0.1', port: '6443' }, after_unknown: false },
+      moves: true,
+    },
+  ])('a latched output: $id → moves $moves', ({ change, moves }) => {
+    expect(movesLatchedOutput(planWith(change), 'controlPlaneEndpoint', latched)).toBe(moves);
   });
 });
 
