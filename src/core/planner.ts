@@ -388,7 +388,10 @@ function finish(base: Base, status: TargetStatus, move: Move, result: StepOutcom
   const { planning, bookkeeping, records } = base;
   const { snap, facts } = planning;
   const pruneNames = prunes || bookkeeping ? selectJobsToPrune(records, planning.policy) : [];
-  const needsPods = bookkeeping !== undefined || pruneNames.length > 0;
+  // Once our finalizer goes nothing reads the object's pods again: they are released before it (crash-safe).
+  const ownerGone = move.kind === 'finalizers' && move.gone;
+  const needsPods =
+    bookkeeping !== undefined || pruneNames.length > 0 || facts.heldPod !== undefined || ownerGone;
   if (needsPods && facts.pods === undefined) return { kind: 'read', read: 'pods' };
   const prune = pruneNames.flatMap((name) => {
     const job = snap.jobs.find((j) => j.metadata.name === name);
@@ -399,6 +402,7 @@ function finish(base: Base, status: TargetStatus, move: Move, result: StepOutcom
         planning,
         records,
         prune.map((p) => p.uid),
+        ownerGone,
       )
     : [];
   // A cluster whose apply this step recorded is ready: its machines and pools waiting for it go now.
@@ -452,6 +456,7 @@ function podsReleasedBy(
   planning: Planning,
   records: readonly JobRecord[],
   pruning: readonly string[],
+  ownerGone: boolean,
 ): string[] {
   const { snap, facts } = planning;
   const jobs = snap.jobs.flatMap((job) => {
@@ -467,7 +472,9 @@ function podsReleasedBy(
       },
     ];
   });
-  return podsToRelease({ pods: facts.pods ?? [], jobs, pruning }).map(({ pod }) => pod.metadata.name);
+  return podsToRelease({ pods: facts.pods ?? [], jobs, pruning, ownerGone }).map(
+    ({ pod }) => pod.metadata.name,
+  );
 }
 
 /** Watching the active Job (DESIGN.md section 5 step 4), past deadline enforcement. */

@@ -4,6 +4,7 @@ import type { Bookkeeping } from './bookkeeping.ts';
 import type { StartDecision } from './decide.ts';
 import type { RunEvent } from './event-spec.ts';
 import type { JobManifest } from './job-manifest.ts';
+import type { HeldPod } from './pod-release.ts';
 import type { PlanChange } from './record-run.ts';
 import type { Redactor } from './redaction.ts';
 import type { RunDecisions } from './run-decisions.ts';
@@ -39,6 +40,11 @@ export interface PlanFacts {
   slots?: { installation: number; cluster: number | undefined };
   /** Whether the watched Job's per-run Secret exists, once read. */
   runSecretExists?: boolean;
+  /**
+   * A pod of this object an event showed being deleted with our finalizer: the step reads the pods and
+   * releases every one no bookkeeping will read (src/core/pod-release.ts), whatever else it does.
+   */
+  heldPod?: HeldPod;
   /**
    * The API server refused the contract fields of this step's bookkeeping for good (400/422): its words.
    * The plan then records those runs as `OutputsInvalid` and writes no contract field (section 7).
