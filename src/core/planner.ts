@@ -33,7 +33,8 @@ import { inputSecretTexts, type RunInputs, resolveRunInputs } from './run-inputs
 import type { RunConfigSource } from './run-secret-manifest.ts';
 import { runnerAccountOf } from './runner-identity.ts';
 import type { Snapshot } from './snapshot.ts';
-import { jobStateSuffixes, unrecordedStateSuffix } from './state-identity.ts';
+import { stateObjectsOf } from './state-cleanup.ts';
+import { jobStateSuffixes, snapshotStateSuffix, unrecordedStateSuffix } from './state-identity.ts';
 import { type OutcomeExtras, outcomeOf, type StepOutcome, type StepReason } from './step-outcome.ts';
 import type {
   JobRef,
@@ -341,10 +342,12 @@ function decide(base: Base, watched: Watched | undefined): Planned {
     }
     case 'finalize': {
       const finalizers = (snap.meta.finalizers ?? []).filter((f) => f !== FINALIZER);
+      // Nothing is left to destroy: the state objects nobody owns go with the finalizer (section 12).
+      const state = stateObjectsOf(spec, snap.ref.namespace, snapshotStateSuffix(snap));
       return finish(
         base,
         status,
-        { kind: 'finalizers', finalizers, gone: true },
+        { kind: 'finalizers', finalizers, gone: true, ...(state ? { state } : {}) },
         outcome(planning, 'DeletingWithoutState'),
         false,
       );

@@ -11,6 +11,7 @@ import type { RunDecisions } from './run-decisions.ts';
 import type { RunConfigSource } from './run-secret-manifest.ts';
 import type { RunnerIdentity } from './runner-identity.ts';
 import type { Snapshot } from './snapshot.ts';
+import type { StateObjects } from './state-cleanup.ts';
 import type { StepOutcome } from './step-outcome.ts';
 import type { PodView } from './views.ts';
 
@@ -119,7 +120,13 @@ export type Move =
   /** Not ours to act on. */
   | { kind: 'none' }
   /** Replace the object's finalizers (add ours first; remove ours once nothing is left to destroy). */
-  | { kind: 'finalizers'; finalizers: string[]; gone: boolean }
+  | {
+      kind: 'finalizers';
+      finalizers: string[];
+      gone: boolean;
+      /** With `gone`: the default backend's state objects, deleted first when the state is empty. */
+      state?: StateObjects;
+    }
   /** A Job runs: renew its guards, adopt it after a crash (create its missing per-run Secret), show it. */
   | {
       kind: 'watch';

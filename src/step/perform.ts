@@ -1,3 +1,4 @@
+import { gunzipSync } from 'node:zlib';
 import { isKubeError } from '../adapters/kube/errors.ts';
 import type { EventObjectRef, RunEvent } from '../core/event-spec.ts';
 import { ownerLabels, POD_RESULT_FINALIZER } from '../core/job-labels.ts';
@@ -7,6 +8,12 @@ import { runSecretName } from '../core/names.ts';
 import { buildPlanManifest } from '../core/plan-manifest.ts';
 import { stateSecretOf } from '../core/run-secret-manifest.ts';
 import type { Snapshot } from '../core/snapshot.ts';
+import {
+  decideStateCleanup,
+  managedInstanceCount,
+  type StateObjects,
+  type StateReading,
+} from '../core/state-cleanup.ts';
 import { snapshotStateSuffix } from '../core/state-identity.ts';
 import { outcomeOf, type StepOutcome, UNAVAILABLE_RETRY_SECONDS } from '../core/step-outcome.ts';
 import type { Move, PlanWrite, StepPlan } from '../core/step-plan.ts';
@@ -257,6 +264,44 @@ async function measureState(performance: Performance): Promise<void> {
   await deps.metrics.sizeMeasured({ ...snap.ref, what: 'state', bytes });
 }
 
+/**
+ * Reads the state the kubernetes backend wrote (`tfstate`, gzip'd JSON) and what it holds; a Secret with no
+ * `tfstate` key is the empty one the runner identity created before the first Job (no state yet).
+ */
+async function readState(deps: StepDeps, objects: StateObjects): Promise<StateReading> {
+  const secret = await deps.kube.reader.getSecret(objects.namespace, objects.stateSecret);
+  if (secret === undefined) return { kind: 'absent' };
+  const encoded = secret.data?.tfstate;
+  if (encoded === undefined) return { kind: 'counted', managedInstances: 0 };
+  try {
+    const count = managedInstanceCount(
+      JSON.parse(gunzipSync(Buffer.from(encoded, 'base64')).toString('utf8')),
+    );
+    return count === undefined
+      ? { kind: 'unreadable', problem: 'not a Terraform state' }
+      : { kind: 'counted', managedInstances: count };
+  } catch (error) {
+    return { kind: 'unreadable', problem: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+/**
+ * Before our finalizer goes (issue 23 item 3): the state Secret and its lock Lease, which nobody owns, are
+ * deleted when the state holds nothing, else kept with a Warning Event. A step that dies in between redoes
+ * it on the next step (the finalizer is still there); a delete of what is gone is done.
+ */
+async function cleanUpState(performance: Performance, objects: StateObjects): Promise<void> {
+  const { deps } = performance;
+  const cleanup = decideStateCleanup(objects, await readState(deps, objects));
+  if (cleanup.kind === 'keep') {
+    await emitEvents(performance, [cleanup.event]);
+    return;
+  }
+  // The Secret last: it is the evidence a step that died in between reads again.
+  await deps.kube.writer.deleteLease(objects.namespace, objects.lockLease);
+  await deps.kube.writer.deleteSecret(objects.namespace, objects.stateSecret);
+}
+
 /** The outcome of a status write that lost a Conflict: read again at once. */
 export function conflict(performance: Performance, job?: string): StepOutcome {
   return outcomeOf(performance.snap.ref, 'Conflict', {
@@ -364,6 +409,7 @@ async function performMove(performance: Performance, move: Move): Promise<StepOu
       return plan.outcome;
     }
     case 'finalizers': {
+      if (move.state) await cleanUpState(performance, move.state);
       await writes.finalizers(move.finalizers);
       deps.failpoints.hit('after-finalizer-patch');
       return plan.outcome;
