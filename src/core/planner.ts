@@ -400,14 +400,17 @@ function finish(base: Base, status: TargetStatus, move: Move, result: StepOutcom
     const job = snap.jobs.find((j) => j.metadata.name === name);
     return job ? [jobRef(job)] : [];
   });
-  const released = needsPods
-    ? podsReleasedBy(
-        planning,
-        records,
-        prune.map((p) => p.uid),
-        ownerGone,
-      )
-    : [];
+  // Whenever the pods were read (to bookkeep, watch or guard a start), what the rule allows is released:
+  // a held pod of a Job deleted by hand would otherwise hold the next start back until the sweep.
+  const released =
+    facts.pods !== undefined
+      ? podsReleasedBy(
+          planning,
+          records,
+          prune.map((p) => p.uid),
+          ownerGone,
+        )
+      : [];
   // A cluster whose apply this step recorded is ready: its machines and pools waiting for it go now.
   const ready =
     snap.ref.kind === 'TerraformCluster' &&
