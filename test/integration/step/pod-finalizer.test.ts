@@ -200,6 +200,30 @@ describe('pod result finalizer', () => {
     await podGone(name);
   });
 
+  it('C15: a running Job deleted by hand: the step that holds the retry back for its pod releases that pod, and the next step retries', async () => {
+    const { ref, job } = await startedObject(env, 'TerraformMachine', 'm-deleted-running');
+    const pod = await podOf(env, job);
+    const name = pod.metadata?.name ?? '';
+    await runPod(env, pod);
+    await env.batch.deleteNamespacedJob({
+      namespace: env.namespace,
+      name: job,
+      propagationPolicy: 'Background',
+    });
+    await eventually(
+      () => readPod(name),
+      (read) => read?.metadata?.deletionTimestamp !== undefined,
+      30_000,
+      `pod ${name} deleted by the garbage collector`,
+    );
+    // The API guard counts the Terminating pod as alive; the same step releases it (its Job is gone).
+    expect(await env.step()(ref)).toMatchObject({ action: 'waiting', reason: 'WaitingForPreviousAttempt' });
+    await podGone(name);
+    const retried = await env.step()(ref);
+    expect(retried).toMatchObject({ action: 'created' });
+    expect(retried.job).not.toBe(job);
+  });
+
   it('C13: pruning a Job leaves no pod of it behind, the finalizer released with it', async () => {
     const ref = await createObject(env, 'TerraformMachine', 'm-prune', {
       variables: { n: 1 },
