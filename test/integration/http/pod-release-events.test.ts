@@ -36,6 +36,7 @@ let env: StepEnv;
 let doomed: StepEnv;
 let app: FastifyInstance;
 let url: string;
+const answers: string[] = [];
 
 beforeAll(async () => {
   env = await createStepEnv('podrel');
@@ -61,6 +62,14 @@ beforeAll(async () => {
       clock: env.clock,
     }),
   );
+  // Each answer about a pod, printed when a test fails: which step it ran, with what outcome.
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (request.url === '/events' && String(request.headers['ce-type'] ?? '').length > 0)
+      answers.push(
+        `${request.headers['ce-type']} ${request.headers['ce-subject']}: ${reply.statusCode} ${String(payload).slice(0, 300)}`,
+      );
+    return payload;
+  });
   url = await app.listen({ port: 0, host: '127.0.0.1' });
 }, 60_000);
 
@@ -96,6 +105,9 @@ async function withRelay<T>(mode: 'ref' | 'resource', body: () => Promise<T>): P
   );
   try {
     return await body();
+  } catch (error) {
+    console.log(`[pod-release-events] /events answers:\n${answers.join('\n')}`);
+    throw error;
   } finally {
     stop.abort();
     await relay;
@@ -119,7 +131,7 @@ async function firstJob(scope: StepEnv, name: string): Promise<string> {
 }
 
 describe('a held pod is released by its own event, not by the sweep', () => {
-  it.each(['ref', 'resource'] as const)(
+  it.each(['resource', 'ref'] as const)(
     '(%s mode) a bookkept Job deleted by a user: its pod loses our finalizer on the pod event and goes',
     async (mode) => {
       await withRelay(mode, async () => {

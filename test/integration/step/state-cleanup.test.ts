@@ -1,5 +1,11 @@
 import { gzipSync } from 'node:zlib';
-import { CoordinationV1Api, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import {
+  CoordinationV1Api,
+  KubeConfig,
+  PatchStrategy,
+  RbacAuthorizationV1Api,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CUSTOM_RESOURCES } from '../../../src/adapters/kube/resources.ts';
 import type { ObjectRef } from '../../../src/core/object-ref.ts';
@@ -50,11 +56,10 @@ const NULL_RESOURCE = {
 async function writeState(suffix: string, resources: unknown[]): Promise<void> {
   const state = { version: 4, terraform_version: '1.12.6', serial: 2, lineage: 'l', outputs: {}, resources };
   const tfstate = gzipSync(Buffer.from(JSON.stringify(state))).toString('base64');
-  await env.core.patchNamespacedSecret({
-    namespace: env.namespace,
-    name: `tfstate-default-${suffix}`,
-    body: { data: { tfstate } },
-  });
+  await env.core.patchNamespacedSecret(
+    { namespace: env.namespace, name: `tfstate-default-${suffix}`, body: { data: { tfstate } } },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
 }
 
 /** Which of the object's per-object things still exist, by name. */

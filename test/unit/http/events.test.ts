@@ -171,6 +171,31 @@ describe('POST /events: owned objects map to their owner', () => {
     ]);
   });
 
+  it('a held pod whose step found the step lock taken answers 429 (sent again), not 202: a requeue would lose the pod', async () => {
+    const t = testApp({
+      answer: () => ({ action: 'deferred', reason: 'StepLockHeld', requeueAfterSeconds: 2 }),
+    });
+    const held = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {
+        name: 'p-held',
+        namespace: 'team-a',
+        uid: 'p-1',
+        resourceVersion: '8',
+        labels: { ...labels, 'captf.io/owner-uid': 'uid-m1' },
+        deletionTimestamp: '2026-12-03T04:00:00Z',
+        finalizers: ['captf.io/result'],
+      },
+    };
+    const first = await send(t, 'binary', 'dev.knative.apiserver.resource.update', held);
+    expect(first.statusCode).toBe(429);
+    expect(first.headers['retry-after']).toBe('1');
+    // Not remembered as seen: the same delivery, sent again, reaches the step again.
+    await send(t, 'binary', 'dev.knative.apiserver.resource.update', held);
+    expect(t.calls).toHaveLength(2);
+  });
+
   it('a Pod without our labels is not ours: 200, ignored', async () => {
     const t = testApp();
     const data = {
