@@ -1,8 +1,9 @@
-import type { V1Pod } from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { composeAppDeps } from '../../../functions/compose.ts';
 import { runRelayProcess } from '../../../functions/relay.ts';
+import { CUSTOM_RESOURCES } from '../../../src/adapters/kube/resources.ts';
 import { readConfig } from '../../../src/config.ts';
 import { POD_RESULT_FINALIZER } from '../../../src/core/job-labels.ts';
 import { buildApp } from '../../../src/http/app.ts';
@@ -16,7 +17,6 @@ import {
   jobsOf,
   podOf,
   result,
-  runPod,
   type StepEnv,
   statusOf,
 } from '../step/harness.ts';
@@ -24,12 +24,12 @@ import {
 // Issue 23 item 2: our pod finalizer `captf.io/result` never outlives what could read it. The events alone
 // (the bundled relay → POST /events → the real step, API server, garbage collector and namespace controller)
 // release a held pod within seconds: no /tick is sent, so the sweep, which used to be the only way out
-// (test/integration/step/pod-finalizer.test.ts C14), never runs here. The test plays the kubelet.
+// (test/integration/step/pod-finalizer.test.ts C14), never runs here. The test plays the kubelet. A deleted
+// namespace's pods go the same way; an object that ran still needs its destroy, which a terminating
+// namespace refuses (docs/runbooks/stuck-destroy.md), so that namespace stays until a person acts.
 
 /** Well under the sweep's default 10 min period; the release takes one event and one step. */
 const RELEASED_WITHIN_MS = 20_000;
-/** A namespace deletion: the namespace controller's passes, the object's finalize step, the pods'. */
-const NAMESPACE_GONE_WITHIN_MS = 90_000;
 
 let env: StepEnv;
 /** A second namespace, deleted whole by the second test. */
@@ -82,6 +82,19 @@ afterAll(async () => {
         .removePodFinalizer(scope.namespace, pod.metadata?.name ?? '', POD_RESULT_FINALIZER)
         .catch(() => undefined);
   }
+  // The applied object in the deleted namespace keeps its finalizer (its destroy cannot run there): the
+  // runbook's last resort, so the namespace can go.
+  await doomed?.custom
+    .patchNamespacedCustomObject(
+      {
+        ...CUSTOM_RESOURCES.TerraformMachine,
+        namespace: doomed.namespace,
+        name: 'm-doomed',
+        body: { metadata: { finalizers: null } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    )
+    .catch(() => undefined);
   await doomed?.close();
   await env?.close();
 });
@@ -170,23 +183,40 @@ describe('a held pod is released by its own event, not by the sweep', () => {
     120_000,
   );
 
-  it('a namespace holding our object, its running Job and its pod is deleted: it is gone without a sweep', async () => {
+  it('a namespace holding our applied object, its Job and its pod is deleted: the pod goes at once, the object waits for its destroy as JobCreateRejected', async () => {
     await withRelay('ref', async () => {
       const name = 'm-doomed';
+      const ref = { kind: 'TerraformMachine' as const, namespace: doomed.namespace, name };
       await createObject(doomed, 'TerraformMachine', name);
       const job = await firstJob(doomed, name);
-      const pod = await podOf(doomed, job);
-      await runPod(doomed, pod);
+      const pod = (await podOf(doomed, job)).metadata?.name ?? '';
+      await finishJob(doomed, job, { exitCode: 0, result: result('apply', 'succeeded') });
+      await eventually(
+        () => statusOf(doomed, ref),
+        (status) => status.lastRun?.job === job,
+        60_000,
+        `${job} bookkept by its event`,
+      );
 
       const deletedAt = Date.now();
       await doomed.core.deleteNamespace({ name: doomed.namespace });
+      // The namespace controller deletes the pod first; its event releases it (its Job is bookkept).
       await eventually(
-        () => doomed.core.readNamespace({ name: doomed.namespace }).catch(() => undefined),
-        (namespace) => namespace === undefined,
-        NAMESPACE_GONE_WITHIN_MS,
-        `namespace ${doomed.namespace} gone without a sweep`,
+        () => readPod(doomed, pod),
+        (read) => read === undefined,
+        RELEASED_WITHIN_MS,
+        `pod ${pod} released and gone without a sweep`,
       );
-      console.log(`[pod-release-events] namespace gone ${Date.now() - deletedAt} ms after its deletion`);
+      console.log(`[pod-release-events] namespace: pod gone ${Date.now() - deletedAt} ms after its deletion`);
+      // What holds the namespace now is the destroy it refuses to run (docs/runbooks/stuck-destroy.md): the
+      // object says so once a minute, never as an outage retried every 5 s.
+      const outcome = await eventually(
+        () => doomed.step()(ref),
+        (answer) => answer.reason === 'JobCreateRejected',
+        60_000,
+        'the destroy refused by the terminating namespace',
+      );
+      expect(outcome).toMatchObject({ action: 'waiting', requeueAfterSeconds: 60 });
     });
   }, 180_000);
 });
