@@ -11,6 +11,7 @@ import { clusterMembersToWake } from '../src/core/cluster-api.ts';
 import { finishedCondition } from '../src/core/job-conditions.ts';
 import { ANNOTATIONS, LABELS, POD_RESULT_FINALIZER } from '../src/core/job-labels.ts';
 import { OBJECT_KINDS, type ObjectRef, refKey } from '../src/core/object-ref.ts';
+import { heldPodOf } from '../src/core/pod-release.ts';
 import { ALL_NAMESPACES, listScopes, type WatchNamespaces } from '../src/core/watch-scope.ts';
 import type {
   AppDeps,
@@ -244,9 +245,10 @@ function ownerResolverOf(kube: KubeAdapter): OwnerResolver {
           return jobOwner(await kubeRead(() => reader.getJob(owned.namespace, owned.name)));
         case 'Pod': {
           const pod = await kubeRead(() => reader.getPod(owned.namespace, owned.name));
-          return pod === undefined
-            ? { found: false, reason: 'ObjectGone' }
-            : viaOwningJob(pod.metadata, owned.namespace);
+          if (pod === undefined) return { found: false, reason: 'ObjectGone' };
+          const lookup = await viaOwningJob(pod.metadata, owned.namespace);
+          const heldPod = heldPodOf(pod.metadata);
+          return lookup.found && heldPod !== undefined ? { ...lookup, heldPod } : lookup;
         }
         case 'TerraformPlan': {
           const plan = await kubeRead(() =>

@@ -14,7 +14,10 @@ function moveSentence(plan: StepPlan): string {
     case 'rest':
       return plan.outcome.message ?? plan.outcome.reason;
     case 'finalizers':
-      return move.gone ? 'would remove the finalizer' : 'would add the finalizer';
+      if (!move.gone) return 'would add the finalizer';
+      return move.state
+        ? `would delete the state Secret ${move.state.stateSecret} and its lock Lease if the state holds nothing, then remove the finalizer`
+        : 'would remove the finalizer';
     case 'delete-job':
       return `would delete Job ${move.job.name}`;
     case 'watch':

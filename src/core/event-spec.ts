@@ -77,6 +77,11 @@ export const EVENT_REASONS = {
     type: 'Warning',
     meaning: 'A Job had more than one pod; the note names the pod whose result decided and the ignored ones.',
   },
+  StateKept: {
+    type: 'Warning',
+    meaning:
+      "The object's finalizer went while its Terraform state (default backend) still held resources or could not be read: the state Secret and its lock Lease are kept.",
+  },
   DriftDetected: {
     type: 'Warning',
     meaning: 'A drift check found that the infrastructure differs from the module.',

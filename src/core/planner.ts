@@ -33,6 +33,7 @@ import { inputSecretTexts, type RunInputs, resolveRunInputs } from './run-inputs
 import type { RunConfigSource } from './run-secret-manifest.ts';
 import { runnerAccountOf } from './runner-identity.ts';
 import type { Snapshot } from './snapshot.ts';
+import { decideStateCleanup, stateObjectsOf } from './state-cleanup.ts';
 import {
   ACCEPT_EMPTY_STATE_ANNOTATION,
   acceptsEmptyState,
@@ -344,7 +345,13 @@ function decide(base: Base, watched: Watched | undefined): Planned {
   const spec = snap.spec;
   const retries = retryStatesOf(records, status.attempts);
   const decision = decideOp({
-    ...(facts.state !== undefined ? { stateHoldsResources: !stateHoldsNothing(facts.state) } : {}),
+    // A state holding resources overrides a status that records no success at all (a status lost in a
+    // restore); after a recorded destroy, what is left is kept and reported (StateKept), never destroyed again.
+    ...(facts.state !== undefined &&
+    status.lastSuccess?.apply === undefined &&
+    status.lastSuccess?.destroy === undefined
+      ? { stateHoldsResources: !stateHoldsNothing(facts.state) }
+      : {}),
     now: facts.now,
     uid: snap.uid,
     deleting: snap.meta.deletionTimestamp !== undefined,
@@ -407,19 +414,21 @@ function decide(base: Base, watched: Watched | undefined): Planned {
 function planFinalize(base: Base): Planned {
   const { planning, status } = base;
   const { snap, facts } = planning;
-  // Issue 23 item 5: a status that records no apply may be a lost one; the state says what is there (read
-  // only with a spec that parses: without one, the backend is unknown).
-  if (
-    status.lastSuccess?.apply === undefined &&
-    facts.state === undefined &&
-    checkedStateSecret(snap) !== undefined
-  )
-    return { kind: 'read', read: 'state' };
+  // The state says what is left (only with the default backend and a spec that parses: otherwise the
+  // state's home is unknown): a status that records no apply may be a lost one (issue 23 item 5, decided
+  // by decideOp once read), and the state objects nobody owns go with the finalizer when they hold nothing
+  // (section 12, issue 23 item 3).
+  const objects = stateObjectsOf(snap);
+  if (objects !== undefined && facts.state === undefined) return { kind: 'read', read: 'state' };
+  const state =
+    objects !== undefined && facts.state !== undefined
+      ? { ...objects, cleanup: decideStateCleanup(objects, facts.state) }
+      : undefined;
   const finalizers = (snap.meta.finalizers ?? []).filter((f) => f !== FINALIZER);
   return finish(
     base,
     status,
-    { kind: 'finalizers', finalizers, gone: true },
+    { kind: 'finalizers', finalizers, gone: true, ...(state ? { state } : {}) },
     outcome(planning, 'DeletingWithoutState'),
     false,
   );
@@ -472,19 +481,26 @@ function finish(base: Base, status: TargetStatus, move: Move, result: StepOutcom
   const { planning, bookkeeping, records } = base;
   const { snap, facts } = planning;
   const pruneNames = prunes || bookkeeping ? selectJobsToPrune(records, planning.policy) : [];
-  const needsPods = bookkeeping !== undefined || pruneNames.length > 0;
+  // Once our finalizer goes nothing reads the object's pods again: they are released before it (crash-safe).
+  const ownerGone = move.kind === 'finalizers' && move.gone;
+  const needsPods =
+    bookkeeping !== undefined || pruneNames.length > 0 || facts.heldPod !== undefined || ownerGone;
   if (needsPods && facts.pods === undefined) return { kind: 'read', read: 'pods' };
   const prune = pruneNames.flatMap((name) => {
     const job = snap.jobs.find((j) => j.metadata.name === name);
     return job ? [jobRef(job)] : [];
   });
-  const released = needsPods
-    ? podsReleasedBy(
-        planning,
-        records,
-        prune.map((p) => p.uid),
-      )
-    : [];
+  // Whenever the pods were read (to bookkeep, watch or guard a start), what the rule allows is released:
+  // a held pod of a Job deleted by hand would otherwise hold the next start back until the sweep.
+  const released =
+    facts.pods !== undefined
+      ? podsReleasedBy(
+          planning,
+          records,
+          prune.map((p) => p.uid),
+          ownerGone,
+        )
+      : [];
   // A cluster whose apply this step recorded is ready: its machines and pools waiting for it go now.
   const ready =
     snap.ref.kind === 'TerraformCluster' &&
@@ -536,6 +552,7 @@ function podsReleasedBy(
   planning: Planning,
   records: readonly JobRecord[],
   pruning: readonly string[],
+  ownerGone: boolean,
 ): string[] {
   const { snap, facts } = planning;
   const jobs = snap.jobs.flatMap((job) => {
@@ -551,7 +568,9 @@ function podsReleasedBy(
       },
     ];
   });
-  return podsToRelease({ pods: facts.pods ?? [], jobs, pruning }).map(({ pod }) => pod.metadata.name);
+  return podsToRelease({ pods: facts.pods ?? [], jobs, pruning, ownerGone }).map(
+    ({ pod }) => pod.metadata.name,
+  );
 }
 
 /** Watching the active Job (DESIGN.md section 5 step 4), past deadline enforcement. */

@@ -1,9 +1,10 @@
-import { POD_RESULT_FINALIZER } from './job-labels.ts';
+import { LABELS, POD_RESULT_FINALIZER } from './job-labels.ts';
 
 /**
  * When our pod finalizer (`captf.io/result`, src/core/job-labels.ts) may go: once nothing will read the
  * pod's result any more. Bookkeeping reads a Job's pods once (DESIGN.md section 7); until then a deleted pod
- * must stay (C07 drain, C09 deadline), afterwards it must not linger Terminating (C13, C14).
+ * must stay (C07 drain, C09 deadline), afterwards it must not linger Terminating (C13, C14), and the event
+ * that says it is being deleted releases it (issue 23 item 2), not the next sweep.
  */
 
 /** A pod as the rule reads it (client-node's V1Pod fits). */
@@ -29,7 +30,7 @@ export interface ReleaseJobView {
 }
 
 /** Why a pod's finalizer is released. */
-export type PodReleaseReason = 'JobBookkept' | 'JobPruned' | 'JobDeleting' | 'JobGone';
+export type PodReleaseReason = 'JobBookkept' | 'JobPruned' | 'JobDeleting' | 'JobGone' | 'OwnerGone';
 /** Why a pod keeps it (or has nothing to release). */
 export type PodHoldReason = 'NoFinalizer' | 'AwaitingBookkeeping' | 'NotDeleted';
 
@@ -44,6 +45,11 @@ export interface PodReleaseInput {
   jobs: readonly ReleaseJobView[];
   /** UIDs of the Jobs this pass prunes (deleted right after, with Background propagation, C13). */
   pruning?: readonly string[];
+  /**
+   * The object leaves our care in this pass (its finalizer goes, after every Job was bookkept): no step
+   * will read any of its pods again.
+   */
+  ownerGone?: boolean;
 }
 
 /** The UID of the Job that controls the pod; undefined once the Job was deleted with orphaning. */
@@ -52,18 +58,21 @@ function jobUidOf(pod: ReleasePodView): string | undefined {
 }
 
 /**
- * Whether one pod's finalizer goes, first match wins: no finalizer of ours → keep (nothing to do); its Job
- * gone or orphaned it → release; pruned → release; bookkept → release once the pod is being deleted (a live
- * one waits for its Job to go); the Job being deleted before it finished → release; otherwise its result is
- * still to be read → keep.
+ * Whether one pod's finalizer goes, first match wins: no finalizer of ours → keep (nothing to do); its
+ * owner object leaving our care → release; its Job gone or orphaned it → release; pruned → release;
+ * bookkept → release once the pod is being deleted (a live one waits for its Job to go); the Job being
+ * deleted before it finished → release; otherwise its result is still to be read → keep.
  */
 export function decidePodRelease(
   pod: ReleasePodView,
   jobs: ReadonlyMap<string, ReleaseJobView>,
   pruning: ReadonlySet<string> = new Set(),
+  ownerGone = false,
 ): PodReleaseDecision {
   if (!(pod.metadata?.finalizers ?? []).includes(POD_RESULT_FINALIZER))
     return { kind: 'keep', reason: 'NoFinalizer' };
+  // The finalize step bookkept every Job first (rule 0 waits for running ones); nothing reads these again.
+  if (ownerGone) return { kind: 'release', reason: 'OwnerGone' };
   const uid = jobUidOf(pod);
   const job = uid === undefined ? undefined : jobs.get(uid);
   if (uid === undefined || job === undefined) return { kind: 'release', reason: 'JobGone' };
@@ -87,7 +96,51 @@ export function podsToRelease<P extends ReleasePodView>(
   const jobs = new Map(input.jobs.map((job) => [job.uid, job]));
   const pruning = new Set(input.pruning ?? []);
   return input.pods.flatMap((pod) => {
-    const decision = decidePodRelease(pod, jobs, pruning);
+    const decision = decidePodRelease(pod, jobs, pruning, input.ownerGone === true);
     return decision.kind === 'release' ? [{ pod, reason: decision.reason }] : [];
   });
+}
+
+/**
+ * A pod an event showed being deleted while it holds our finalizer: the step of its owner reads the pods
+ * and releases what the rule above allows at once, instead of leaving it to the sweep (issue 23 item 2).
+ */
+export interface HeldPod {
+  name: string;
+  /** The owner object's UID from the pod's `captf.io/owner-uid` label. */
+  ownerUid: string;
+}
+
+/** The metadata of a pod as an event's payload or a live read has it. */
+export interface HeldPodMeta {
+  name?: string;
+  labels?: Readonly<Record<string, string>>;
+  deletionTimestamp?: unknown;
+  finalizers?: readonly string[];
+}
+
+/**
+ * The held pod a pod's metadata describes: being deleted, holding our finalizer, labelled with its owner;
+ * undefined otherwise (a live pod, one already released, a pod not ours). Every other pod event stays as
+ * cheap as before: only this one makes its step read the pods.
+ */
+export function heldPodOf(meta: HeldPodMeta | undefined): HeldPod | undefined {
+  const ownerUid = meta?.labels?.[LABELS.ownerUid];
+  if (
+    meta?.name === undefined ||
+    ownerUid === undefined ||
+    meta.deletionTimestamp === undefined ||
+    meta.deletionTimestamp === null ||
+    !(meta.finalizers ?? []).includes(POD_RESULT_FINALIZER)
+  )
+    return undefined;
+  return { name: meta.name, ownerUid };
+}
+
+/**
+ * Whether a held pod's owner is gone for good: no object of its name, or one of that name with another
+ * UID (deleted and created again). Its result then has no reader left, whatever its Job says: release.
+ */
+export function heldPodOwnerGone(pod: HeldPod, objectUid: string | undefined): boolean {
+  return objectUid === undefined || objectUid !== pod.ownerUid;
 }

@@ -4,12 +4,14 @@ import type { Bookkeeping } from './bookkeeping.ts';
 import type { StartDecision } from './decide.ts';
 import type { RunEvent } from './event-spec.ts';
 import type { JobManifest } from './job-manifest.ts';
+import type { HeldPod } from './pod-release.ts';
 import type { PlanChange } from './record-run.ts';
 import type { Redactor } from './redaction.ts';
 import type { RunDecisions } from './run-decisions.ts';
 import type { RunConfigSource } from './run-secret-manifest.ts';
 import type { RunnerIdentity } from './runner-identity.ts';
 import type { Snapshot } from './snapshot.ts';
+import type { StateCleanup, StateObjects } from './state-cleanup.ts';
 import type { StateContent } from './state-evidence.ts';
 import type { StepOutcome } from './step-outcome.ts';
 import type { PodView } from './views.ts';
@@ -48,9 +50,14 @@ export interface PlanFacts {
   takenJobNames?: readonly string[];
   /**
    * What the object's state Secret holds (src/core/state-evidence.ts), once read: only before an apply of
-   * an object that shows it was provisioned, or before a deleting object without a recorded apply goes.
+   * an object that shows it was provisioned, or before a deleting object's finalizer goes.
    */
   state?: StateContent;
+  /**
+   * A pod of this object an event showed being deleted with our finalizer: the step reads the pods and
+   * releases every one no bookkeeping will read (src/core/pod-release.ts), whatever else it does.
+   */
+  heldPod?: HeldPod;
   /**
    * The API server refused the contract fields of this step's bookkeeping for good (400/422): its words.
    * The plan then records those runs as `OutputsInvalid` and writes no contract field (section 7).
@@ -132,7 +139,13 @@ export type Move =
   /** Not ours to act on. */
   | { kind: 'none' }
   /** Replace the object's finalizers (add ours first; remove ours once nothing is left to destroy). */
-  | { kind: 'finalizers'; finalizers: string[]; gone: boolean }
+  | {
+      kind: 'finalizers';
+      finalizers: string[];
+      gone: boolean;
+      /** With `gone`: the default backend's state objects, deleted first when the state holds nothing. */
+      state?: StateObjects & { cleanup: StateCleanup };
+    }
   /** A Job runs: renew its guards, adopt it after a crash (create its missing per-run Secret), show it. */
   | {
       kind: 'watch';

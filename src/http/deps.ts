@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { ObjectRef } from '../core/object-ref.ts';
+import type { HeldPod } from '../core/pod-release.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import type { SweepReport } from '../schedule/sweep.ts';
 import type { EventDedupe, ObjectVersion, RequeueSchedule } from '../settle/ports.ts';
@@ -25,9 +26,12 @@ export interface OwnedObject {
   name: string;
 }
 
-/** The owner lookup's answer: our object, or a literal reason why there is none. */
+/**
+ * The owner lookup's answer: our object (for a pod read live that is being deleted with our finalizer, that
+ * pod too: src/core/pod-release.ts `heldPodOf`), or a literal reason why there is none.
+ */
 export type OwnerLookup =
-  | { found: true; ref: ObjectRef }
+  | { found: true; ref: ObjectRef; heldPod?: HeldPod }
   | { found: false; reason: 'ObjectGone' | 'NotManaged' | 'OwnerNotOurs' };
 
 /**

@@ -101,12 +101,15 @@ export const ResourceDataSchema = z.object({
     resourceVersion: z.string().max(64).optional(),
     labels: z.record(z.string().max(317), z.string().max(63)).optional(),
     ownerReferences: z.array(OwnerReferenceSchema).max(64).optional(),
+    deletionTimestamp: z.string().max(64).optional(),
+    finalizers: z.array(z.string().max(317)).max(64).optional(),
   }),
 });
 
 /**
  * What `POST /events` keeps of one event, whatever its mode: the object it names, and in resource mode the
- * labels, owner references, uid and resourceVersion (for dedupe, DESIGN.md section 8).
+ * labels, owner references, uid and resourceVersion (for dedupe, DESIGN.md section 8), and whether it is
+ * being deleted and with which finalizers (a pod held by ours, section 7).
  */
 export interface EventSubject {
   mode: ApiServerMode;
@@ -122,6 +125,10 @@ export interface EventSubject {
   /** Resource mode only; `uid@resourceVersion` is the dedupe key. */
   uid?: string;
   resourceVersion?: string;
+  /** Resource mode only. */
+  deletionTimestamp?: string;
+  /** Resource mode only. */
+  finalizers?: string[];
 }
 
 /** A data parse: the subject, or the zod issues as `path: message` lines. */
@@ -151,6 +158,8 @@ export function parseEventData(type: ApiServerEventType, data: unknown): Subject
       ...(metadata.ownerReferences === undefined ? {} : { ownerReferences: metadata.ownerReferences }),
       ...(metadata.uid === undefined ? {} : { uid: metadata.uid }),
       ...(metadata.resourceVersion === undefined ? {} : { resourceVersion: metadata.resourceVersion }),
+      ...(metadata.deletionTimestamp === undefined ? {} : { deletionTimestamp: metadata.deletionTimestamp }),
+      ...(metadata.finalizers === undefined ? {} : { finalizers: metadata.finalizers }),
     },
   };
 }

@@ -1,4 +1,5 @@
 import type { ObjectRef } from '../core/object-ref.ts';
+import type { HeldPod } from '../core/pod-release.ts';
 import type { StepOutcome } from '../core/step-outcome.ts';
 
 /**
@@ -11,6 +12,11 @@ import type { StepOutcome } from '../core/step-outcome.ts';
 export interface StepOptions {
   /** Explain the decision without mutating anything (`POST /reconcile?dryRun=true`). */
   dryRun?: boolean;
+  /**
+   * The event that woke the step is about a pod of the object being deleted with our finalizer: the step
+   * releases it at once when nothing will read it (src/core/pod-release.ts), even with the object gone.
+   */
+  heldPod?: HeldPod;
 }
 
 /** Runs one reconcile step for one object. Throws only for bugs; outages come back as `unavailable`. */

@@ -7,6 +7,7 @@ import { runSecretName } from '../core/names.ts';
 import { buildPlanManifest } from '../core/plan-manifest.ts';
 import { stateSecretOf } from '../core/run-secret-manifest.ts';
 import type { Snapshot } from '../core/snapshot.ts';
+import type { StateCleanup, StateObjects } from '../core/state-cleanup.ts';
 import { snapshotStateSuffix } from '../core/state-identity.ts';
 import { outcomeOf, type StepOutcome, UNAVAILABLE_RETRY_SECONDS } from '../core/step-outcome.ts';
 import type { Move, PlanWrite, StepPlan } from '../core/step-plan.ts';
@@ -268,6 +269,25 @@ async function measureState(performance: Performance): Promise<void> {
   await deps.metrics.sizeMeasured({ ...snap.ref, what: 'state', bytes });
 }
 
+/**
+ * Before our finalizer goes (issue 23 item 3): the state Secret and its lock Lease, which nobody owns, are
+ * deleted when the planner found the state holds nothing, else kept with a Warning Event. A step that dies
+ * in between redoes it on the next step (the finalizer is still there); a delete of what is gone is done.
+ */
+async function cleanUpState(
+  performance: Performance,
+  state: StateObjects & { cleanup: StateCleanup },
+): Promise<void> {
+  const { deps } = performance;
+  if (state.cleanup.kind === 'keep') {
+    await emitEvents(performance, [state.cleanup.event]);
+    return;
+  }
+  // The Secret last: it is the evidence a step that died in between reads again.
+  await deps.kube.writer.deleteLease(state.namespace, state.lockLease);
+  await deps.kube.writer.deleteSecret(state.namespace, state.stateSecret);
+}
+
 /** The outcome of a status write that lost a Conflict: read again at once. */
 export function conflict(performance: Performance, job?: string): StepOutcome {
   return outcomeOf(performance.snap.ref, 'Conflict', {
@@ -385,6 +405,7 @@ async function performMove(
       return plan.outcome;
     }
     case 'finalizers': {
+      if (move.state) await cleanUpState(performance, move.state);
       await writes.finalizers(move.finalizers);
       deps.failpoints.hit('after-finalizer-patch');
       return plan.outcome;

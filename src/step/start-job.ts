@@ -122,7 +122,12 @@ async function startJob(
       const released = await releaseRunGuards(deps.redis, guard, start.name);
       if (released !== 'released')
         return unavailable(performance, 'release the run lease: Redis did not answer');
-      return unavailable(performance, `put the runner identity in place: ${ensured.message}`);
+      const message = `put the runner identity in place: ${ensured.message}`;
+      // Refused for good (a terminating namespace, a policy) is an answer, as a refused Job create is (section
+      // 5 step 8): the object waits 60 s as JobCreateRejected, not a 503 retried every 5 s.
+      return ensured.outage || ensured.code === 'Conflict'
+        ? unavailable(performance, message)
+        : start.rejected(performance.plan.redactor.redact(message));
     }
     deps.failpoints.hit('after-runner-identity');
   }

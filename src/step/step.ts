@@ -1,7 +1,9 @@
 import { isKubeError } from '../adapters/kube/errors.ts';
 import { describePlan } from '../core/describe-plan.ts';
+import { POD_RESULT_FINALIZER } from '../core/job-labels.ts';
 import type { ObjectRef } from '../core/object-ref.ts';
 import { planStep } from '../core/planner.ts';
+import { type HeldPod, heldPodOwnerGone } from '../core/pod-release.ts';
 import type { Snapshot } from '../core/snapshot.ts';
 import { checkedStateSecret } from '../core/state-evidence.ts';
 import {
@@ -36,7 +38,7 @@ const MAX_PLANS = 2;
 /** Builds the step over its dependencies. */
 export function createReconcileStep(deps: StepDeps): ReconcileStep {
   return async (ref: ObjectRef, options: StepOptions = {}): Promise<StepOutcome> => {
-    if (options.dryRun === true) return guarded(ref, () => explain(deps, ref));
+    if (options.dryRun === true) return guarded(ref, () => explain(deps, ref, options.heldPod));
     const lock = await deps.redis.takeStepLock(ref);
     if (lock.kind === 'unknown')
       return outcomeOf(ref, 'Unavailable', {
@@ -47,7 +49,7 @@ export function createReconcileStep(deps: StepDeps): ReconcileStep {
     deps.failpoints.hit('after-step-lock');
     const kept = keepStepLock(deps.redis, ref, lock.token);
     try {
-      return await guarded(ref, () => reconcile(deps, ref, kept));
+      return await guarded(ref, () => reconcile(deps, ref, kept, options.heldPod));
     } finally {
       await kept.stop();
       // A real crash never gets here: its lock, no longer extended, expires after its 30 s.
@@ -131,19 +133,34 @@ async function planWithReads(
   throw new Error(`plan step of ${facts.snap.ref.name}: the planner kept asking for facts`);
 }
 
-function factsOf(deps: StepDeps, snapshot: Snapshot): PlanFacts {
-  return { snap: snapshot, now: new Date(deps.clock.nowMs()), config: deps.config };
+/** The planner's facts; a held pod only when it belongs to this very object (same UID). */
+function factsOf(deps: StepDeps, snapshot: Snapshot, heldPod?: HeldPod): PlanFacts {
+  return {
+    snap: snapshot,
+    now: new Date(deps.clock.nowMs()),
+    config: deps.config,
+    ...(heldPod !== undefined && !heldPodOwnerGone(heldPod, snapshot.uid) ? { heldPod } : {}),
+  };
 }
 
-async function reconcile(deps: StepDeps, ref: ObjectRef, lock: KeptStepLock): Promise<StepOutcome> {
+async function reconcile(
+  deps: StepDeps,
+  ref: ObjectRef,
+  lock: KeptStepLock,
+  heldPod: HeldPod | undefined,
+): Promise<StepOutcome> {
   const snapshot = await readSnapshot(deps.kube.reader, ref);
+  // A pod whose owner is gone has no reader left (its namespace being deleted, a finalizer removed by
+  // hand): released now, not at the next sweep. Absent is done.
+  if (heldPod !== undefined && heldPodOwnerGone(heldPod, snapshot?.uid))
+    await deps.kube.writer.removePodFinalizer(ref.namespace, heldPod.name, POD_RESULT_FINALIZER);
   if (!snapshot) {
     // Gone without our finalizer's removal (removed by hand): its per-object series go now.
     await deps.metrics.objectGone(ref);
     return outcomeOf(ref, 'ObjectGone');
   }
   const writes = new ObjectWrites(deps, snapshot);
-  let facts = factsOf(deps, snapshot);
+  let facts = factsOf(deps, snapshot, heldPod);
   let refusals = 0;
   let moveOnly = false;
   // Each round past the first follows a refusal (at most MAX_PLANS - 1) or a name taken (at most
@@ -197,9 +214,9 @@ function observed(outcome: StepOutcome, snapshot: Snapshot, writes: ObjectWrites
 }
 
 /** A dry run: the same reads and plan, no lock and no write. */
-async function explain(deps: StepDeps, ref: ObjectRef): Promise<StepOutcome> {
+async function explain(deps: StepDeps, ref: ObjectRef, heldPod: HeldPod | undefined): Promise<StepOutcome> {
   const snapshot = await readSnapshot(deps.kube.reader, ref);
   if (!snapshot) return outcomeOf(ref, 'ObjectGone');
-  const planned = await planWithReads(deps, factsOf(deps, snapshot));
+  const planned = await planWithReads(deps, factsOf(deps, snapshot, heldPod));
   return 'outcome' in planned ? planned.outcome : describePlan(planned.plan);
 }

@@ -93,6 +93,8 @@ export interface KubeWriter {
   /** Deletes a Job and (in the background) its pods; `uid` makes it delete only that incarnation. */
   deleteJob(namespace: string, name: string, preconditions?: { uid?: string }): Promise<DeleteResult>;
   deleteSecret(namespace: string, name: string, preconditions?: { uid?: string }): Promise<DeleteResult>;
+  /** Deletes a Lease (an object's state lock, once its state is gone); absent is done. */
+  deleteLease(namespace: string, name: string): Promise<DeleteResult>;
   deleteCustomObject(kind: CustomKind, namespace: string, name: string): Promise<DeleteResult>;
   /**
    * Removes one finalizer from a pod and leaves every other (the Job controller's own) in place: a
@@ -369,6 +371,12 @@ export class ApiKubeWriter implements KubeWriter {
         propagationPolicy: 'Background',
         body: { propagationPolicy: 'Background', preconditions },
       }),
+    );
+  }
+
+  deleteLease(namespace: string, name: string): Promise<DeleteResult> {
+    return deleting(`delete Lease ${namespace}/${name}`, () =>
+      this.#apis.coordination.deleteNamespacedLease({ namespace, name }),
     );
   }
 

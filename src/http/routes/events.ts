@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { heldPodOf } from '../../core/pod-release.ts';
 import type { AuthHook } from '../auth.ts';
 import { parseCloudEvent } from '../cloudevent.ts';
 import type { AppDeps, OwnerLookup } from '../deps.ts';
@@ -17,8 +18,13 @@ import { acceptRawText } from '../raw-body.ts';
  * change is not visible in the owner's version; so do those about a Machine or MachinePool, for the object
  * of ours it names. An event about a Cluster API Cluster runs no step itself: the objects of its cluster
  * whose status it outdated (pause, provisioned infrastructure) get a requeue due now, as woken dependents
- * do, and the timer runs them.
+ * do, and the timer runs them. An event about a pod being deleted while it holds our finalizer hands that
+ * pod to the step, which releases it at once when nothing will read its result (src/core/pod-release.ts);
+ * when another call holds the object's step lock, it answers 429 so the source sends it again.
  */
+/** How soon a held pod's event comes back when its object's step lock was taken (a step takes about 1 s). */
+const HELD_POD_RETRY_SECONDS = 1;
+
 export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: AuthHook): FastifyPluginAsync {
   return async (app) => {
     acceptRawText(app, deps.config.bodyLimitBytes);
@@ -69,8 +75,18 @@ export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: Au
         eventLog.debug({ dedupeKey }, 'event ignored: duplicate');
         return reply.code(200).send({ handled: false, reason: 'Duplicate' });
       }
+      // A pod being deleted with our finalizer: its step releases it when nothing will read it (section 7).
+      const heldPod = lookup.heldPod ?? (subject.kind === 'Pod' ? heldPodOf(subject) : undefined);
       // Settling remembers the version the step left (src/settle/settle.ts); the event's own is kept here.
-      const { outcome, resolved } = await inFlight.track(() => deps.settle(ref, { log: eventLog }));
+      const { outcome, resolved } = await inFlight.track(() =>
+        deps.settle(ref, { log: eventLog, ...(heldPod !== undefined ? { heldPod } : {}) }),
+      );
+      // The requeue a deferral schedules does not carry the held pod, so the pod would wait for the sweep:
+      // the source sends this event again instead (429 is retried by Knative's sources and the relay).
+      if (heldPod !== undefined && outcome.reason === 'StepLockHeld') {
+        reply.header('retry-after', String(HELD_POD_RETRY_SECONDS));
+        return reply.code(429).send({ handled: false, reason: 'StepLockHeld', outcome });
+      }
       if (dedupeKey !== undefined && resolved.status !== 503) await deps.dedupe.remember(dedupeKey);
       if (resolved.retryAfterSeconds !== undefined)
         reply.header('retry-after', String(resolved.retryAfterSeconds));

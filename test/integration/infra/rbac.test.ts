@@ -119,6 +119,12 @@ describe('controller ClusterRole', () => {
       resource: 'leases.coordination.k8s.io',
     },
     {
+      id: 'lock-lease-delete',
+      name: 'delete a state lock Lease with its empty state (the admission policy holds it to lock-tfstate-*)',
+      verb: 'delete',
+      resource: 'leases.coordination.k8s.io',
+    },
+    {
       id: 'status',
       name: 'patch TerraformCluster status',
       verb: 'patch',
@@ -162,12 +168,6 @@ describe('controller ClusterRole', () => {
     { id: 'pod-exec', name: 'exec into Pods', verb: 'create', resource: 'pods/exec' },
     { id: 'job-update', name: 'update Job specs', verb: 'update', resource: 'jobs.batch' },
     { id: 'configmaps', name: 'read ConfigMaps', verb: 'list', resource: 'configmaps' },
-    {
-      id: 'lease-delete',
-      name: 'delete Leases (a state lock is the runner’s)',
-      verb: 'delete',
-      resource: 'leases.coordination.k8s.io',
-    },
     {
       id: 'role-delete',
       name: 'delete Roles (runner identities go with their objects)',

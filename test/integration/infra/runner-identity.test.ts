@@ -302,6 +302,17 @@ describe('the admission policy holds the controller to runner identities', () =>
     expect(await errorAs(CONTROLLER, ['create', '-f', '-'], body)).toContain(message);
   });
 
+  it('lets the controller delete a state lock Lease (its state is gone, issue 23 item 3) and no other Lease', async () => {
+    const lease = (name: string) =>
+      JSON.stringify({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace } });
+    await kubectl(['-n', namespace, 'create', '-f', '-'], lease('lock-tfstate-default-m-m-gone'));
+    await kubectl(['-n', namespace, 'create', '-f', '-'], lease('someone-elses'));
+    expect(await errorAs(CONTROLLER, ['delete', 'lease', 'someone-elses'])).toContain(
+      'the controller may only create a free state lock Lease named lock-tfstate-…, and delete one',
+    );
+    expect(await errorAs(CONTROLLER, ['delete', 'lease', 'lock-tfstate-default-m-m-gone'])).toBe('');
+  });
+
   it('refuses the controller any Secret update, which it holds only to grant', async () => {
     const secret = JSON.parse(
       await kubectl(['-n', namespace, 'get', 'secret', 'tfstate-default-m-m-a', '-o', 'json']),

@@ -200,6 +200,30 @@ describe('pod result finalizer', () => {
     await podGone(name);
   });
 
+  it("C15: a running Job deleted by hand: the step that retries it releases the Job's held pod on the way", async () => {
+    const { ref, job } = await startedObject(env, 'TerraformMachine', 'm-deleted-running');
+    const pod = await podOf(env, job);
+    const name = pod.metadata?.name ?? '';
+    await runPod(env, pod);
+    await env.batch.deleteNamespacedJob({
+      namespace: env.namespace,
+      name: job,
+      propagationPolicy: 'Background',
+    });
+    await eventually(
+      () => readPod(name),
+      (read) => read?.metadata?.deletionTimestamp !== undefined,
+      30_000,
+      `pod ${name} deleted by the garbage collector`,
+    );
+    // Unbound, the pod runs nowhere, so the API guard lets the retry start; the start read the pods, and the
+    // pod of the gone Job goes with that step (it used to wait for the sweep: only bookkeeping released).
+    const retried = await env.step()(ref);
+    expect(retried).toMatchObject({ action: 'created' });
+    expect(retried.job).not.toBe(job);
+    await podGone(name);
+  });
+
   it('C13: pruning a Job leaves no pod of it behind, the finalizer released with it', async () => {
     const ref = await createObject(env, 'TerraformMachine', 'm-prune', {
       variables: { n: 1 },

@@ -3,6 +3,8 @@ import { POD_RESULT_FINALIZER } from '../../../src/core/job-labels.ts';
 import { buildJobManifest } from '../../../src/core/job-manifest.ts';
 import {
   decidePodRelease,
+  heldPodOf,
+  heldPodOwnerGone,
   type PodReleaseDecision,
   podsToRelease,
   type ReleaseJobView,
@@ -41,6 +43,7 @@ interface Row {
   pod: ReleasePodView;
   jobs: ReleaseJobView[];
   pruning?: string[];
+  ownerGone?: boolean;
   expected: PodReleaseDecision;
 }
 
@@ -116,12 +119,79 @@ const rows: Row[] = [
     jobs: [job('j1', { deleting: true, finished: true })],
     expected: { kind: 'keep', reason: 'AwaitingBookkeeping' },
   },
+  {
+    id: 'R10',
+    name: 'a pod of an object whose finalizer goes in this pass is released, even a live one of a kept Job',
+    pod: podOf('j1', [OURS], false),
+    jobs: [job('j1', { bookkept: true, finished: true })],
+    ownerGone: true,
+    expected: { kind: 'release', reason: 'OwnerGone' },
+  },
+  {
+    id: 'R11',
+    name: 'an owner leaving our care releases nothing that is not ours',
+    pod: podOf('j1', ['batch.kubernetes.io/job-tracking']),
+    jobs: [],
+    ownerGone: true,
+    expected: { kind: 'keep', reason: 'NoFinalizer' },
+  },
 ];
 
 describe('decidePodRelease (our pod finalizer, DESIGN.md section 7: never a lost result)', () => {
-  it.each(rows)('$id $name', ({ pod, jobs, pruning, expected }) => {
+  it.each(rows)('$id $name', ({ pod, jobs, pruning, ownerGone, expected }) => {
     const byUid = new Map(jobs.map((j) => [j.uid, j]));
-    expect(decidePodRelease(pod, byUid, new Set(pruning ?? []))).toEqual(expected);
+    expect(decidePodRelease(pod, byUid, new Set(pruning ?? []), ownerGone)).toEqual(expected);
+  });
+});
+
+describe('heldPodOf (which pod events make the step release, issue 23 item 2)', () => {
+  const held = {
+    name: 'captf-m-m-a-apply-a1-abcdef-x7k2p',
+    labels: { 'captf.io/owner-uid': 'uid-1', 'job-name': 'captf-m-m-a-apply-a1-abcdef' },
+    deletionTimestamp: '2026-12-03T04:00:00Z',
+    finalizers: ['batch.kubernetes.io/job-tracking', OURS],
+  };
+  const rows = [
+    {
+      id: 'H1',
+      name: 'a pod being deleted with our finalizer is held: its step reads the pods',
+      meta: held,
+      expected: { name: held.name, ownerUid: 'uid-1' },
+    },
+    {
+      id: 'H2',
+      name: 'a live pod is not (every event of a running Job stays as cheap as before)',
+      meta: { ...held, deletionTimestamp: undefined },
+      expected: undefined,
+    },
+    {
+      id: 'H3',
+      name: 'a deleted pod already released is not',
+      meta: { ...held, finalizers: ['batch.kubernetes.io/job-tracking'] },
+      expected: undefined,
+    },
+    {
+      id: 'H4',
+      name: 'a pod without the owner UID label is not ours to judge',
+      meta: { ...held, labels: { 'job-name': 'x' } },
+      expected: undefined,
+    },
+    {
+      id: 'H5',
+      name: 'no metadata (a reference-mode payload) says nothing',
+      meta: undefined,
+      expected: undefined,
+    },
+  ];
+  it.each(rows)('$id $name', ({ meta, expected }) => {
+    expect(heldPodOf(meta)).toEqual(expected);
+  });
+
+  it('H6 its owner is gone when no object of the name exists or the one that does has another UID', () => {
+    const pod = { name: 'p', ownerUid: 'uid-1' };
+    expect(heldPodOwnerGone(pod, undefined)).toBe(true);
+    expect(heldPodOwnerGone(pod, 'uid-2')).toBe(true);
+    expect(heldPodOwnerGone(pod, 'uid-1')).toBe(false);
   });
 });
 

@@ -132,11 +132,22 @@ describe('a deleting object without a recorded apply reads its state before it g
     for (const state of ['missing', 'unwritten', 'no-resources'] as const)
       expect(plan(planFacts(deleting(), { state })).outcome.reason).toBe('DeletingWithoutState');
   });
-  it('SD4 after a recorded destroy the finalizer goes without a read', () => {
-    const planned = plan(
-      planFacts(deleting({ lastSuccess: { apply: iso(-900), destroy: iso(-60) }, lastRun: undefined })),
-    );
+  it('SD4 after a recorded destroy, a state still holding resources is kept and reported, never destroyed again', () => {
+    const destroyed = deleting({ lastSuccess: { apply: iso(-900), destroy: iso(-60) }, lastRun: undefined });
+    expect(planStep(planFacts(destroyed))).toEqual({ kind: 'read', read: 'state' });
+    const planned = plan(planFacts(destroyed, { state: 'resources' }));
     expect(planned.outcome.reason).toBe('DeletingWithoutState');
+    expect(planned.move).toMatchObject({
+      kind: 'finalizers',
+      gone: true,
+      state: { cleanup: { kind: 'keep' } },
+    });
+    const empty = plan(planFacts(destroyed, { state: 'no-resources' }));
+    expect(empty.move).toMatchObject({
+      kind: 'finalizers',
+      gone: true,
+      state: { cleanup: { kind: 'delete' } },
+    });
   });
 });
 

@@ -121,6 +121,81 @@ describe('POST /events: owned objects map to their owner', () => {
     expect(t.calls).toEqual([]);
   });
 
+  it('a resource-mode event about a pod being deleted with our finalizer hands that pod to the step (issue 23 item 2)', async () => {
+    const t = testApp();
+    const pod = (extra: Record<string, unknown>) => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {
+        name: 'captf-m-m1-apply-a1-abcdef-x7k2p',
+        namespace: 'team-a',
+        uid: 'p-1',
+        labels: { ...labels, 'captf.io/owner-uid': 'uid-m1' },
+        ...extra,
+      },
+    });
+    const deleting = { deletionTimestamp: '2026-12-03T04:00:00Z' };
+    await send(t, 'binary', 'dev.knative.apiserver.resource.update', {
+      ...pod({ ...deleting, finalizers: ['captf.io/result'], resourceVersion: '8' }),
+    });
+    // A live pod, and a deleted one already released, wake the usual step: no pod read asked for.
+    await send(t, 'binary', 'dev.knative.apiserver.resource.update', pod({ resourceVersion: '9' }));
+    await send(t, 'binary', 'dev.knative.apiserver.resource.update', {
+      ...pod({ ...deleting, finalizers: [], resourceVersion: '10' }),
+    });
+    expect(t.calls).toEqual([
+      {
+        ref: owner,
+        options: { heldPod: { name: 'captf-m-m1-apply-a1-abcdef-x7k2p', ownerUid: 'uid-m1' } },
+      },
+      { ref: owner, options: {} },
+      { ref: owner, options: {} },
+    ]);
+  });
+
+  it('a reference-mode pod event hands the pod the live read found held to the step; a live one is not', async () => {
+    const t = testApp();
+    t.owners.owners.set('Pod/team-a/p-held', owner);
+    t.owners.owners.set('Pod/team-a/p-live', owner);
+    t.owners.heldPods.set('team-a/p-held', { name: 'p-held', ownerUid: 'uid-m1' });
+    for (const name of ['p-held', 'p-live'])
+      await send(t, 'structured', 'dev.knative.apiserver.ref.update', {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        name,
+        namespace: 'team-a',
+      });
+    expect(t.calls).toEqual([
+      { ref: owner, options: { heldPod: { name: 'p-held', ownerUid: 'uid-m1' } } },
+      { ref: owner, options: {} },
+    ]);
+  });
+
+  it('a held pod whose step found the step lock taken answers 429 (sent again), not 202: a requeue would lose the pod', async () => {
+    const t = testApp({
+      answer: () => ({ action: 'deferred', reason: 'StepLockHeld', requeueAfterSeconds: 2 }),
+    });
+    const held = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {
+        name: 'p-held',
+        namespace: 'team-a',
+        uid: 'p-1',
+        resourceVersion: '8',
+        labels: { ...labels, 'captf.io/owner-uid': 'uid-m1' },
+        deletionTimestamp: '2026-12-03T04:00:00Z',
+        finalizers: ['captf.io/result'],
+      },
+    };
+    const first = await send(t, 'binary', 'dev.knative.apiserver.resource.update', held);
+    expect(first.statusCode).toBe(429);
+    expect(first.headers['retry-after']).toBe('1');
+    // Not remembered as seen: the same delivery, sent again, reaches the step again.
+    await send(t, 'binary', 'dev.knative.apiserver.resource.update', held);
+    expect(t.calls).toHaveLength(2);
+  });
+
   it('a Pod without our labels is not ours: 200, ignored', async () => {
     const t = testApp();
     const data = {

@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { ObjectRef } from '../../../src/core/object-ref.ts';
+import type { HeldPod } from '../../../src/core/pod-release.ts';
 import type { StepOutcome } from '../../../src/core/step-outcome.ts';
 import { buildApp } from '../../../src/http/app.ts';
 import type {
@@ -113,11 +114,15 @@ export class MemoryVersions implements ObjectVersions {
 /** Owner lookups answered from a table of `Kind/namespace/name`. */
 export class MemoryOwners implements OwnerResolver {
   readonly owners = new Map<string, ObjectRef>();
+  /** Pods the live read finds being deleted with our finalizer, by `namespace/name`. */
+  readonly heldPods = new Map<string, HeldPod>();
   readonly calls: OwnedObject[] = [];
   async resolve(owned: OwnedObject): Promise<OwnerLookup> {
     this.calls.push(owned);
     const ref = this.owners.get(`${owned.kind}/${owned.namespace}/${owned.name}`);
-    return ref === undefined ? { found: false, reason: 'ObjectGone' } : { found: true, ref };
+    const heldPod = owned.kind === 'Pod' ? this.heldPods.get(`${owned.namespace}/${owned.name}`) : undefined;
+    if (ref === undefined) return { found: false, reason: 'ObjectGone' };
+    return heldPod === undefined ? { found: true, ref } : { found: true, ref, heldPod };
   }
 }
 
