@@ -891,7 +891,7 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
       observedGeneration: snap.generation,
       stateSuffix: inputs.source.stateSuffix,
     }),
-    ...(fromNothing ? { consumeAnnotation: ACCEPT_EMPTY_STATE_ANNOTATION } : {}),
+    ...(fromNothing ? { consumeAnnotation: ACCEPT_EMPTY_STATE_ANNOTATION, restoreStateObjects: true } : {}),
     createdEvent: runEvent('JobCreated', {
       action: 'CreateJob',
       note: planning.redactor.redact(

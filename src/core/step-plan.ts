@@ -124,6 +124,12 @@ export interface PlannedStart {
    * an empty state is spent by the one start it allowed (src/core/state-evidence.ts).
    */
   consumeAnnotation?: string;
+  /**
+   * The state Secret or its lock Lease may be gone while the runner identity is in place (a restore without
+   * its Secrets, accepted by a person): the shell puts the empty ones back before the Job, since the
+   * runner may only `get` and `update` them (src/core/runner-identity.ts), never create them.
+   */
+  restoreStateObjects?: boolean;
   /** The outcome once the Job exists. */
   outcome: StepOutcome;
   /** The status and outcome of a wait the Redis guards or a foreign Job impose at perform time. */

@@ -29,23 +29,36 @@ async function createOrReplace(
   }
 }
 
+/** The empty state Secret and the free lock Lease, each kept when it exists. */
+async function createStateObjects(writer: KubeWriter, identity: RunnerIdentity): Promise<void> {
+  const { stateSecret, lockLease } = identity;
+  if (stateSecret) await createUnlessExists(() => writer.createSecret(stateSecret as V1Secret));
+  if (lockLease) await createUnlessExists(() => writer.createLease(lockLease as V1Lease));
+}
+
 /**
  * Puts an object's runner identity (src/core/runner-identity.ts) in place before its Job is created, so the
  * Job's pod is admitted (its ServiceAccount exists) and its runner may reach its state. One read when it is
  * in place: the RoleBinding is written last and carries the digest of everything before it; otherwise the
  * ServiceAccount, the empty state Secret, the free Lease and the Role are created (the state objects kept
  * when they exist; the account and the Role replaced, as their owner or the state's name may have changed),
- * then the RoleBinding. Idempotent: a step
+ * then the RoleBinding. With `restoreStateObjects`, an identity in place gets its state Secret and Lease
+ * back when they were deleted (one create each). Idempotent: a step
  * that died half-way leaves no digest, and the next one finishes. Throws a KubeError on an API failure.
  */
 export async function ensureRunnerIdentity(
   kube: { reader: KubeReader; writer: KubeWriter },
   identity: RunnerIdentity,
+  options: { restoreStateObjects?: boolean } = {},
 ): Promise<IdentityEnsured> {
   const { reader, writer } = kube;
   const { metadata } = identity.roleBinding;
-  if (isRunnerIdentityInPlace(identity, await reader.getRoleBinding(metadata.namespace, metadata.name)))
-    return 'in-place';
+  if (isRunnerIdentityInPlace(identity, await reader.getRoleBinding(metadata.namespace, metadata.name))) {
+    if (options.restoreStateObjects !== true) return 'in-place';
+    // In place, but the state it grants was deleted: only its two objects come back.
+    await createStateObjects(writer, identity);
+    return 'written';
+  }
   // Replaced when there: one left by an earlier object of the same name still names that object as owner,
   // and the garbage collector would take it from under this one's pods.
   const account = identity.serviceAccount as V1ServiceAccount;
@@ -53,9 +66,7 @@ export async function ensureRunnerIdentity(
     () => writer.createServiceAccount(account),
     () => writer.replaceServiceAccount(account),
   );
-  const { stateSecret, lockLease } = identity;
-  if (stateSecret) await createUnlessExists(() => writer.createSecret(stateSecret as V1Secret));
-  if (lockLease) await createUnlessExists(() => writer.createLease(lockLease as V1Lease));
+  await createStateObjects(writer, identity);
   const role = identity.role as V1Role;
   await createOrReplace(
     () => writer.createRole(role),

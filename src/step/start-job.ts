@@ -114,7 +114,9 @@ async function startJob(
   if (start.identity) {
     // Before the Job: its pod is admitted only once its ServiceAccount exists. Nothing of the run exists
     // yet, so a failure gives the guards back.
-    const ensured = await ensureRunnerIdentity(deps.kube, start.identity).catch((error: unknown) => {
+    const ensured = await ensureRunnerIdentity(deps.kube, start.identity, {
+      restoreStateObjects: start.restoreStateObjects === true,
+    }).catch((error: unknown) => {
       if (error instanceof KubeError) return error;
       throw error;
     });

@@ -125,6 +125,12 @@ describe('a provisioned object whose state is gone (StateMissing)', () => {
     expect(
       (await readObject(env, ref)).metadata.annotations?.[ACCEPT_EMPTY_STATE_ANNOTATION],
     ).toBeUndefined();
+    // The runner may only get and update its state: the start put the empty Secret back before the Job.
+    const restored = await env.core.readNamespacedSecret({
+      namespace: env.namespace,
+      name: 'tfstate-default-m-m-lost',
+    });
+    expect(restored.data?.tfstate).toBeUndefined();
   });
 
   it('a state Secret OpenTofu never wrote is lost state too; one it wrote applies without the annotation, with or without resources', async () => {
