@@ -38,7 +38,12 @@ export interface RunContext {
   now: Date;
   deleting: boolean;
   /** The object's spec as read (contract fields are compared against it). */
-  spec: { image?: string; controlPlaneEndpoint?: unknown; providerID?: string; providerIDList?: string[] };
+  spec: {
+    image?: string;
+    controlPlaneEndpoint?: { host?: string };
+    providerID?: string;
+    providerIDList?: string[];
+  };
   /**
    * Cluster API drives the object (an owner Machine or MachinePool; a Cluster owns a TerraformCluster): a
    * machine is provisioned only once its providerID is known, as the InfraMachine contract requires, and
@@ -161,7 +166,8 @@ function contractFields(
   if (kind === 'TerraformCluster') {
     // Under Cluster API set once, never changed (the Cluster copies it once; a plan that would change it is
     // refused before apply); a standalone cluster follows its module.
-    const settable = spec.controlPlaneEndpoint === undefined || capiDriven !== true;
+    // An endpoint without a host (a port set ahead) is not set yet.
+    const settable = !spec.controlPlaneEndpoint?.host || capiDriven !== true;
     if (
       outputs.controlPlaneEndpoint &&
       JSON.stringify(spec.controlPlaneEndpoint) !== JSON.stringify(outputs.controlPlaneEndpoint) &&

@@ -85,7 +85,11 @@ export function resolveRunInputs(
       : undefined;
   // Likewise a Cluster API cluster's endpoint: the Cluster copies it once and never again (issue 23 item 11).
   const controlPlaneEndpoint =
-    drivenByClusterApi(snap) && snap.ref.kind === 'TerraformCluster' && 'controlPlaneEndpoint' in spec
+    drivenByClusterApi(snap) &&
+    snap.ref.kind === 'TerraformCluster' &&
+    'controlPlaneEndpoint' in spec &&
+    // An endpoint without a host (a port set ahead) is not set yet: the module's first one fills it.
+    spec.controlPlaneEndpoint?.host
       ? spec.controlPlaneEndpoint
       : undefined;
   let backendSecretData: Record<string, string> = {};

@@ -46,12 +46,14 @@ export function checkedStateSecret(snap: Snapshot): { namespace: string; name: s
 /**
  * The field that shows the object was provisioned, if one does: a recorded successful apply, or a Cluster
  * API contract field only a module output fills (the spec survives a restore even when the status does not).
+ * A cluster's `spec.controlPlaneEndpoint` is no such proof: a person may set it before the first apply (an
+ * address in front of the control plane, docs/module-contract.md), and a new cluster would then wait
+ * `StateMissing` for a state it never had.
  */
 export function provisionedBy(snap: Snapshot, status: TargetStatus): string | undefined {
   if (status.lastSuccess?.apply !== undefined) return 'status.lastSuccess.apply';
   const spec = snap.spec;
   if (spec?.providerID) return 'spec.providerID';
-  if (spec?.controlPlaneEndpoint?.host) return 'spec.controlPlaneEndpoint';
   if ((spec?.providerIDList?.length ?? 0) > 0) return 'spec.providerIDList';
   if (status.ready === true) return 'status.ready';
   return undefined;

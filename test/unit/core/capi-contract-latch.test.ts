@@ -141,6 +141,18 @@ describe('resolveRunInputs: what the run config latches', () => {
       {},
     );
     expect(unset.kind === 'resolved' && unset.source).not.toHaveProperty('controlPlaneEndpoint');
+    // A port set ahead without a host is no endpoint yet: nothing to keep.
+    const hostless = resolveRunInputs(
+      snap(
+        'TerraformCluster',
+        { controlPlaneEndpoint: { host: '', port: 6443 } },
+        { ownedByClusterApi: true },
+      ),
+      'apply',
+      policy,
+      {},
+    );
+    expect(hostless.kind === 'resolved' && hostless.source).not.toHaveProperty('controlPlaneEndpoint');
   });
 
   it('L2 the destroy of a Cluster API machine whose bootstrap Secret is gone runs with bootstrap_data ""', () => {
@@ -236,6 +248,13 @@ describe('controlPlaneEndpoint is latched under Cluster API, like providerID', (
       id: 'E3',
       name: 'a Cluster API cluster without one takes the first',
       spec: {},
+      capiDriven: true,
+      patch: MOVED,
+    },
+    {
+      id: 'E3b',
+      name: 'a Cluster API cluster with only a port set ahead (no host) takes the first',
+      spec: { controlPlaneEndpoint: { host: '', port: 6443 } },
       capiDriven: true,
       patch: MOVED,
     },

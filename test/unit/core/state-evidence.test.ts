@@ -90,18 +90,21 @@ describe('an apply of a provisioned object reads its state first (StateMissing)'
       spec: { providerID: 'demo://web' },
     },
     {
-      id: 'SM7',
-      name: 'spec.controlPlaneEndpoint',
-      kind: 'TerraformCluster' as const,
-      spec: { controlPlaneEndpoint: { host: '10.0.0.1', port: 6443 } },
-    },
-    {
       id: 'SM8',
       name: 'spec.providerIDList',
       kind: 'TerraformMachinePool' as const,
       spec: { providerIDList: ['demo://a'] },
     },
   ];
+  it('SM7 a cluster whose endpoint a person set before its first apply is not taken for a provisioned one', () => {
+    const snap = snapshot({
+      ref: { kind: 'TerraformCluster', namespace: 'default', name: 'web' },
+      spec: spec({ controlPlaneEndpoint: { host: '10.0.0.1', port: 6443 } }, 'TerraformCluster'),
+    });
+    const planned = plan(planFacts(snap));
+    expect(planned.move.kind === 'start' && planned.move.start.op).toBe('apply');
+    expect(planned.outcome.reason).not.toBe('StateMissing');
+  });
   it.each(evidence)('$id $name shows the object was provisioned', (row) => {
     const snap = snapshot({
       ref: { kind: row.kind, namespace: 'default', name: 'web' },
