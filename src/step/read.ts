@@ -93,12 +93,9 @@ function variablesSecretOptIns(
   return optIns;
 }
 
-/** Zod issue paths of a failed parse, without the values (they may be anything a person wrote). */
-function issuePaths(
-  error: { issues: readonly { path: readonly PropertyKey[] }[] },
-  prefix: string,
-): string[] {
-  return error.issues.map((issue) => [prefix, ...issue.path.map(String)].join('.'));
+/** Where a zod issue is, as a person finds the field (`spec.variables.1bad`); never the value. */
+function issuePath(issue: { path: readonly PropertyKey[] }, root: string): string {
+  return [root, ...issue.path.map(String)].join('.');
 }
 
 /**
@@ -120,7 +117,7 @@ async function readOwningCluster(
   const spec = TerraformClusterSpecSchema.safeParse(cluster.spec);
   const status = readStatus(TerraformClusterStatusSchema, cluster.status);
   const unreadable = [
-    ...(spec.success ? [] : issuePaths(spec.error, 'spec')),
+    ...(spec.success ? [] : spec.error.issues.map((issue) => issuePath(issue, 'spec'))),
     ...(status.kind === 'unreadable' ? status.paths.map((path) => `status.${path}`) : []),
   ];
   if (unreadable.length > 0) return { name: cluster.metadata.name, ready: false, unreadable };
@@ -254,5 +251,5 @@ function specProblemOf(issues: readonly z.core.$ZodIssue[]): string {
   if (!issue) return 'spec is invalid';
   // A bad map key's reason is nested: the record's own message is only "Invalid key in record".
   const message = issue.code === 'invalid_key' ? (issue.issues[0]?.message ?? issue.message) : issue.message;
-  return `${['spec', ...issue.path.map(String)].join('.')}: ${message}`;
+  return `${issuePath(issue, 'spec')}: ${message}`;
 }
