@@ -3,7 +3,9 @@
 # OpenTofu binary, Knative Eventing's two source adapters (the ApiServerSource receive adapter and the
 # PingSource adapter `mtping`) and Cluster API's core manager (with its CRDs and webhook manifests) from the Go
 # module proxy into a versioned cache outside the repo. Nothing built is committed.
-# Usage: scripts/build-binaries.sh [k8s|etcd|tofu|knative|capi|all]   (default: all)
+# A Prometheus server with Kubernetes service discovery (Debian's package is built without it) runs the
+# shipped scrape config in the tests.
+# Usage: scripts/build-binaries.sh [k8s|etcd|tofu|knative|capi|prometheus|all]   (default: all)
 # Env:   CAPTF_CACHE (default ~/.cache/captf)
 set -euo pipefail
 
@@ -167,6 +169,32 @@ build_capi() {
   log "cluster api v$CAPI_VERSION: built in $(elapsed "$start")"
 }
 
+build_prometheus() {
+  local out="$CACHE/bin/prometheus-v$PROMETHEUS_VERSION"
+  if [[ -x "$out/prometheus" ]]; then
+    log "prometheus v$PROMETHEUS_VERSION: cached in $out"; return 0
+  fi
+  local start; start=$(date +%s)
+  local src="$CACHE/src/prometheus-v$PROMETHEUS_VERSION"
+  # Prometheus 3.x is published as the Go module version v0.<major*100+minor>.<patch> (3.16.0 → v0.316.0).
+  local major=${PROMETHEUS_VERSION%%.*} rest=${PROMETHEUS_VERSION#*.}
+  local minor=${rest%%.*} patch=${rest#*.}
+  local modv="v0.$((major * 100 + minor)).$patch" mod="github.com/prometheus/prometheus"
+  mkdir -p "$src" "$out"
+  cd "$src"
+  [[ -f go.mod ]] || go mod init local/prombin >/dev/null 2>&1
+  log "prometheus v$PROMETHEUS_VERSION: downloading modules ($mod@$modv)"
+  go get -tool "$mod/cmd/prometheus@$modv"
+  # Only Kubernetes service discovery (Prometheus's plugins/ build tags): the cloud SDKs of the other
+  # mechanisms would double the build. The web UI is not embedded; the HTTP API is all the tests use.
+  log "prometheus v$PROMETHEUS_VERSION: building (a cold build takes a few minutes on 2 cores)"
+  go build -trimpath -tags remove_all_sd,enable_kubernetes_sd \
+    -ldflags "-s -w -X github.com/prometheus/common/version.Version=$PROMETHEUS_VERSION" \
+    -o "$out/prometheus.tmp" "$mod/cmd/prometheus"
+  mv "$out/prometheus.tmp" "$out/prometheus"
+  log "prometheus v$PROMETHEUS_VERSION: built in $(elapsed "$start")"
+}
+
 what=${1:-all}
 case "$what" in
   k8s) build_k8s ;;
@@ -174,6 +202,7 @@ case "$what" in
   tofu) build_tofu ;;
   knative) build_knative ;;
   capi) build_capi ;;
-  all) build_etcd; build_k8s; build_tofu; build_knative; build_capi ;;
-  *) log "unknown component: $what (want k8s|etcd|tofu|knative|capi|all)"; exit 2 ;;
+  prometheus) build_prometheus ;;
+  all) build_etcd; build_k8s; build_tofu; build_knative; build_capi; build_prometheus ;;
+  *) log "unknown component: $what (want k8s|etcd|tofu|knative|capi|prometheus|all)"; exit 2 ;;
 esac

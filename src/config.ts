@@ -57,6 +57,12 @@ const EnvSchema = z
     CAPTF_TICK_CONCURRENCY: positiveInt(8),
     /** Due requeues claimed by one `/tick` call. */
     CAPTF_TICK_BATCH: positiveInt(100),
+    /**
+     * Seconds a fleet snapshot answers `/metrics` before the store is read again (src/metrics/fleet-snapshot.ts):
+     * twice the shipped PodMonitor's 30 s interval, so a scrape reads Redis at most every other time, and
+     * never more often however many Prometheus servers scrape; 0 reads at every scrape.
+     */
+    CAPTF_METRICS_FLEET_MAX_AGE_SECONDS: z.coerce.number().int().min(0).default(60),
     /** DESIGN.md section 9: `--runner-image`, copied into every Job by its init container. */
     CAPTF_RUNNER_IMAGE: z.string().min(1),
     /** Namespaces this installation reconciles, comma-separated; absent: all (src/core/watch-scope.ts). */
@@ -111,6 +117,8 @@ export interface Config {
   tickBudgetMs: number;
   tickConcurrency: number;
   tickBatch: number;
+  /** Seconds a fleet snapshot answers `/metrics` (DESIGN.md section 14). */
+  metricsFleetMaxAgeSeconds: number;
   runnerImage: string;
   /** Namespaces reconciled; empty: all (src/core/watch-scope.ts). */
   watchNamespaces: WatchNamespaces;
@@ -170,6 +178,7 @@ export function readConfig(env: Record<string, string | undefined>): ConfigResul
       tickBudgetMs: e.CAPTF_TICK_BUDGET_MS,
       tickConcurrency: e.CAPTF_TICK_CONCURRENCY,
       tickBatch: e.CAPTF_TICK_BATCH,
+      metricsFleetMaxAgeSeconds: e.CAPTF_METRICS_FLEET_MAX_AGE_SECONDS,
       runnerImage: e.CAPTF_RUNNER_IMAGE,
       watchNamespaces: e.CAPTF_WATCH_NAMESPACES,
       keyPrefix: e.CAPTF_KEY_PREFIX,
