@@ -74,13 +74,15 @@ export function encryptionConfig(passphrase: Passphrase, fallback?: Passphrase |
 }
 
 /**
- * OpenTofu's words when no configured key opens the state or plan (its encryption package: `decryption
- * failed for all provided methods`, with `cipher: message authentication failed` for a wrong passphrase or
- * `no decryption key available` for a key provider the data does not name), and when encrypted data meets
- * a configuration without encryption (`encrypted payload`).
+ * OpenTofu's words (1.12) when no configured key opens the state or plan: `decryption failed for all
+ * provided methods`, with `cipher: message authentication failed` for a wrong passphrase or `no decryption
+ * key available` for a key provider the data does not name; `encountered unencrypted payload without
+ * unencrypted method configured` for a plain state met by encryption without the `unencrypted` fallback; and
+ * `This state file is encrypted and can not be read without an encryption configuration` for an encrypted
+ * state met by a run without encryption (the spec's or default's encryption removed).
  */
 const DECRYPTION_FAILURE =
-  /decryption failed for all provided methods|message authentication failed|no decryption key available|encountered an encrypted|state is encrypted/i;
+  /decryption failed for all provided methods|message authentication failed|no decryption key available|unencrypted payload without unencrypted method|state file is encrypted and can not be read/i;
 
 /** Whether a failed step's diagnostics say the state or plan could not be decrypted. Pure. */
 export function isDecryptionFailure(diagnostics: readonly Diagnostic[]): boolean {

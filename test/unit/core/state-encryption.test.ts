@@ -188,6 +188,19 @@ describe("the runner's TF_ENCRYPTION (src/runner/state-encryption.ts)", () => {
       ]),
     ).toBe(true);
     expect(isDecryptionFailure([error('Failed to load state', 'no decryption key available')])).toBe(true);
+    // A plain state met by encryption without the unencrypted fallback, and the reverse (OpenTofu 1.12.6).
+    expect(
+      isDecryptionFailure([
+        error('error loading state: encountered unencrypted payload without unencrypted method configured'),
+      ]),
+    ).toBe(true);
+    expect(
+      isDecryptionFailure([
+        error(
+          'error loading state: Unsupported state file format: This state file is encrypted and can not be read without an encryption configuration',
+        ),
+      ]),
+    ).toBe(true);
     expect(isDecryptionFailure([error('Error acquiring the state lock', 'lock held')])).toBe(false);
     expect(
       isDecryptionFailure([
