@@ -38,6 +38,8 @@ const KEYS = {
   wrong: 'wrong-horse-battery-staple-c',
 };
 const KEY_SECRET = 'state-key';
+/** A passphrase written over key b in place: the key provider's name stays, the key does not. */
+const EDITED = 'edited-in-place-horse-battery';
 const NAME = 'enc-m';
 
 let env: StepEnv;
@@ -122,10 +124,21 @@ async function nextRun(): Promise<{ job: string; run: RunnerRun }> {
   return { job, run };
 }
 
+/** Writes key b of the key Secret in place (a person rotating wrongly, then undoing it). */
+async function setKeyB(passphrase: string): Promise<void> {
+  const secret = await env.core.readNamespacedSecret({ namespace: env.namespace, name: KEY_SECRET });
+  const data = { ...secret.data, b: Buffer.from(passphrase).toString('base64') };
+  await env.core.replaceNamespacedSecret({
+    namespace: env.namespace,
+    name: KEY_SECRET,
+    body: { ...secret, data },
+  });
+}
+
 /** Nothing the controller wrote or the runner printed holds a passphrase or the module's secret. */
 async function expectNoSecretsLeaked(): Promise<void> {
   const written = JSON.stringify({ status: await statusOf(env, ref()), events: await eventsOf(env, ref()) });
-  for (const secret of [...Object.values(KEYS), CANARY]) {
+  for (const secret of [...Object.values(KEYS), EDITED, CANARY]) {
     expect(written).not.toContain(secret);
     for (const log of logs) expect(log).not.toContain(secret);
   }
@@ -216,8 +229,18 @@ describe('encrypted state through the step and a real OpenTofu (issue 25 item 3)
     await expectNoSecretsLeaked();
   });
 
-  it('E5 with the right passphrase named again, delete destroys, and the encrypted state goes with the finalizer', async () => {
+  it('E4b key b edited in place: OpenTofu finds its key provider, but the key fails authentication', async () => {
+    await setKeyB(EDITED);
     await patchSpec(env, ref(), { stateEncryption: encryption('b') });
+    const { run } = await nextRun();
+    expect(run.result.error).toMatchObject({ kind: 'state-decryption', step: 'init' });
+    expect(run.result.error?.summary).toMatch(/message authentication failed/);
+    expect((await statusOf(env, ref())).lastRun?.error?.kind).toBe('state-decryption');
+    await expectNoSecretsLeaked();
+  });
+
+  it('E5 with key b put back, delete destroys, and the encrypted state goes with the finalizer', async () => {
+    await setKeyB(KEYS.b);
     await env.custom.deleteNamespacedCustomObject({
       group: 'infrastructure.cluster.x-k8s.io',
       version: 'v1alpha1',
@@ -233,6 +256,6 @@ describe('encrypted state through the step and a real OpenTofu (issue 25 item 3)
     await stepUntil(env.step(), ref(), 'gone');
     expect(await env.kube.reader.getSecret(env.namespace, `tfstate-default-m-${NAME}`)).toBeUndefined();
     for (const log of logs)
-      for (const secret of [...Object.values(KEYS), CANARY]) expect(log).not.toContain(secret);
+      for (const secret of [...Object.values(KEYS), EDITED, CANARY]) expect(log).not.toContain(secret);
   });
 });
