@@ -88,6 +88,7 @@ export function createHandlers(env: Record<string, string | undefined>, createSt
       runnerImage: config.runnerImage,
       maxActiveJobs: config.maxActiveJobs,
       clusterMaxActiveJobs: config.clusterMaxActiveJobs,
+      ...(config.stateEncryption ? { stateEncryption: config.stateEncryption } : {}),
     },
     metrics: stepMetricsOf(metrics, fleet, fleetDown),
   });

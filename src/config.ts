@@ -1,8 +1,10 @@
 import { z } from 'zod';
 import { REDIS_ENV_SHAPE, type RedisTopology, redisTopologyOf } from './adapters/redis/topology.ts';
 import { DEFAULT_CLUSTER_MAX_ACTIVE_JOBS, DEFAULT_MAX_ACTIVE_JOBS } from './core/slot-shares.ts';
+import { installationStateEncryption } from './core/state-encryption.ts';
 import type { WatchNamespaces } from './core/watch-scope.ts';
 import { commaList } from './schemas/comma-list.ts';
+import type { StateEncryption } from './schemas/kinds/state-encryption.ts';
 import { WatchNamespacesEnv } from './schemas/watch-namespaces.ts';
 
 /**
@@ -74,6 +76,13 @@ const EnvSchema = z
       .default('captf'),
     /** Largest request body in bytes (DESIGN.md section 13); a resource-mode event carries one object. */
     CAPTF_BODY_LIMIT_BYTES: positiveInt(1_048_576),
+    /**
+     * The installation's default state encryption (issue 25 item 3): `<secret>/<key>`, the passphrase Secret
+     * in each object's namespace, for every object whose spec names no `stateEncryption`.
+     */
+    CAPTF_STATE_ENCRYPTION_SECRET: z.string().min(1).optional(),
+    /** Its fallback: the previous `<secret>/<key>` (a rotation), or `unencrypted` (encrypting plain states). */
+    CAPTF_STATE_ENCRYPTION_FALLBACK: z.string().min(1).optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
   .refine(
@@ -124,6 +133,8 @@ export interface Config {
   watchNamespaces: WatchNamespaces;
   keyPrefix: string;
   bodyLimitBytes: number;
+  /** The default state encryption of objects whose spec names none; undefined: none. */
+  stateEncryption?: StateEncryption;
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
 }
 
@@ -164,6 +175,11 @@ export function readConfig(env: Record<string, string | undefined>): ConfigResul
   const e = parsed.data;
   const redis = redisTopologyOf(e);
   if (!redis.ok) return { ok: false, message: `read config: ${redis.problems.join('\n')}` };
+  const encryption = installationStateEncryption(
+    e.CAPTF_STATE_ENCRYPTION_SECRET,
+    e.CAPTF_STATE_ENCRYPTION_FALLBACK,
+  );
+  if (!encryption.ok) return { ok: false, message: `read config: ${encryption.message}` };
   return {
     ok: true,
     config: {
@@ -183,6 +199,7 @@ export function readConfig(env: Record<string, string | undefined>): ConfigResul
       watchNamespaces: e.CAPTF_WATCH_NAMESPACES,
       keyPrefix: e.CAPTF_KEY_PREFIX,
       bodyLimitBytes: e.CAPTF_BODY_LIMIT_BYTES,
+      ...(encryption.encryption ? { stateEncryption: encryption.encryption } : {}),
       logLevel: e.LOG_LEVEL,
     },
   };

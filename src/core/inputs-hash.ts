@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { EnvVar } from '../schemas/kinds/jobs-policy.ts';
 import type { Backend, VariableFrom } from '../schemas/kinds/spec.ts';
+import type { StateEncryption } from '../schemas/kinds/state-encryption.ts';
 import { canonicalJson } from './canonical-json.ts';
 
 /**
@@ -18,6 +19,11 @@ export interface Inputs {
   variablesFrom?: readonly VariableFrom[];
   backend?: Backend;
   env?: readonly EnvVar[];
+  /**
+   * `spec.stateEncryption` (the Secret references, never the passphrases): naming a new passphrase is an
+   * input change, so the apply it starts writes the state again under it (a rotation).
+   */
+  stateEncryption?: StateEncryption;
   /**
    * A digest of the data the references resolve to (Secret keys of variablesFrom and backend.secretRef),
    * computed by the shell; so a rotated Secret is an input change. Absent when nothing is referenced.
@@ -37,6 +43,7 @@ export function inputsOf(
     variables?: Record<string, unknown>;
     variablesFrom?: VariableFrom[];
     backend?: Backend;
+    stateEncryption?: StateEncryption;
     jobs?: { env?: EnvVar[] };
   },
   referencedDataDigest?: string,
@@ -48,6 +55,7 @@ export function inputsOf(
     ...(spec.variablesFrom ? { variablesFrom: spec.variablesFrom } : {}),
     ...(spec.backend ? { backend: spec.backend } : {}),
     ...(spec.jobs?.env ? { env: spec.jobs.env } : {}),
+    ...(spec.stateEncryption ? { stateEncryption: spec.stateEncryption } : {}),
     ...(referencedDataDigest ? { referencedDataDigest } : {}),
     ...(contractInputsDigest ? { contractInputsDigest } : {}),
   };

@@ -56,7 +56,7 @@ import type {
   StepPlan,
 } from './step-plan.ts';
 import { type NotOptedIn, notOptedInEvent } from './variables-opt-in.ts';
-import type { JobView } from './views.ts';
+import { type JobView, timestampMs } from './views.ts';
 import { type WaitDecision, waitFor } from './wait-table.ts';
 import { watchActiveJob } from './watch.ts';
 
@@ -410,6 +410,16 @@ function decide(base: Base, watched: Watched | undefined): Planned {
   }
 }
 
+/**
+ * The newest successful destroy came after the newest successful apply (or no apply succeeded): what the
+ * destroy left in the state is no managed resource, even where the controller cannot read it (encrypted).
+ */
+function destroyedAfterApply(status: TargetStatus): boolean {
+  const destroyed = timestampMs(status.lastSuccess?.destroy);
+  const applied = timestampMs(status.lastSuccess?.apply);
+  return destroyed !== undefined && (applied === undefined || destroyed >= applied);
+}
+
 /** Row 1 of section 3: nothing to destroy, so the finalizer goes and the object with it. */
 function planFinalize(base: Base): Planned {
   const { planning, status } = base;
@@ -422,7 +432,7 @@ function planFinalize(base: Base): Planned {
   if (objects !== undefined && facts.state === undefined) return { kind: 'read', read: 'state' };
   const state =
     objects !== undefined && facts.state !== undefined
-      ? { ...objects, cleanup: decideStateCleanup(objects, facts.state) }
+      ? { ...objects, cleanup: decideStateCleanup(objects, facts.state, destroyedAfterApply(status)) }
       : undefined;
   const finalizers = (snap.meta.finalizers ?? []).filter((f) => f !== FINALIZER);
   return finish(
@@ -612,7 +622,13 @@ function planWatch(base: Base, watched: Extract<Watched, { kind: 'verdict' }>): 
     job.metadata.annotations?.[ANNOTATIONS.inputsHash] === snap.inputsHash &&
     pods.every((pod) => isPodAlive(pod))
   ) {
-    const inputs = resolveRunInputs(snap, record.op, planning.policy, decisionsOf(job));
+    const inputs = resolveRunInputs(
+      snap,
+      record.op,
+      planning.policy,
+      decisionsOf(job),
+      facts.config.stateEncryption,
+    );
     if (inputs.kind !== 'resolved') {
       const reason = inputs.kind === 'missing' ? 'WaitingForDependencies' : 'VariablesSecretNotOptedIn';
       const wait = waitFor(reason, {
@@ -819,7 +835,7 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
     ...(forceUnlockId ? { forceUnlockId } : {}),
   };
   // A missing Secret must hold the start back before anything is taken (section 5 step 6).
-  const inputs: RunInputs = resolveRunInputs(snap, op, policy, decisions);
+  const inputs: RunInputs = resolveRunInputs(snap, op, policy, decisions, facts.config.stateEncryption);
   if (inputs.kind === 'missing') return holdBack('WaitingForDependencies', inputs.message);
   if (inputs.kind === 'not-opted-in') return holdBackNotOptedIn(base, op, inputs);
 

@@ -72,6 +72,7 @@ export const RUN_EVENTS: Readonly<Record<Evidence, EventReason>> = {
   'deadline-race': 'JobSucceeded',
   'step-failed': 'JobFailed',
   'image-layout': 'JobFailed',
+  'state-decryption': 'JobFailed',
   'image-pull': 'JobFailed',
   deadline: 'JobDeadlineExceeded',
   interrupted: 'JobInterrupted',

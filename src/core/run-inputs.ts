@@ -1,4 +1,5 @@
 import type { EffectiveJobsPolicy } from '../schemas/kinds/jobs-policy.ts';
+import type { StateEncryption } from '../schemas/kinds/state-encryption.ts';
 import type { TargetSpec } from '../schemas/kinds/target.ts';
 import type { Op } from '../schemas/result.ts';
 import { type BootstrapData, drivenByClusterApi } from './cluster-api.ts';
@@ -7,6 +8,7 @@ import { secretTextsOfSecretValue } from './redaction.ts';
 import type { RunDecisions } from './run-decisions.ts';
 import type { RunConfigSource } from './run-secret-manifest.ts';
 import type { ReferencedSecrets, Snapshot } from './snapshot.ts';
+import { effectiveStateEncryption, stateEncryptionRefs } from './state-encryption.ts';
 import { snapshotStateSuffix } from './state-identity.ts';
 import { envSecretRefs, firstNotOptedIn, variablesFromRefs } from './variables-opt-in.ts';
 
@@ -54,12 +56,18 @@ export function resolveRunInputs(
   op: Op,
   policy: EffectiveJobsPolicy,
   decisions: RunDecisions,
+  /** The installation's default state encryption, for a spec that names none. */
+  installationEncryption?: StateEncryption,
 ): RunInputs {
   const spec = snap.spec;
   if (!spec) return { kind: 'missing', message: 'the spec does not parse' };
   // Before any key is looked up: a Secret that did not opt in reveals not even which keys it has.
   const notOptedIn = firstNotOptedIn(
-    [...variablesFromRefs(spec.variablesFrom), ...envSecretRefs(policy.env)],
+    [
+      ...variablesFromRefs(spec.variablesFrom),
+      ...envSecretRefs(policy.env),
+      ...stateEncryptionRefs(spec.stateEncryption),
+    ],
     snap.variablesSecretOptIns,
   );
   if (notOptedIn) return { kind: 'not-opted-in', ...notOptedIn };
@@ -99,6 +107,7 @@ export function resolveRunInputs(
       return { kind: 'missing', message: `backend Secret ${spec.backend.secretRef.name} does not exist` };
     backendSecretData = { ...data };
   }
+  const stateEncryption = effectiveStateEncryption(spec.stateEncryption, installationEncryption);
   return {
     kind: 'resolved',
     source: {
@@ -116,6 +125,7 @@ export function resolveRunInputs(
       }),
       backend: spec.backend,
       backendSecretData,
+      ...(stateEncryption ? { stateEncryption } : {}),
       ...(snap.capi?.owner !== undefined || snap.ownedByClusterApi === true
         ? { movesWithCluster: true }
         : {}),

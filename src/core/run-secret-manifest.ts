@@ -1,5 +1,6 @@
 import type { TargetKind } from '../schemas/kinds/api-group.ts';
 import type { Backend } from '../schemas/kinds/spec.ts';
+import type { StateEncryption } from '../schemas/kinds/state-encryption.ts';
 import { type ApplyPolicy, RUN_CONFIG_FILE, type RunConfigInput } from '../schemas/run-config.ts';
 import { type OwnerReference, ownerReference } from './job-manifest.ts';
 import type { ModuleInputs } from './module-inputs.ts';
@@ -31,6 +32,8 @@ export interface RunConfigSource {
    * `clusterctl.cluster.x-k8s.io/move`, so `clusterctl move` carries it along.
    */
   movesWithCluster?: boolean;
+  /** The run's state encryption (src/core/state-encryption.ts `effectiveStateEncryption`); absent: none. */
+  stateEncryption?: StateEncryption;
   lockTimeoutSeconds: number;
   applyPolicy: ApplyPolicy;
   /** The approved plan's digest (section 11), when the apply runs an approved plan. */
@@ -72,6 +75,23 @@ export function stateSecretOf(
   return { namespace: String(config.namespace), name: `${STATE_SECRET_PREFIX}${suffix}`, suffix };
 }
 
+/** Where the runner reads the run's passphrases: the object's namespace, never another. */
+function runStateEncryption(source: RunConfigSource): RunConfigInput['stateEncryption'] {
+  const encryption = source.stateEncryption;
+  if (encryption === undefined) return undefined;
+  const fallback = encryption.fallback;
+  const old = fallback?.passphraseSecretRef;
+  return {
+    namespace: source.namespace,
+    passphrase: { name: encryption.passphraseSecretRef.name, key: encryption.passphraseSecretRef.key },
+    ...(old !== undefined
+      ? { fallback: { name: old.name, key: old.key } }
+      : fallback?.unencrypted === true
+        ? { fallback: 'unencrypted' as const }
+        : {}),
+  };
+}
+
 /**
  * The run config of one run. The default backend is Terraform's `kubernetes` backend in the object's
  * namespace with the object's state suffix (DESIGN.md section 2, src/core/state-identity.ts).
@@ -94,6 +114,7 @@ export function buildRunConfig(source: RunConfigSource): RunConfigInput {
         ? { labels: { [CLUSTERCTL_MOVE_LABEL]: '' } }
         : {}),
     },
+    ...(source.stateEncryption ? { stateEncryption: runStateEncryption(source) } : {}),
     lockTimeoutSeconds: source.lockTimeoutSeconds,
     applyPolicy: source.applyPolicy,
     ...(source.expectedPlanDigest ? { expectedPlanDigest: source.expectedPlanDigest } : {}),

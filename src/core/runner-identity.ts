@@ -5,6 +5,7 @@ import { canonicalJson } from './canonical-json.ts';
 import { LABELS } from './job-labels.ts';
 import { type OwnerReference, ownerReference } from './job-manifest.ts';
 import { CLUSTERCTL_MOVE_LABEL, type RunConfigSource, stateSecretOf } from './run-secret-manifest.ts';
+import { stateEncryptionSecretNames } from './state-encryption.ts';
 
 /**
  * The runner identity of one object (issue 16 item 3, DESIGN.md section 15): a ServiceAccount of its own,
@@ -90,7 +91,10 @@ export interface RunnerIdentity {
 export interface RunnerIdentityInput {
   owner: { apiVersion: string; kind: TargetKind; name: string; namespace: string; uid: string };
   /** The run's config source: the backend's type, the state suffix, whether the state moves with the Cluster. */
-  source: Pick<RunConfigSource, 'backend' | 'namespace' | 'stateSuffix' | 'movesWithCluster'>;
+  source: Pick<
+    RunConfigSource,
+    'backend' | 'namespace' | 'stateSuffix' | 'movesWithCluster' | 'stateEncryption'
+  >;
 }
 
 /**
@@ -99,8 +103,9 @@ export interface RunnerIdentityInput {
  * names the state the object's own suffix names, whatever `spec.backend.config` says: a spec that points
  * `secret_suffix` or `namespace` elsewhere (at another object's state) gets no right to it, and its runs
  * fail with the API server's Forbidden until its Jobs run as an account the admin granted that state
- * (`spec.jobs.serviceAccountName`). Another backend than `kubernetes` gets an empty Role: its runner reads
- * nothing here.
+ * (`spec.jobs.serviceAccountName`). Another backend than `kubernetes` gets no state rules: its runner
+ * reads no state here. With state encryption (issue 25 item 3) the Role also lets the runner `get` exactly
+ * its passphrase Secret and its fallback's (never `update`, never any other), whatever the backend.
  */
 export function buildRunnerIdentity(input: RunnerIdentityInput): RunnerIdentity {
   const { owner, source } = input;
@@ -133,6 +138,12 @@ export function buildRunnerIdentity(input: RunnerIdentityInput): RunnerIdentity 
           },
         ]
       : [];
+  // The state Secret is never a key Secret: a passphrase kept beside the state it opens would protect nothing.
+  const keySecrets = stateEncryptionSecretNames(source.stateEncryption)
+    .filter((secret) => secret !== state?.name)
+    .sort();
+  if (keySecrets.length > 0)
+    rules.push({ apiGroups: [''], resources: ['secrets'], resourceNames: keySecrets, verbs: ['get'] });
   const role = {
     apiVersion: 'rbac.authorization.k8s.io/v1' as const,
     kind: 'Role' as const,

@@ -97,6 +97,7 @@ const RUN_ROWS: Readonly<Record<Exclude<RunReason, WaitReason>, ReasonRow>> = {
   DestroyFailed: BOOKKEPT,
   DriftJobFailed: BOOKKEPT,
   ImageInvalid: BOOKKEPT,
+  StateDecryptionFailed: BOOKKEPT,
   ImagePullFailed: BOOKKEPT,
   JobDeadlineExceeded: BOOKKEPT,
   DriftJobDeadlineExceeded: BOOKKEPT,

@@ -1,3 +1,4 @@
+import type { StateEncryption } from '../schemas/kinds/state-encryption.ts';
 import type { TargetStatus } from '../schemas/kinds/target.ts';
 import type { Op } from '../schemas/result.ts';
 import type { Bookkeeping } from './bookkeeping.ts';
@@ -29,6 +30,11 @@ export interface PlannerConfig {
   maxActiveJobs: number;
   /** `--cluster-max-active-jobs` per Cluster API cluster (default 20). */
   clusterMaxActiveJobs: number;
+  /**
+   * The installation's default state encryption (`CAPTF_STATE_ENCRYPTION_SECRET`), for objects whose spec
+   * names none (src/core/state-encryption.ts).
+   */
+  stateEncryption?: StateEncryption;
 }
 
 /** Everything the planner reads. */

@@ -266,6 +266,7 @@ export function createMetrics(
   stepsTotal.inc({ action: 'error' }, 0);
   stepsTotal.inc({ action: 'unavailable' }, 0);
   jobErrors.inc({ error_kind: 'step', step: 'init' }, 0);
+  jobErrors.inc({ error_kind: 'state-decryption', step: 'init' }, 0);
   return {
     registry,
     stepsTotal,

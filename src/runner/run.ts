@@ -14,6 +14,7 @@ import { backendAccess, proxiedBackend, proxyKubeconfig } from './backend-access
 import { readContractOutputs } from './contract-outputs.ts';
 import { decideGuard } from './guard.ts';
 import type { Interruption } from './interruption.ts';
+import { readPassphrases } from './key-secrets.ts';
 import { type KubeProxy, startKubeProxy } from './kube-proxy.ts';
 import { checkImageLayout } from './layout.ts';
 import { lockInfoFrom } from './lock-info.ts';
@@ -23,7 +24,8 @@ import { movesLatchedOutput, readPlanDocument, summarizePlan } from './plan-dige
 import { fitResult } from './result-document.ts';
 import { readRunConfig } from './run-config-file.ts';
 import { runConfigSecrets } from './run-secrets.ts';
-import { runtimeEnv } from './runtime-env.ts';
+import { registryTokens, runtimeEnv } from './runtime-env.ts';
+import { encryptionConfig, isDecryptionFailure } from './state-encryption.ts';
 import { OP_STEPS, type StepCommand, type StepInputs, stepCommand, type TofuStep } from './steps.ts';
 import { curateSummary } from './summary.ts';
 import { runProcess } from './tofu-process.ts';
@@ -151,8 +153,28 @@ async function runSteps(
     recordPrepare(1);
     return failure('step', 'prepare', read.message);
   }
-  redactor = createRedactor(runConfigSecrets(read.config));
+  redactor = createRedactor([...runConfigSecrets(read.config), ...registryTokens(deps.env)]);
   log.useRedactor(redactor);
+  // State encryption (issue 25 item 3): the passphrases are read as the pod's ServiceAccount and handed to
+  // the runtime in TF_ENCRYPTION only; the redactor knows them before anything could print them.
+  let encryption: string | undefined;
+  const encrypted = read.config.stateEncryption;
+  if (encrypted !== undefined) {
+    const keys = await readPassphrases(encrypted, options.serviceAccountDir, deps.env);
+    if (!keys.ok) {
+      recordPrepare(1);
+      return failure('state-decryption', 'prepare', keys.message);
+    }
+    const fallback = keys.fallback;
+    redactor = createRedactor([
+      ...runConfigSecrets(read.config),
+      ...registryTokens(deps.env),
+      keys.passphrase.value,
+      ...(fallback !== undefined && fallback !== 'unencrypted' ? [fallback.value] : []),
+    ]);
+    log.useRedactor(redactor);
+    encryption = encryptionConfig(keys.passphrase, fallback);
+  }
   // The in-cluster kubernetes backend goes through the loopback proxy (issue 16 item 3): the runtime gets a
   // kubeconfig naming it, written once the proxy listens and before the first step.
   const access = backendAccess(read.config.backend);
@@ -205,7 +227,7 @@ async function runSteps(
   if (workspace.backendConfigFile !== undefined) inputs.backendConfigFile = workspace.backendConfigFile;
   const forceUnlockId = options.forceUnlockId ?? config.forceUnlockId;
   if (forceUnlockId !== undefined) inputs.forceUnlockId = forceUnlockId;
-  const env = runtimeEnv(deps.env, workspace.tmpDir, config.contractInputs);
+  const env = runtimeEnv(deps.env, workspace.tmpDir, config.contractInputs, encryption);
 
   const execute = async (step: TofuStep): Promise<StepRun> => {
     const command = stepCommand(options.op, step, inputs);
@@ -257,10 +279,11 @@ async function runSteps(
         }
         const lock = lockInfoFrom(run.ui.diagnostics);
         const summary = curateSummary(run.ui.diagnostics, run.fallback, redactor);
+        const kind = isDecryptionFailure(run.ui.diagnostics) ? 'state-decryption' : 'step';
         return finish('failed', {
           ...extra,
           ...(lock ? { lock } : {}),
-          error: { kind: 'step', step, summary },
+          error: { kind, step, summary },
         });
       }
     }

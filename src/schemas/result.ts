@@ -33,10 +33,11 @@ export type RunResult = z.infer<typeof RunResultSchema>;
 
 /**
  * Error kinds the runner itself can report. `step`: a Terraform step failed; `image-layout`: the module
- * image breaks the image contract (missing `/captf/module` or a non-executable `/captf/runtime`).
- * The controller adds its own kinds (pull failure, deadline, unknown) when it classifies a Job.
+ * image breaks the image contract (missing `/captf/module` or a non-executable `/captf/runtime`);
+ * `state-decryption`: the state or plan could not be decrypted (a wrong or missing passphrase, issue 25
+ * item 3). The controller adds its own kinds (pull failure, deadline, unknown) when it classifies a Job.
  */
-export const RUNNER_ERROR_KINDS = ['step', 'image-layout'] as const;
+export const RUNNER_ERROR_KINDS = ['step', 'image-layout', 'state-decryption'] as const;
 export const RunnerErrorKindSchema = z.enum(RUNNER_ERROR_KINDS);
 export type RunnerErrorKind = z.infer<typeof RunnerErrorKindSchema>;
 

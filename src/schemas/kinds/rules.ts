@@ -81,17 +81,49 @@ export const lockTimeoutBelowDeadline: CrossFieldRule<LockTimeoutView> = {
     `lockTimeoutSeconds (${v.lockTimeoutSeconds}) must be below activeDeadlineSeconds (${v.activeDeadlineSeconds}): a Job waiting for the state lock would be killed before it runs; lower lockTimeoutSeconds or raise activeDeadlineSeconds`,
 };
 
-/** Env names starting `TF_` or `KUBE_` are rejected, never dropped silently (DESIGN.md section 2). */
+/**
+ * The one `TF_` name a spec may set: `TF_TOKEN_<host>`, OpenTofu's credentials for a private module or
+ * provider registry (the host with `.` as `_` and `-` as `__`, as OpenTofu reads it; punycode for non-ASCII
+ * hosts). Letters, digits, `_` and `-` after the prefix.
+ */
+export const REGISTRY_TOKEN_ENV = /^TF_TOKEN_[A-Za-z0-9_-]+$/;
+
+/**
+ * Env names starting `TF_` or `KUBE_` are rejected, never dropped silently (DESIGN.md section 2), except a
+ * registry token `TF_TOKEN_<host>` (issue 25 item 3; {@link registryTokenFromSecret} holds its value to a
+ * Secret).
+ */
 export const envNameNotReserved: CrossFieldRule<{ name: string }> = {
-  cel: "!self.name.startsWith('TF_') && !self.name.startsWith('KUBE_')",
+  cel: "!self.name.startsWith('KUBE_') && (!self.name.startsWith('TF_') || self.name.matches('^TF_TOKEN_[A-Za-z0-9_-]+$'))",
   message:
-    'env names starting TF_ or KUBE_ are reserved for the runner; pass Terraform inputs through spec.variables and backend settings through spec.backend',
+    'env names starting TF_ or KUBE_ are reserved for the runner, except TF_TOKEN_<host> (a registry token); pass Terraform inputs through spec.variables and backend settings through spec.backend',
   messageExpression:
-    "'env name ' + self.name + ' is reserved (TF_ and KUBE_ belong to the runner); pass Terraform inputs through spec.variables and backend settings through spec.backend'",
+    "'env name ' + self.name + ' is reserved (TF_ and KUBE_ belong to the runner, except TF_TOKEN_<host>); pass Terraform inputs through spec.variables and backend settings through spec.backend'",
   fieldPath: '.name',
-  holds: (v) => !RESERVED_ENV_PREFIXES.some((prefix) => v.name.startsWith(prefix)),
+  holds: (v) =>
+    REGISTRY_TOKEN_ENV.test(v.name) || !RESERVED_ENV_PREFIXES.some((prefix) => v.name.startsWith(prefix)),
   describe: (v) =>
-    `env name ${v.name} is reserved (TF_ and KUBE_ belong to the runner); pass Terraform inputs through spec.variables and backend settings through spec.backend`,
+    `env name ${v.name} is reserved (TF_ and KUBE_ belong to the runner, except TF_TOKEN_<host>); pass Terraform inputs through spec.variables and backend settings through spec.backend`,
+};
+
+/**
+ * A registry token `TF_TOKEN_<host>` comes from a Secret (`valueFrom.secretKeyRef`), never a literal value
+ * or a ConfigMap: a credential written into the spec would be readable by everyone who can read the object.
+ */
+export const registryTokenFromSecret: CrossFieldRule<{
+  name: string;
+  value?: string | undefined;
+  valueFrom?: { secretKeyRef?: unknown; configMapKeyRef?: unknown } | undefined;
+}> = {
+  cel: "!self.name.startsWith('TF_TOKEN_') || (!has(self.value) && has(self.valueFrom) && has(self.valueFrom.secretKeyRef) && !has(self.valueFrom.configMapKeyRef))",
+  message:
+    'a TF_TOKEN_<host> registry token takes its value from a Secret only: set valueFrom.secretKeyRef, and neither value nor valueFrom.configMapKeyRef',
+  fieldPath: '.valueFrom',
+  holds: (v) =>
+    !v.name.startsWith('TF_TOKEN_') ||
+    (v.value === undefined &&
+      v.valueFrom?.secretKeyRef !== undefined &&
+      v.valueFrom.configMapKeyRef === undefined),
 };
 
 /** The names of the controller's per-object runner identities (src/core/runner-identity.ts). */

@@ -4,6 +4,7 @@ import { CronScheduleSchema } from './cron.ts';
 import { type DurationBounds, durationSchema } from './duration.ts';
 import { JobsPolicySchema } from './jobs-policy.ts';
 import { driftIntervalOrSchedule, withRules } from './rules.ts';
+import { StateEncryptionSchema } from './state-encryption.ts';
 
 /**
  * The spec fields every target kind shares (DESIGN.md section 2). Kinds extend `commonSpecShape` with their
@@ -136,6 +137,7 @@ export const commonSpecShape = {
     .optional()
     .describe('Variables read from Secret keys into the per-run Secret.'),
   backend: BackendSchema.optional(),
+  stateEncryption: StateEncryptionSchema.optional(),
   jobs: JobsPolicySchema.optional(),
   applyPolicy: z
     .enum(APPLY_POLICIES)

@@ -9,13 +9,14 @@ const TimeSchema = z.iso.datetime();
 
 /**
  * Error kinds in `lastRun.error.kind`, the Failing Jobs runbook's values (DESIGN.md section 7): the runner's
- * own (`step`, `image-layout`), the run's other ends (`interrupted`, also for a deadline kill the runner
+ * own (`step`, `image-layout`, `state-decryption`: no configured passphrase opens the state), the run's other ends (`interrupted`, also for a deadline kill the runner
  * caught; `blocked`; `plan-changed`), and `unknown` where no readable result exists. The condition reason
  * carries the rest (`ImagePullFailed`, `JobDeadlineExceeded`, …).
  */
 export const RUN_ERROR_KINDS = [
   'step',
   'image-layout',
+  'state-decryption',
   'interrupted',
   'blocked',
   'plan-changed',

@@ -298,6 +298,20 @@ describe('the admission policy holds the controller to runner identities', () =>
       message: "a runner identity's Role may only get and update named state Secrets",
     },
     {
+      what: 'a runner Role granting update of a key Secret (issue 25 item 3: get only)',
+      body: role('captf-runner-key-update', [
+        { apiGroups: [''], resources: ['secrets'], resourceNames: ['state-key'], verbs: ['get', 'update'] },
+      ]),
+      message: "a runner identity's Role may only get and update named state Secrets",
+    },
+    {
+      what: "a runner Role granting get of one of the controller's own Secrets as a key",
+      body: role('captf-runner-key-run', [
+        { apiGroups: [''], resources: ['secrets'], resourceNames: ['captf-run-some-job'], verbs: ['get'] },
+      ]),
+      message: "a runner identity's Role may only get and update named state Secrets",
+    },
+    {
       what: 'a RoleBinding to another Role',
       body: JSON.stringify({
         apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -331,6 +345,19 @@ describe('the admission policy holds the controller to runner identities', () =>
       'the controller may only create a free state lock Lease named lock-tfstate-…, and delete one',
     );
     expect(await errorAs(CONTROLLER, ['delete', 'lease', 'lock-tfstate-default-m-m-gone'])).toBe('');
+  });
+
+  it("admits a runner Role that also grants get of the object's state encryption key Secret (issue 25 item 3)", async () => {
+    const body = role('captf-runner-m-m-key', [
+      {
+        apiGroups: [''],
+        resources: ['secrets'],
+        resourceNames: ['tfstate-default-m-m-key'],
+        verbs: ['get', 'update'],
+      },
+      { apiGroups: [''], resources: ['secrets'], resourceNames: ['state-key'], verbs: ['get'] },
+    ]);
+    expect(await errorAs(CONTROLLER, ['create', '-f', '-'], body)).toBe('');
   });
 
   it('refuses the controller any Secret update, which it holds only to grant', async () => {

@@ -119,6 +119,7 @@ it('GET /metrics exposes every metric of DESIGN.md section 14 with fleet figures
     // Zero from the start, so the alerts' `increase` sees the first error.
     'captf_reconcile_steps_total{action="error"} 0',
     'captf_job_errors_total{error_kind="step",step="init"} 0',
+    'captf_job_errors_total{error_kind="state-decryption",step="init"} 0',
   ])
     expect(response.body).toContain(line);
 });
