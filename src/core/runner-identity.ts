@@ -90,7 +90,10 @@ export interface RunnerIdentity {
 export interface RunnerIdentityInput {
   owner: { apiVersion: string; kind: TargetKind; name: string; namespace: string; uid: string };
   /** The run's config source: the backend's type, the state suffix, whether the state moves with the Cluster. */
-  source: Pick<RunConfigSource, 'backend' | 'namespace' | 'stateSuffix' | 'movesWithCluster'>;
+  source: Pick<
+    RunConfigSource,
+    'backend' | 'namespace' | 'stateSuffix' | 'movesWithCluster' | 'outputsSecretName'
+  >;
 }
 
 /**
@@ -100,7 +103,8 @@ export interface RunnerIdentityInput {
  * `secret_suffix` or `namespace` elsewhere (at another object's state) gets no right to it, and its runs
  * fail with the API server's Forbidden until its Jobs run as an account the admin granted that state
  * (`spec.jobs.serviceAccountName`). Another backend than `kubernetes` gets an empty Role: its runner reads
- * nothing here.
+ * nothing here. A spec that names an outputs Secret (`spec.outputs.secretName`) adds one rule: `get` and
+ * `update` of that Secret.
  */
 export function buildRunnerIdentity(input: RunnerIdentityInput): RunnerIdentity {
   const { owner, source } = input;
@@ -121,7 +125,7 @@ export function buildRunnerIdentity(input: RunnerIdentityInput): RunnerIdentity 
     metadata: { name, namespace: owner.namespace, labels, ...owned },
   };
   const lockName = state ? `lock-${state.name}` : undefined;
-  const rules: PolicyRule[] =
+  const stateRules: PolicyRule[] =
     state && lockName
       ? [
           { apiGroups: [''], resources: ['secrets'], resourceNames: [state.name], verbs: ['get', 'update'] },
@@ -133,6 +137,19 @@ export function buildRunnerIdentity(input: RunnerIdentityInput): RunnerIdentity 
           },
         ]
       : [];
+  // The outputs Secret (issue 24 item 3), whatever the backend: `get` and `update` of that one name, which
+  // the controller created empty and owned by the object before the Job (src/core/outputs-secret.ts).
+  const outputsRules: PolicyRule[] = source.outputsSecretName
+    ? [
+        {
+          apiGroups: [''],
+          resources: ['secrets'],
+          resourceNames: [source.outputsSecretName],
+          verbs: ['get', 'update'],
+        },
+      ]
+    : [];
+  const rules = [...stateRules, ...outputsRules];
   const role = {
     apiVersion: 'rbac.authorization.k8s.io/v1' as const,
     kind: 'Role' as const,
