@@ -18,11 +18,18 @@ export type OutputsDocument =
   | { ok: true; outputs: Record<string, OutputValue> }
   | { ok: false; message: string };
 
-/** Reads the stdout of `tofu output -json`: an object of `{sensitive, type, value}` by output name. */
+/**
+ * Reads the stdout of `tofu output -json`: an object of `{sensitive, type, value}` by output name. The
+ * document starts at the first line that opens an object: OpenTofu prints CLI configuration warnings (a
+ * `TF_CLI_CONFIG_FILE` that does not exist) to stdout before it, as text.
+ */
 export function readOutputsDocument(stdout: string): OutputsDocument {
+  const lines = stdout.split('\n');
+  const start = lines.findIndex((line) => line.startsWith('{'));
   let parsed: unknown;
   try {
-    parsed = JSON.parse(stdout);
+    if (start < 0) throw new Error('no object');
+    parsed = JSON.parse(lines.slice(start).join('\n'));
   } catch {
     return { ok: false, message: 'output -json printed no JSON document' };
   }
