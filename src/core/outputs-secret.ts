@@ -20,6 +20,13 @@ import { type OwnerReference, ownerReference } from './job-manifest.ts';
 /** The label naming the object whose outputs a Secret holds, for `kubectl get secret -l`. */
 export const OUTPUTS_OF_LABEL = 'captf.io/outputs-of';
 
+/**
+ * The annotation naming the one ServiceAccount that may write the Secret (the object's runner identity):
+ * infra/admission/runner-secret-writes-policy.yaml refuses any other runner identity's update, even one
+ * whose Role names the Secret. An annotation, since `captf-runner-<suffix>` may be longer than a label value.
+ */
+export const OUTPUTS_WRITER_ANNOTATION = 'captf.io/outputs-writer';
+
 /** core/v1 Secret, as the controller creates it. */
 export interface OutputsSecretManifest {
   apiVersion: 'v1';
@@ -29,14 +36,19 @@ export interface OutputsSecretManifest {
     name: string;
     namespace: string;
     labels: Record<string, string>;
+    annotations: Record<string, string>;
     ownerReferences: OwnerReference[];
   };
 }
 
-/** The empty outputs Secret, owned by the object (its controller reference). */
+/**
+ * The empty outputs Secret, owned by the object (its controller reference), naming `writer`, the
+ * ServiceAccount the object's Jobs run as.
+ */
 export function buildOutputsSecret(input: {
   owner: { apiVersion: string; kind: TargetKind; name: string; namespace: string; uid: string };
   secretName: string;
+  writer: string;
 }): OutputsSecretManifest {
   const { owner } = input;
   return {
@@ -52,6 +64,7 @@ export function buildOutputsSecret(input: {
         [LABELS.ownerUid]: owner.uid,
         [OUTPUTS_OF_LABEL]: owner.name,
       },
+      annotations: { [OUTPUTS_WRITER_ANNOTATION]: input.writer },
       // Not blocking: deleting the object need not wait for its outputs.
       ownerReferences: [ownerReference(owner, { blockOwnerDeletion: false })],
     },

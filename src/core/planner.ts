@@ -886,7 +886,13 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
     inputs: inputs.source,
     ...(identity ? { identity } : {}),
     ...(inputs.source.outputsSecretName
-      ? { outputsSecret: buildOutputsSecret({ owner, secretName: inputs.source.outputsSecretName }) }
+      ? {
+          outputsSecret: buildOutputsSecret({
+            owner,
+            secretName: inputs.source.outputsSecretName,
+            writer: serviceAccountName,
+          }),
+        }
       : {}),
     guard: guardOf(op, name, policy.activeDeadlineSeconds),
     // The suffix this run names its state by, kept for every later run (src/core/state-identity.ts).

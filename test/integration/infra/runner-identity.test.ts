@@ -397,7 +397,11 @@ describe('the outputs Secret (issue 24 item 3)', () => {
   }, 90_000);
 
   it('the controller creates it owned by the object and names it in the Role, with its own rights', async () => {
-    const manifest = buildOutputsSecret({ owner: ownerOf(o), secretName: 'm-o-outputs' });
+    const manifest = buildOutputsSecret({
+      owner: ownerOf(o),
+      secretName: 'm-o-outputs',
+      writer: o.serviceAccount.metadata.name,
+    });
     expect(await ensureOutputsSecret(controller, manifest, ownerOf(o).uid)).toEqual({ kind: 'ours' });
     expect(await ensureRunnerIdentity(controller, o)).toBe('written');
     // One read when it is there.
@@ -425,7 +429,11 @@ describe('the outputs Secret (issue 24 item 3)', () => {
   });
 
   it("a Secret that is not the object's is never granted; a Role naming it anyway gives its runner no write", async () => {
-    const manifest = buildOutputsSecret({ owner: ownerOf(x), secretName: 'app-credentials' });
+    const manifest = buildOutputsSecret({
+      owner: ownerOf(x),
+      secretName: 'app-credentials',
+      writer: x.serviceAccount.metadata.name,
+    });
     expect(await ensureOutputsSecret(controller, manifest, ownerOf(x).uid)).toMatchObject({
       kind: 'foreign',
     });
@@ -439,6 +447,22 @@ describe('the outputs Secret (issue 24 item 3)', () => {
       'a runner identity may only update its state Secret',
     );
     expect((await secretJson('app-credentials')).data?.k).toBe(Buffer.from('v').toString('base64'));
+  });
+
+  it("another object's runner, even with a Role naming the outputs Secret, may not write it", async () => {
+    // m-y's spec names m-o's outputs Secret: its starts are refused, but a compromised controller could
+    // still grant the Role; the Secret names its one writer, and the policy holds every other to that.
+    const y = await machine('m-y', 'm-o-outputs');
+    expect(await ensureRunnerIdentity(controller, y)).toBe('written');
+    expect(await allowed(account(y), 'update', 'secrets', 'm-o-outputs')).toBe(true);
+    const taken = {
+      ...(await secretJson('m-o-outputs')),
+      data: { out: Buffer.from('y').toString('base64') },
+    };
+    expect(await errorAs(account(y), ['replace', '-f', '-'], JSON.stringify(taken))).toContain(
+      'captf-runner-secret-writes',
+    );
+    expect((await secretJson('m-o-outputs')).data?.out).toBe(Buffer.from('value').toString('base64'));
   });
 
   it('the controller may not name a captf- Secret as an outputs Secret', async () => {

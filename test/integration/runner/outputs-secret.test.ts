@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../../src/adapters/clock.ts';
 import { createKubeAdapter } from '../../../src/adapters/kube/adapter.ts';
 import { buildOutputsSecret } from '../../../src/core/outputs-secret.ts';
-import { buildRunnerIdentity } from '../../../src/core/runner-identity.ts';
+import { buildRunnerIdentity, runnerIdentityName } from '../../../src/core/runner-identity.ts';
 import { nameStateSuffix } from '../../../src/core/state-identity.ts';
 import { ensureOutputsSecret } from '../../../src/step/outputs-secret.ts';
 import { ensureRunnerIdentity } from '../../../src/step/runner-identity.ts';
@@ -124,9 +124,10 @@ beforeAll(async () => {
       uid: created.metadata.uid,
     };
     // What a start does, in its order: the outputs Secret, then the identity that may write it.
-    expect(await ensureOutputsSecret(admin, buildOutputsSecret({ owner, secretName }), owner.uid)).toEqual({
-      kind: 'ours',
-    });
+    const writer = runnerIdentityName(nameStateSuffix('TerraformMachine', name));
+    expect(
+      await ensureOutputsSecret(admin, buildOutputsSecret({ owner, secretName, writer }), owner.uid),
+    ).toEqual({ kind: 'ours' });
     const identity = buildRunnerIdentity({
       owner,
       source: {
@@ -292,7 +293,11 @@ describe('the outputs Secret (issue 24 item 3)', () => {
     });
     // A Secret of that name that is not B's is never B's outputs Secret.
     expect(
-      await ensureOutputsSecret(admin, buildOutputsSecret({ owner, secretName: SECRET_A }), owner.uid),
+      await ensureOutputsSecret(
+        admin,
+        buildOutputsSecret({ owner, secretName: SECRET_A, writer: 'captf-runner-b' }),
+        owner.uid,
+      ),
     ).toMatchObject({ kind: 'foreign' });
     await kubectl(['delete', 'terraformmachine', OBJECT_B, '-n', NAMESPACE, '--wait=false']);
     await eventually(

@@ -50,6 +50,7 @@ describe('the outputs Secret through the step', () => {
     const object = await readObject(env, ref);
     const secret = await env.kube.reader.getSecret(env.namespace, 'm-out-outputs');
     expect(secret?.data).toBeUndefined();
+    expect(secret?.metadata?.annotations?.['captf.io/outputs-writer']).toBe('captf-runner-m-m-out');
     expect(secret?.metadata?.ownerReferences).toEqual([
       expect.objectContaining({ kind: 'TerraformMachine', uid: object.metadata.uid, controller: true }),
     ]);

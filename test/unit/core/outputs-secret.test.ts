@@ -5,6 +5,7 @@ import {
   buildOutputsSecret,
   foreignOutputsSecretMessage,
   OUTPUTS_OF_LABEL,
+  OUTPUTS_WRITER_ANNOTATION,
   outputsSecretHolder,
 } from '../../../src/core/outputs-secret.ts';
 import { type RunContext, recordRun } from '../../../src/core/record-run.ts';
@@ -25,8 +26,8 @@ const owner = {
 };
 
 describe('buildOutputsSecret', () => {
-  it('is empty, in the object namespace, owned by the object (its controller), and labelled as its outputs', () => {
-    const secret = buildOutputsSecret({ owner, secretName: 'm-a-outputs' });
+  it('is empty, in the object namespace, owned by the object (its controller), labelled as its outputs, naming its one writer', () => {
+    const secret = buildOutputsSecret({ owner, secretName: 'm-a-outputs', writer: 'captf-runner-m-m-a' });
     expect(secret).toEqual({
       apiVersion: 'v1',
       kind: 'Secret',
@@ -40,6 +41,7 @@ describe('buildOutputsSecret', () => {
           'captf.io/owner-uid': 'uid-a',
           [OUTPUTS_OF_LABEL]: 'm-a',
         },
+        annotations: { [OUTPUTS_WRITER_ANNOTATION]: 'captf-runner-m-m-a' },
         ownerReferences: [
           {
             apiVersion: owner.apiVersion,
