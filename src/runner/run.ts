@@ -275,14 +275,18 @@ async function runSteps(
    */
   const writeOutputs = async (
     target: NonNullable<typeof config.outputsSecret>,
-  ): Promise<{ ok: true; reported: OutputsSecretWritten } | { ok: false; message: string }> => {
+  ): Promise<
+    | { ok: true; reported: OutputsSecretWritten }
+    | { ok: false; message: string }
+    | { ok: false; interrupted: true }
+  > => {
+    if (interruption.requested) return { ok: false, interrupted: true };
     const run = await execute('output');
-    if (run.kind !== 'ok') {
-      if (run.kind === 'failed') {
-        return { ok: false, message: curateSummary(run.ui.diagnostics, run.fallback, redactor) };
-      }
-      return { ok: false, message: `output did not run (${run.kind})` };
-    }
+    if (run.kind === 'interrupted') return { ok: false, interrupted: true };
+    if (run.kind === 'failed')
+      return { ok: false, message: curateSummary(run.ui.diagnostics, run.fallback, redactor) };
+    if (run.kind === 'not-started')
+      return { ok: false, message: `start runtime ${options.runtimePath}: ${run.code}` };
     const document = readOutputsDocument(run.stdout);
     if (!document.ok) return { ok: false, message: document.message };
     const content = outputsSecretContent(document.outputs);
@@ -375,6 +379,8 @@ async function runSteps(
       const applied = { ...(plan ? { plan } : {}), ...outputs };
       if (config.outputsSecret === undefined) return finish('succeeded', applied);
       const written = await writeOutputs(config.outputsSecret);
+      // Interrupted after the apply: the retry re-plans to no changes and writes the Secret then.
+      if (!written.ok && 'interrupted' in written) return finish('interrupted', applied);
       if (!written.ok) return failure('step', 'output', written.message, applied);
       return finish('succeeded', { ...applied, outputsSecret: written.reported });
     }
