@@ -5,7 +5,8 @@ import { apiServerOrigin } from './backend-access.ts';
 
 /**
  * Writes the outputs Secret (issue 24 item 3) as the pod's ServiceAccount: a `get` of the Secret the
- * controller created, then an `update` that replaces its `data` and keeps everything else (its owner
+ * controller created, then, unless it holds these outputs already, an `update` that replaces its `data` and
+ * keeps everything else (its owner
  * reference, its labels, its resourceVersion, so a concurrent change is a conflict, never lost). The runner
  * identity's Role allows exactly these two verbs on exactly this name (src/core/runner-identity.ts).
  * Messages name the Secret and the API server's status code, never a value.
@@ -21,8 +22,14 @@ export interface OutputsSecretTarget {
   env: NodeJS.ProcessEnv;
 }
 
-/** How the write went. */
+/** How the write went: the bytes of the update sent, 0 when the Secret held these outputs already. */
 export type OutputsSecretWrite = { ok: true; bytes: number } | { ok: false; message: string };
+
+/** Whether two Secret `data` maps hold the same keys and values. */
+function sameData(a: Record<string, string> | undefined, b: Record<string, string>): boolean {
+  const keys = Object.keys(b);
+  return a !== undefined && Object.keys(a).length === keys.length && keys.every((key) => a[key] === b[key]);
+}
 
 interface Answer {
   status: number;
@@ -90,6 +97,8 @@ export async function writeOutputsSecret(
     if (read.status !== 200)
       return { ok: false, message: `get ${what}: ${read.status}${reasonOf(read.body)}` };
     const secret = JSON.parse(read.body) as Record<string, unknown>;
+    // Unchanged outputs (a refresh that found nothing new) cost no write: no etcd revision, no watch event.
+    if (sameData(secret.data as Record<string, string> | undefined, data)) return { ok: true, bytes: 0 };
     const { stringData: _ignored, ...rest } = secret;
     const body = JSON.stringify({ ...rest, data });
     const written = await call('PUT', body);

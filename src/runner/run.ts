@@ -300,7 +300,7 @@ async function runSteps(
     );
     if (!written.ok) return written;
     log.info(
-      `outputs Secret ${target.name}: ${Object.keys(content.data).length} outputs, ${content.listed.length} not sensitive`,
+      `outputs Secret ${target.name}: ${Object.keys(content.data).length} outputs, ${content.listed.length} not sensitive, ${written.bytes > 0 ? `${written.bytes} bytes written` : 'unchanged, not written'}`,
     );
     return { ok: true, reported: { name: target.name, outputs: content.listed } };
   };

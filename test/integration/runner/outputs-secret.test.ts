@@ -247,7 +247,7 @@ describe('the outputs Secret (issue 24 item 3)', () => {
     ).toBe(403);
   });
 
-  it('a refresh writes it again: a key removed by hand comes back', async () => {
+  it('a refresh writes it again: a key removed by hand comes back; unchanged outputs are not written', async () => {
     await kubectl([
       'patch',
       'secret',
@@ -263,6 +263,17 @@ describe('the outputs Secret (issue 24 item 3)', () => {
     expect(stepNames(refreshed.result)).toEqual(['prepare', 'init', 'apply-refresh-only', 'output']);
     expectNoCanary(refreshed);
     expect((await secretOf(SECRET_A)).data.admin_password).toBe(`${CANARY}-password`);
+    // Nothing changed since: the next refresh reads the Secret and writes nothing.
+    const version = (await secretOf(SECRET_A)).metadata.resourceVersion;
+    const again = await runA('refresh');
+    expect(again.result.outputsSecret).toEqual({
+      name: SECRET_A,
+      outputs: ['endpoint', 'ports', 'providerID'],
+    });
+    expect(again.stdout).toContain(
+      `outputs Secret ${SECRET_A}: 5 outputs, 3 not sensitive, unchanged, not written`,
+    );
+    expect((await secretOf(SECRET_A)).metadata.resourceVersion).toBe(version);
   });
 
   it('a Secret that is gone fails the run at output, naming it and the status only; the apply itself stood', async () => {
