@@ -7,7 +7,7 @@ import { canonicalJson } from './canonical-json.ts';
 /**
  * The inputs hash (DESIGN.md sections 3 and 4): the one measure of "the inputs changed". It covers what
  * Terraform sees (module image, variables, variable sources and their resolved data, backend, env of the
- * `source` container) and nothing else: not annotations, not status, not scheduling policy, not the
+ * `source` container) and where the outputs go, and nothing else: not annotations, not status, not scheduling policy, not the
  * Cluster API fields the controller writes back, and never the approval fields (approving must not start a
  * new plan).
  */
@@ -31,6 +31,11 @@ export interface Inputs {
   referencedDataDigest?: string;
   /** A digest of the Cluster API contract inputs (src/core/module-inputs.ts); absent when there are none. */
   contractInputsDigest?: string;
+  /**
+   * `spec.outputs.secretName` (issue 24 item 3): a newly named Secret is filled by the apply it starts,
+   * not left empty until some later run. Absent when unset, so objects without one keep their hash.
+   */
+  outputsSecretName?: string;
 }
 
 /** Re-exported: the step hashes referenced data with the same canonical text. */
@@ -45,6 +50,7 @@ export function inputsOf(
     backend?: Backend;
     stateEncryption?: StateEncryption;
     jobs?: { env?: EnvVar[] };
+    outputs?: { secretName: string };
   },
   referencedDataDigest?: string,
   contractInputsDigest?: string,
@@ -58,6 +64,7 @@ export function inputsOf(
     ...(spec.stateEncryption ? { stateEncryption: spec.stateEncryption } : {}),
     ...(referencedDataDigest ? { referencedDataDigest } : {}),
     ...(contractInputsDigest ? { contractInputsDigest } : {}),
+    ...(spec.outputs ? { outputsSecretName: spec.outputs.secretName } : {}),
   };
 }
 

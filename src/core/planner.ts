@@ -22,6 +22,7 @@ import { staleLockToUnlock } from './lock-evidence.ts';
 import { mergePatchOf } from './merge-patch.ts';
 import { activeStatus, idleStatus, type StatusContext, waitStatus } from './move-status.ts';
 import { freeJobName } from './names.ts';
+import { buildOutputsSecret } from './outputs-secret.ts';
 import { plansAfterBookkeeping } from './plan-situation.ts';
 import { podsToRelease } from './pod-release.ts';
 import { isPodAlive, podsOfJob } from './pods.ts';
@@ -900,6 +901,15 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
     annotations: decisionAnnotations(decisions),
     inputs: inputs.source,
     ...(identity ? { identity } : {}),
+    ...(inputs.source.outputsSecretName
+      ? {
+          outputsSecret: buildOutputsSecret({
+            owner,
+            secretName: inputs.source.outputsSecretName,
+            writer: serviceAccountName,
+          }),
+        }
+      : {}),
     guard: guardOf(op, name, policy.activeDeadlineSeconds),
     // The suffix this run names its state by, kept for every later run (src/core/state-identity.ts).
     status: pausedStatus(planning, {

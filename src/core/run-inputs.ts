@@ -135,6 +135,7 @@ export function resolveRunInputs(
       ...(decisions.forceUnlockId ? { forceUnlockId: decisions.forceUnlockId } : {}),
       ...(providerID !== undefined ? { providerID } : {}),
       ...(controlPlaneEndpoint !== undefined ? { controlPlaneEndpoint } : {}),
+      ...(spec.outputs ? { outputsSecretName: spec.outputs.secretName } : {}),
     },
   };
 }

@@ -46,6 +46,8 @@ export interface RunConfigSource {
   controlPlaneEndpoint?: { host: string; port: number };
   /** The per-object HMAC key of plan digests (section 11). */
   planHmacKey: string;
+  /** `spec.outputs.secretName`: the Secret the outputs go to (issue 24 item 3), in the object's namespace. */
+  outputsSecretName?: string;
 }
 
 /** The kubernetes backend's settings unless the spec sets them: the object's namespace and state suffix. */
@@ -122,6 +124,9 @@ export function buildRunConfig(source: RunConfigSource): RunConfigInput {
     ...(source.providerID ? { providerID: source.providerID } : {}),
     ...(source.controlPlaneEndpoint ? { controlPlaneEndpoint: source.controlPlaneEndpoint } : {}),
     planHmacKey: source.planHmacKey,
+    ...(source.outputsSecretName
+      ? { outputsSecret: { namespace: source.namespace, name: source.outputsSecretName } }
+      : {}),
   };
 }
 

@@ -93,7 +93,7 @@ export interface RunnerIdentityInput {
   /** The run's config source: the backend's type, the state suffix, whether the state moves with the Cluster. */
   source: Pick<
     RunConfigSource,
-    'backend' | 'namespace' | 'stateSuffix' | 'movesWithCluster' | 'stateEncryption'
+    'backend' | 'namespace' | 'stateSuffix' | 'movesWithCluster' | 'stateEncryption' | 'outputsSecretName'
   >;
 }
 
@@ -104,8 +104,9 @@ export interface RunnerIdentityInput {
  * `secret_suffix` or `namespace` elsewhere (at another object's state) gets no right to it, and its runs
  * fail with the API server's Forbidden until its Jobs run as an account the admin granted that state
  * (`spec.jobs.serviceAccountName`). Another backend than `kubernetes` gets no state rules: its runner
- * reads no state here. With state encryption (issue 25 item 3) the Role also lets the runner `get` exactly
- * its passphrase Secret and its fallback's (never `update`, never any other), whatever the backend.
+ * reads no state here. With state encryption the Role also lets the runner `get` exactly its passphrase
+ * Secret and its fallback's (never `update`, never any other), whatever the backend. A spec that names an
+ * outputs Secret (`spec.outputs.secretName`) adds one rule: `get` and `update` of that Secret.
  */
 export function buildRunnerIdentity(input: RunnerIdentityInput): RunnerIdentity {
   const { owner, source } = input;
@@ -126,7 +127,7 @@ export function buildRunnerIdentity(input: RunnerIdentityInput): RunnerIdentity 
     metadata: { name, namespace: owner.namespace, labels, ...owned },
   };
   const lockName = state ? `lock-${state.name}` : undefined;
-  const rules: PolicyRule[] =
+  const stateRules: PolicyRule[] =
     state && lockName
       ? [
           { apiGroups: [''], resources: ['secrets'], resourceNames: [state.name], verbs: ['get', 'update'] },
@@ -142,8 +143,23 @@ export function buildRunnerIdentity(input: RunnerIdentityInput): RunnerIdentity 
   const keySecrets = stateEncryptionSecretNames(source.stateEncryption)
     .filter((secret) => secret !== state?.name)
     .sort();
-  if (keySecrets.length > 0)
-    rules.push({ apiGroups: [''], resources: ['secrets'], resourceNames: keySecrets, verbs: ['get'] });
+  const keyRules: PolicyRule[] =
+    keySecrets.length > 0
+      ? [{ apiGroups: [''], resources: ['secrets'], resourceNames: keySecrets, verbs: ['get'] }]
+      : [];
+  // The outputs Secret, whatever the backend: `get` and `update` of that one name, which the controller
+  // created empty and owned by the object before the Job (src/core/outputs-secret.ts).
+  const outputsRules: PolicyRule[] = source.outputsSecretName
+    ? [
+        {
+          apiGroups: [''],
+          resources: ['secrets'],
+          resourceNames: [source.outputsSecretName],
+          verbs: ['get', 'update'],
+        },
+      ]
+    : [];
+  const rules = [...stateRules, ...keyRules, ...outputsRules];
   const role = {
     apiVersion: 'rbac.authorization.k8s.io/v1' as const,
     kind: 'Role' as const,

@@ -5,6 +5,7 @@ import type { Bookkeeping } from './bookkeeping.ts';
 import type { StartDecision } from './decide.ts';
 import type { RunEvent } from './event-spec.ts';
 import type { JobManifest } from './job-manifest.ts';
+import type { OutputsSecretManifest } from './outputs-secret.ts';
 import type { HeldPod } from './pod-release.ts';
 import type { PlanChange } from './record-run.ts';
 import type { Redactor } from './redaction.ts';
@@ -118,6 +119,11 @@ export interface PlannedStart {
   inputs: Omit<RunConfigSource, 'planHmacKey'>;
   /** The object's runner identity, put in place before the Job; absent when the spec names the account. */
   identity?: RunnerIdentity;
+  /**
+   * The empty outputs Secret (`spec.outputs.secretName`, src/core/outputs-secret.ts), created before the
+   * identity that may write it; one already there must be the object's, or the start is refused.
+   */
+  outputsSecret?: OutputsSecretManifest;
   guard: RunGuardSpec;
   /** The status once the Job exists. */
   status: TargetStatus;

@@ -2,6 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import { createRedactor, type Redactor } from '../core/redaction.ts';
 import type {
   Op,
+  OutputsSecretWritten,
   PlanSummary,
   RunError,
   RunnerResult,
@@ -20,6 +21,8 @@ import { checkImageLayout } from './layout.ts';
 import { lockInfoFrom } from './lock-info.ts';
 import type { RunnerLog } from './log.ts';
 import { readUiStream, readValidateDocument, type UiReport, uiMessage } from './machine-ui.ts';
+import { outputsSecretContent, readOutputsDocument } from './outputs-secret.ts';
+import { writeOutputsSecret } from './outputs-secret-write.ts';
 import { movesLatchedOutput, readPlanDocument, summarizePlan } from './plan-digest.ts';
 import { fitResult } from './result-document.ts';
 import { readRunConfig } from './run-config-file.ts';
@@ -289,6 +292,42 @@ async function runSteps(
     }
   };
 
+  /**
+   * `output` after a successful apply or refresh (issue 24 item 3): every root output into the outputs
+   * Secret. Its sensitive values join the redactor first, so nothing the runner prints after carries them.
+   */
+  const writeOutputs = async (
+    target: NonNullable<typeof config.outputsSecret>,
+  ): Promise<
+    | { ok: true; reported: OutputsSecretWritten }
+    | { ok: false; message: string }
+    | { ok: false; interrupted: true }
+  > => {
+    if (interruption.requested) return { ok: false, interrupted: true };
+    const run = await execute('output');
+    if (run.kind === 'interrupted') return { ok: false, interrupted: true };
+    if (run.kind === 'failed')
+      return { ok: false, message: curateSummary(run.ui.diagnostics, run.fallback, redactor) };
+    if (run.kind === 'not-started')
+      return { ok: false, message: `start runtime ${options.runtimePath}: ${run.code}` };
+    const document = readOutputsDocument(run.stdout);
+    if (!document.ok) return { ok: false, message: document.message };
+    const content = outputsSecretContent(document.outputs);
+    redactor = createRedactor([...runConfigSecrets(read.config), ...content.secrets]);
+    log.useRedactor(redactor);
+    if (content.unfit.length > 0)
+      return { ok: false, message: `no Secret key can name output ${content.unfit.join(', ')}` };
+    const written = await writeOutputsSecret(
+      { ...target, serviceAccountDir: options.serviceAccountDir, env: deps.env },
+      content.data,
+    );
+    if (!written.ok) return written;
+    log.info(
+      `outputs Secret ${target.name}: ${Object.keys(content.data).length} outputs, ${content.listed.length} not sensitive, ${written.bytes > 0 ? `${written.bytes} bytes written` : 'unchanged, not written'}`,
+    );
+    return { ok: true, reported: { name: target.name, outputs: content.listed } };
+  };
+
   let plan: PlanSummary | undefined;
   for (const step of OP_STEPS[options.op]) {
     if (step === 'force-unlock' && inputs.forceUnlockId === undefined) continue;
@@ -360,7 +399,13 @@ async function runSteps(
         );
       }
       const outputs = Object.keys(contract.outputs).length > 0 ? { outputs: contract.outputs } : {};
-      return finish('succeeded', { ...(plan ? { plan } : {}), ...outputs });
+      const applied = { ...(plan ? { plan } : {}), ...outputs };
+      if (config.outputsSecret === undefined) return finish('succeeded', applied);
+      const written = await writeOutputs(config.outputsSecret);
+      // Interrupted after the apply: the retry re-plans to no changes and writes the Secret then.
+      if (!written.ok && 'interrupted' in written) return finish('interrupted', applied);
+      if (!written.ok) return failure('step', 'output', written.message, applied);
+      return finish('succeeded', { ...applied, outputsSecret: written.reported });
     }
   }
   return finish('succeeded');
@@ -373,6 +418,7 @@ function readOutput(command: StepCommand, stdout: string): UiReport {
     case 'validate-document':
       return readValidateDocument(stdout);
     case 'plan-document':
+    case 'outputs-document':
     case 'text':
       return { diagnostics: [] };
   }

@@ -109,6 +109,12 @@ export const RunConfigSchema = z.object({
    * digest reveals nothing about sensitive planned values (DESIGN.md section 11).
    */
   planHmacKey: z.string().min(32),
+  /**
+   * The Secret every root output goes to after a successful apply or refresh (`spec.outputs.secretName`,
+   * issue 24 item 3). The controller created it, owned by the object; the runner identity may get and
+   * update it, and nothing else of that name.
+   */
+  outputsSecret: z.object({ namespace: z.string().min(1), name: z.string().min(1).max(253) }).optional(),
 });
 export type RunConfig = z.infer<typeof RunConfigSchema>;
 /** What the controller writes: defaults may be left out. */

@@ -5,6 +5,7 @@ import { nameHolderOf } from '../core/own-jobs.ts';
 import { outcomeOf, type StepOutcome } from '../core/step-outcome.ts';
 import type { PlannedStart } from '../core/step-plan.ts';
 import { releaseRunGuards, runGuard, takeRunGuards } from './leases.ts';
+import { ensureOutputsSecret } from './outputs-secret.ts';
 import { conflict, emitEvents, type Performance, unavailable } from './perform.ts';
 import { runConfigOf } from './run-config.ts';
 import { createRunSecret } from './run-secret.ts';
@@ -58,7 +59,7 @@ export type StartPerformed = { kind: 'done'; outcome: StepOutcome } | { kind: 'n
 
 /**
  * Starting a Job (DESIGN.md section 5 steps 6-8): the run lease (and cluster lease) and Job slots, then
- * the runner identity → Job → per-run Secret → `status.activeJob`, in that order, under a deterministic name so a repeated step
+ * the outputs Secret → the runner identity → Job → per-run Secret → `status.activeJob`, in that order, under a deterministic name so a repeated step
  * finds what a crashed one created. A rejected create proves no Job exists and gives the guards back; a
  * create whose answer was lost proves nothing and keeps them. A name held by another's finished Job gives
  * the guards back and answers `name-taken`: the step plans again past that name (src/step/step.ts).
@@ -108,6 +109,29 @@ async function startJob(
         return unavailable(performance, 'release the run lease: Redis did not answer');
       if (isKubeError(spent, 'Conflict')) return conflict(performance);
       throw spent;
+    }
+  }
+
+  if (start.outputsSecret) {
+    // Before the identity that may update it: a Secret of that name that is not the object's is never
+    // granted (src/core/outputs-secret.ts).
+    const ensured = await ensureOutputsSecret(deps.kube, start.outputsSecret, snap.uid).catch(
+      (error: unknown) => {
+        if (error instanceof KubeError) return error;
+        throw error;
+      },
+    );
+    if (ensured instanceof KubeError || ensured.kind === 'foreign') {
+      const released = await releaseRunGuards(deps.redis, guard, start.name);
+      if (released !== 'released')
+        return unavailable(performance, 'release the run lease: Redis did not answer');
+      if (ensured instanceof KubeError && (ensured.outage || ensured.code === 'Conflict'))
+        return unavailable(performance, `put the outputs Secret in place: ${ensured.message}`);
+      const message =
+        ensured instanceof KubeError
+          ? `put the outputs Secret in place: ${ensured.message}`
+          : ensured.message;
+      return start.rejected(performance.plan.redactor.redact(message));
     }
   }
 

@@ -130,6 +130,25 @@ export const registryTokenFromSecret: CrossFieldRule<{
 export const RUNNER_IDENTITY_PREFIX = 'captf-runner-';
 
 /**
+ * Prefixes of the Secrets the controller and OpenTofu name themselves: state (`tfstate-…`), per-run config
+ * (`captf-run-…`) and plan keys (`captf-plan-key-…`).
+ */
+export const RESERVED_SECRET_PREFIXES = ['tfstate-', 'captf-'] as const;
+
+/**
+ * `spec.outputs.secretName` may not name a Secret of the controller's or the state backend's (issue 24
+ * item 3): the object's runner identity gets `update` on the Secret named, and an object's plan key is
+ * owned by it, so the ownership check alone would not keep its runner off that key.
+ */
+export const outputsSecretNotReserved: CrossFieldRule<{ secretName: string }> = {
+  cel: "!self.secretName.startsWith('tfstate-') && !self.secretName.startsWith('captf-')",
+  message:
+    "outputs.secretName may not start with tfstate- or captf-: those Secrets hold Terraform state and the controller's run config and plan keys; choose another name",
+  fieldPath: '.secretName',
+  holds: (v) => !RESERVED_SECRET_PREFIXES.some((prefix) => v.secretName.startsWith(prefix)),
+};
+
+/**
  * A spec may not name a runner identity as its Jobs' account (issue 16 item 3): `captf-runner-<suffix>` may
  * read and write another object's state, and naming it would run this object's module with those rights.
  */
@@ -199,6 +218,18 @@ export const controlPlaneEndpointNotInTemplate = notInTemplate(
   'controlPlaneEndpoint',
   'controlPlaneEndpoint',
 );
+
+/**
+ * `spec.template.spec.outputs` of any template: every clone would name the same Secret, which only the
+ * first clone owns, so the others' Jobs would all be refused (issue 24 item 3).
+ */
+export const outputsNotInTemplate: CrossFieldRule<{ outputs?: unknown }> = {
+  cel: '!has(self.outputs)',
+  message:
+    'outputs cannot be set in a template: every object cloned from it would name the same Secret, which only one of them can own; set outputs.secretName on each object instead',
+  fieldPath: '.outputs',
+  holds: (v) => v.outputs === undefined,
+};
 
 /** Approving names the approver (DESIGN.md section 11); the admission policy checks it is the caller. */
 export const approvedByWhenApproved: CrossFieldRule<{ approved: boolean; approvedBy?: string | undefined }> =

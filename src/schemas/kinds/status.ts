@@ -160,6 +160,21 @@ export const commonStatusShape = {
   source: z
     .object({ pinnedImage: z.string().optional().describe('The digest the newest successful apply ran.') })
     .optional(),
+  outputs: z
+    .object({
+      secretName: z
+        .string()
+        .describe('The Secret the newest successful apply or refresh wrote the outputs to.'),
+      names: z
+        .array(z.string())
+        .max(128)
+        .optional()
+        .describe(
+          'Names of the module’s non-sensitive outputs, sorted (at most 128); values are only in the Secret, sensitive outputs not even by name.',
+        ),
+    })
+    .optional()
+    .describe('Where the module outputs are (spec.outputs.secretName; issue 24).'),
   stateSuffix: z
     .string()
     .max(63)

@@ -215,6 +215,10 @@ describe('infra/ renders', () => {
     expect(first.stdout).toContain(
       'validatingadmissionpolicy.admissionregistration.k8s.io/captf-controller-runner-identities',
     );
+    // Issue 24 item 3: what a runner identity may write among Secrets (its state, its own outputs Secret).
+    expect(first.stdout).toContain(
+      'validatingadmissionpolicybinding.admissionregistration.k8s.io/captf-runner-secret-writes',
+    );
     // Nothing for workload namespaces: the controller gives each object its own runner identity.
     expect(namespaced.map((doc) => `${doc.kind}/${doc.metadata?.name}`)).toEqual([]);
   });
