@@ -11,6 +11,7 @@ import { writeSync } from 'node:fs';
 export const FAILPOINTS = [
   'after-step-lock',
   'after-finalizer-patch',
+  'after-block-move',
   'after-bookkeep-status',
   'after-run-secret-delete',
   'after-bookkept-mark',

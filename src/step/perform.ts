@@ -1,4 +1,5 @@
 import { isKubeError } from '../adapters/kube/errors.ts';
+import { BLOCK_MOVE_ANNOTATION, type BlockMoveChange, carriesBlockMove } from '../core/block-move.ts';
 import type { EventObjectRef, RunEvent } from '../core/event-spec.ts';
 import { ownerLabels, POD_RESULT_FINALIZER } from '../core/job-labels.ts';
 import { bookkeptAnnotations } from '../core/job-record.ts';
@@ -54,6 +55,7 @@ export type Performed =
 export class ObjectWrites {
   #resourceVersion: string;
   #status: TargetStatus;
+  #blockMove: boolean;
   readonly #deps: StepDeps;
   readonly #snap: Snapshot;
 
@@ -62,6 +64,12 @@ export class ObjectWrites {
     this.#snap = snap;
     this.#resourceVersion = snap.resourceVersion;
     this.#status = snap.status;
+    this.#blockMove = carriesBlockMove(snap.meta.annotations);
+  }
+
+  /** Whether the object carries `clusterctl.cluster.x-k8s.io/block-move` after the step's own writes so far. */
+  get carriesBlockMove(): boolean {
+    return this.#blockMove;
   }
 
   /** The object's version after the step's own writes so far. */
@@ -100,20 +108,45 @@ export class ObjectWrites {
     this.#resourceVersion = object.metadata.resourceVersion;
   }
 
-  /** Removes one annotation. */
-  async removeAnnotation(name: string): Promise<void> {
-    const object = await this.#deps.kube.writer.patchCustomMetadata(this.#snap.ref.kind, this.#target(), {
-      annotations: { [name]: null },
-    });
+  /**
+   * Merge-patches annotations (`null` removes one), and replaces the finalizers when given: one write. Throws
+   * a KubeError (Conflict included) when it fails.
+   */
+  async metadata(patch: {
+    annotations?: Record<string, string | null>;
+    finalizers?: string[];
+  }): Promise<void> {
+    const object = await this.#deps.kube.writer.patchCustomMetadata(
+      this.#snap.ref.kind,
+      this.#target(),
+      patch,
+    );
     this.#resourceVersion = object.metadata.resourceVersion;
+    if (patch.annotations !== undefined && BLOCK_MOVE_ANNOTATION in patch.annotations)
+      this.#blockMove = patch.annotations[BLOCK_MOVE_ANNOTATION] !== null;
   }
 
-  /** Replaces the finalizers. */
-  async finalizers(finalizers: string[]): Promise<void> {
-    const object = await this.#deps.kube.writer.patchCustomMetadata(this.#snap.ref.kind, this.#target(), {
+  /** Replaces the finalizers; the block-move annotation goes in the same write when the plan removes it. */
+  async finalizers(finalizers: string[], removeBlockMove = false): Promise<void> {
+    await this.metadata({
       finalizers,
+      ...(removeBlockMove ? { annotations: { [BLOCK_MOVE_ANNOTATION]: null } } : {}),
     });
-    this.#resourceVersion = object.metadata.resourceVersion;
+  }
+
+  /**
+   * Writes the plan's block-move change (src/core/block-move.ts) unless the object already says so after
+   * this step's writes; answers `conflict` when the object changed meanwhile (read it again).
+   */
+  async blockMove(change: BlockMoveChange): Promise<'written' | 'unchanged' | 'conflict'> {
+    if (change === undefined || (change === 'add') === this.#blockMove) return 'unchanged';
+    try {
+      await this.metadata({ annotations: { [BLOCK_MOVE_ANNOTATION]: change === 'add' ? '' : null } });
+      return 'written';
+    } catch (error) {
+      if (isKubeError(error, 'Conflict')) return 'conflict';
+      throw error;
+    }
   }
 }
 
@@ -391,6 +424,19 @@ export async function perform(performance: Performance, moveOnly = false): Promi
   return { kind: 'done', outcome: await performMove(performance, move) };
 }
 
+/**
+ * Nothing of the object runs any more: the block-move annotation goes (after every mark, so a step that
+ * dies before it leaves the annotation to the next step, never a bookkept run unread). A Conflict leaves it
+ * to the next step, which reads the object again.
+ */
+async function releaseBlockMove(performance: Performance): Promise<StepOutcome> {
+  const { deps, plan, writes } = performance;
+  const released = await writes.blockMove(plan.blockMove);
+  if (released === 'conflict') return conflict(performance);
+  if (released === 'written') deps.failpoints.hit('after-block-move');
+  return plan.outcome;
+}
+
 async function performMove(
   performance: Performance,
   move: Exclude<Move, { kind: 'start' }>,
@@ -402,11 +448,11 @@ async function performMove(
     case 'rest': {
       if (move.healLease && (await healStaleLease(deps.redis, snap.ref, snap.clusterName, snap.records)))
         deps.failpoints.hit('after-lease-release');
-      return plan.outcome;
+      return releaseBlockMove(performance);
     }
     case 'finalizers': {
       if (move.state) await cleanUpState(performance, move.state);
-      await writes.finalizers(move.finalizers);
+      await writes.finalizers(move.finalizers, plan.blockMove === 'remove');
       deps.failpoints.hit('after-finalizer-patch');
       return plan.outcome;
     }
@@ -422,7 +468,7 @@ async function performMove(
         if (released !== 'released') return unavailable(performance, 'the Redis release did not answer');
       }
       await releasePods(performance, move.releasePods);
-      return plan.outcome;
+      return releaseBlockMove(performance);
     }
     case 'watch': {
       const guard = runGuard(snap.ref, snap.clusterName, move.guard);
@@ -430,6 +476,10 @@ async function performMove(
       if (renewed !== 'renewed' && renewed !== 'held-by-other')
         return unavailable(performance, 'the Redis lease renewal did not answer');
       deps.failpoints.hit('after-lease-renew');
+      // A Job that runs without the annotation (started by a release before it, or a person removed it).
+      const marked = await writes.blockMove(plan.blockMove);
+      if (marked === 'conflict') return conflict(performance, move.job.name);
+      if (marked === 'written') deps.failpoints.hit('after-block-move');
       if (move.adopt) {
         const job = await deps.kube.reader.getJob(snap.ref.namespace, move.job.name);
         if (job) {
