@@ -12,6 +12,7 @@ export const FAILPOINTS = [
   'after-step-lock',
   'after-finalizer-patch',
   'after-block-move',
+  'after-state-label',
   'after-bookkeep-status',
   'after-run-secret-delete',
   'after-bookkept-mark',

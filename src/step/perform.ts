@@ -1,3 +1,4 @@
+import type { V1Secret } from '@kubernetes/client-node';
 import { isKubeError } from '../adapters/kube/errors.ts';
 import { BLOCK_MOVE_ANNOTATION, type BlockMoveChange, carriesBlockMove } from '../core/block-move.ts';
 import type { EventObjectRef, RunEvent } from '../core/event-spec.ts';
@@ -6,7 +7,8 @@ import { bookkeptAnnotations } from '../core/job-record.ts';
 import { mergePatchOf } from '../core/merge-patch.ts';
 import { runSecretName } from '../core/names.ts';
 import { buildPlanManifest } from '../core/plan-manifest.ts';
-import { stateSecretOf } from '../core/run-secret-manifest.ts';
+import { movesWithCluster } from '../core/run-inputs.ts';
+import { stateMoveLabelPatch, stateSecretOf } from '../core/run-secret-manifest.ts';
 import type { Snapshot } from '../core/snapshot.ts';
 import type { StateCleanup, StateObjects } from '../core/state-cleanup.ts';
 import { snapshotStateSuffix } from '../core/state-identity.ts';
@@ -294,12 +296,33 @@ async function measureState(performance: Performance): Promise<void> {
   });
   if (where === undefined) return;
   const secret = await deps.kube.reader.getSecret(where.namespace, where.name).catch(() => undefined);
-  if (secret?.data === undefined) return;
+  if (secret === undefined) return;
+  await labelStateForMove(performance, secret);
+  if (secret.data === undefined) return;
   const bytes = Object.values(secret.data).reduce(
     (sum, base64) => sum + Buffer.from(base64, 'base64').length,
     0,
   );
   await deps.metrics.sizeMeasured({ ...snap.ref, what: 'state', bytes });
+}
+
+/**
+ * The `clusterctl move` label on the state Secret of an object Cluster API owns, when the Secret lacks it
+ * (src/core/run-secret-manifest.ts: made before Cluster API set the owner). Rides on the read of the
+ * state after a successful run, so it costs one write once per Secret and nothing after. Best effort like
+ * the read: a Secret changed meanwhile (Conflict) is labelled after the next run.
+ */
+async function labelStateForMove(performance: Performance, secret: V1Secret): Promise<void> {
+  const { deps, snap } = performance;
+  const labels = stateMoveLabelPatch(secret.metadata?.labels, movesWithCluster(snap));
+  const { name, namespace, resourceVersion } = secret.metadata ?? {};
+  if (labels === undefined || !name || !namespace || !resourceVersion) return;
+  await deps.kube.writer
+    .patchSecretLabels({ namespace, name, resourceVersion }, labels)
+    .catch((error: unknown) => {
+      if (!isKubeError(error, 'Conflict', 'NotFound')) throw error;
+    });
+  deps.failpoints.hit('after-state-label');
 }
 
 /**

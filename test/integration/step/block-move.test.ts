@@ -5,6 +5,7 @@ import { BLOCK_MOVE_ANNOTATION } from '../../../src/core/block-move.ts';
 import type { ObjectRef } from '../../../src/core/object-ref.ts';
 import {
   createStepEnv,
+  eventually,
   finishJob,
   readObject,
   result,
@@ -17,6 +18,8 @@ import {
 // an object it moves carries `clusterctl.cluster.x-k8s.io/block-move`; ours carries it from just before its
 // Job is created until the step that bookkeeps that Job, and a step whose object already carries what it
 // should writes no metadata.
+
+const MOVE_LABEL = 'clusterctl.cluster.x-k8s.io/move';
 
 let env: StepEnv;
 
@@ -94,7 +97,47 @@ describe('clusterctl.cluster.x-k8s.io/block-move', () => {
       },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
-    expect(await env.step()(ref)).toMatchObject({ action: 'none', reason: 'Paused' });
+    expect(await env.step()(ref)).toMatchObject({ action: 'waiting', reason: 'Paused' });
     expect(await annotations(ref)).not.toHaveProperty([BLOCK_MOVE_ANNOTATION]);
+  });
+});
+
+describe('the state Secret of an object Cluster API owns (clusterctl.cluster.x-k8s.io/move)', () => {
+  it('gets the move label when Cluster API set the owner after the first apply began', async () => {
+    const { ref, job } = await startedObject(env, 'TerraformCluster', 'c-late-owner');
+    const stateName = 'tfstate-default-c-c-late-owner';
+    const before = await env.kube.reader.getSecret(env.namespace, stateName);
+    expect(before?.metadata?.labels).not.toHaveProperty([MOVE_LABEL]);
+    // Cluster API sets the owner while the Job runs: the Secret the controller made before is unlabelled.
+    await env.custom.createNamespacedCustomObject({
+      group: 'cluster.x-k8s.io',
+      version: 'v1beta2',
+      plural: 'clusters',
+      namespace: env.namespace,
+      body: {
+        apiVersion: 'cluster.x-k8s.io/v1beta2',
+        kind: 'Cluster',
+        metadata: { name: 'c-late-owner', namespace: env.namespace },
+        spec: {
+          infrastructureRef: {
+            apiGroup: 'infrastructure.cluster.x-k8s.io',
+            kind: 'TerraformCluster',
+            name: 'c-late-owner',
+          },
+        },
+      },
+    });
+    await eventually(
+      async () => (await readObject(env, ref)).metadata.ownerReferences ?? [],
+      (owners) => owners.some((owner) => owner.kind === 'Cluster'),
+      60_000,
+      'Cluster API owning the TerraformCluster',
+    );
+    await finishJob(env, job, { exitCode: 0, result: result('apply', 'succeeded') });
+    expect(await stepUntil(env.step(), ref, 'bookkept')).toMatchObject({ job });
+    const after = await env.kube.reader.getSecret(env.namespace, stateName);
+    expect(after?.metadata?.labels).toHaveProperty([MOVE_LABEL], '');
+    // Only the label was added: OpenTofu's own labels stay.
+    expect(after?.metadata?.labels).toMatchObject({ tfstate: 'true', tfstateSecretSuffix: 'c-c-late-owner' });
   });
 });

@@ -7,6 +7,8 @@ import {
 } from '../../../src/core/block-move.ts';
 import { planStep } from '../../../src/core/planner.ts';
 import { FINALIZER } from '../../../src/core/preamble.ts';
+import { movesWithCluster } from '../../../src/core/run-inputs.ts';
+import { stateMoveLabelPatch } from '../../../src/core/run-secret-manifest.ts';
 import type { Snapshot } from '../../../src/core/snapshot.ts';
 import type { Move, PlanFacts, StepPlan } from '../../../src/core/step-plan.ts';
 import type { JobView } from '../../../src/core/views.ts';
@@ -165,5 +167,20 @@ describe('planStep and block-move', () => {
     const unreadable = plan(planFacts({ ...atRest(BLOCKED), statusUnreadable: ['status.lastRun'] }));
     expect(unreadable.move.kind).toBe('none');
     expect(unreadable.blockMove).toBeUndefined();
+  });
+});
+
+describe('the clusterctl move label on a state Secret made before Cluster API owned the object', () => {
+  it('BM9 added when the object moves with its Cluster and the Secret lacks it; never for a standalone object', () => {
+    const move = 'clusterctl.cluster.x-k8s.io/move';
+    expect(stateMoveLabelPatch({ tfstate: 'true' }, true)).toEqual({ [move]: '' });
+    expect(stateMoveLabelPatch(undefined, true)).toEqual({ [move]: '' });
+    expect(stateMoveLabelPatch({ tfstate: 'true', [move]: '' }, true)).toBeUndefined();
+    expect(stateMoveLabelPatch({ tfstate: 'true' }, false)).toBeUndefined();
+  });
+
+  it('BM10 an object moves with its Cluster when Cluster API owns it', () => {
+    expect(movesWithCluster({ ownedByClusterApi: true })).toBe(true);
+    expect(movesWithCluster({})).toBe(false);
   });
 });
