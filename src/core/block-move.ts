@@ -22,8 +22,9 @@ export type BlockMoveChange = 'add' | 'remove' | undefined;
 /**
  * Whether the object should carry the annotation once the step's move is done: while a Job of it runs
  * (`start` creates one, `watch` shows one running), not once nothing runs (`rest`: every finished Job this
- * step read is bookkept; `delete-job`: the Job goes). `none` (not ours, left alone, a status that does not
- * parse: nothing is bookkept) and `finalizers` (the object is new or goes) change nothing.
+ * step read is bookkept; `delete-job`: the Job goes; our finalizer goes: in the same write, for an object
+ * another finalizer keeps). `none` (not ours, left alone, a status that does not parse: nothing is
+ * bookkept) and the first step's finalizer (no Job yet) change nothing.
  */
 export function blockMoveWanted(move: Move): boolean | undefined {
   switch (move.kind) {
@@ -33,8 +34,9 @@ export function blockMoveWanted(move: Move): boolean | undefined {
     case 'rest':
     case 'delete-job':
       return false;
-    case 'none':
     case 'finalizers':
+      return move.gone ? false : undefined;
+    case 'none':
       return undefined;
   }
 }

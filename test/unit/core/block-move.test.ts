@@ -95,16 +95,17 @@ function running(annotations?: Record<string, string>): { snap: Snapshot; facts:
 }
 
 describe('the block-move rule (pure)', () => {
-  it('BM1 wanted while a Job is started or runs, not once nothing runs; no say for none and finalizers', () => {
-    const moves: [Move['kind'], boolean | undefined][] = [
-      ['start', true],
-      ['watch', true],
-      ['rest', false],
-      ['delete-job', false],
-      ['none', undefined],
-      ['finalizers', undefined],
+  it('BM1 wanted while a Job is started or runs, not once nothing runs or our finalizer goes; no say for none and the first finalizer', () => {
+    const moves: [Move, boolean | undefined][] = [
+      [{ kind: 'start' } as Move, true],
+      [{ kind: 'watch' } as Move, true],
+      [{ kind: 'rest', healLease: true }, false],
+      [{ kind: 'delete-job' } as Move, false],
+      [{ kind: 'none' }, undefined],
+      [{ kind: 'finalizers', finalizers: ['x'], gone: false }, undefined],
+      [{ kind: 'finalizers', finalizers: [], gone: true }, false],
     ];
-    for (const [kind, wanted] of moves) expect(blockMoveWanted({ kind } as Move), kind).toBe(wanted);
+    for (const [move, wanted] of moves) expect(blockMoveWanted(move), JSON.stringify(move)).toBe(wanted);
   });
 
   it('BM2 a change only where the object differs from what is wanted', () => {
