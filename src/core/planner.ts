@@ -9,6 +9,7 @@ import type { Op } from '../schemas/result.ts';
 import type { PlanSituation } from './approval.ts';
 import { nextAttemptOf, retryStatesOf, withStarted } from './attempts.ts';
 import type { RetryState } from './backoff.ts';
+import { blockMoveChange, blockMoveWanted, carriesBlockMove } from './block-move.ts';
 import { type Bookkeeping, jobsToBookkeep, planBookkeeping, recordLostActiveJob } from './bookkeeping.ts';
 import { capiWait } from './cluster-api.ts';
 import { findCondition, OP_CONDITION, setCondition, withPausedCondition } from './conditions.ts';
@@ -136,6 +137,18 @@ function bare(planning: Planning, move: Move, result: StepOutcome): StepPlan {
  * per-run Secret); never throws for any snapshot.
  */
 export function planStep(facts: PlanFacts): Planned {
+  const planned = planMoveAndWrites(facts);
+  if (planned.kind === 'read') return planned;
+  // Cluster API's move contract (src/core/block-move.ts): the annotation follows the move, written only when
+  // the object read does not already carry what the move wants.
+  const change = blockMoveChange(
+    carriesBlockMove(facts.snap.meta.annotations),
+    blockMoveWanted(planned.move),
+  );
+  return change === undefined ? planned : { ...planned, blockMove: change };
+}
+
+function planMoveAndWrites(facts: PlanFacts): Planned {
   const { snap } = facts;
   const redactor = createRedactor(
     inputSecretTexts(snap.spec, snap.referencedSecrets, snap.capi?.bootstrapData),

@@ -37,6 +37,14 @@ function variableValue(text: string): unknown {
   }
 }
 
+/**
+ * Cluster API owns the object (a TerraformCluster's Cluster, a machine's Machine or MachinePool): its
+ * state moves with its Cluster under `clusterctl move` (src/core/run-secret-manifest.ts).
+ */
+export function movesWithCluster(snap: Pick<Snapshot, 'capi' | 'ownedByClusterApi'>): boolean {
+  return snap.capi?.owner !== undefined || snap.ownedByClusterApi === true;
+}
+
 /** Resolves the inputs of the snapshot's object's run of `op` (the next one, or one a step adopts). */
 export function resolveRunInputs(
   snap: Pick<
@@ -126,9 +134,7 @@ export function resolveRunInputs(
       backend: spec.backend,
       backendSecretData,
       ...(stateEncryption ? { stateEncryption } : {}),
-      ...(snap.capi?.owner !== undefined || snap.ownedByClusterApi === true
-        ? { movesWithCluster: true }
-        : {}),
+      ...(movesWithCluster(snap) ? { movesWithCluster: true } : {}),
       lockTimeoutSeconds: policy.lockTimeoutSeconds,
       applyPolicy: spec.applyPolicy,
       ...(decisions.expectedPlanDigest ? { expectedPlanDigest: decisions.expectedPlanDigest } : {}),

@@ -60,6 +60,22 @@ function kubernetesBackendDefaults(
 /** clusterctl moves a Secret carrying this label with the Cluster it moves (clusterctl's provider contract). */
 export const CLUSTERCTL_MOVE_LABEL = 'clusterctl.cluster.x-k8s.io/move';
 
+/**
+ * The labels to add to an existing state Secret so that `clusterctl move` carries it with its Cluster
+ * (issue 23 item 6): OpenTofu's kubernetes backend sets its `labels` only when it creates the Secret, and
+ * the controller creates it empty before the first Job, so a Secret made before Cluster API set the
+ * object's owner (the first apply may start first) lacks the label for good unless it is added. Undefined
+ * when nothing is missing, or when the object does not move with a Cluster (a standalone object's state
+ * stays: nothing pauses it during a move).
+ */
+export function stateMoveLabelPatch(
+  labels: Readonly<Record<string, string>> | undefined,
+  movesWithCluster: boolean,
+): Record<string, string> | undefined {
+  if (!movesWithCluster || labels?.[CLUSTERCTL_MOVE_LABEL] !== undefined) return undefined;
+  return { [CLUSTERCTL_MOVE_LABEL]: '' };
+}
+
 /** Terraform's name for the state Secret of the `default` workspace of the kubernetes backend. */
 const STATE_SECRET_PREFIX = 'tfstate-default-';
 

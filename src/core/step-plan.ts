@@ -1,6 +1,7 @@
 import type { StateEncryption } from '../schemas/kinds/state-encryption.ts';
 import type { TargetStatus } from '../schemas/kinds/target.ts';
 import type { Op } from '../schemas/result.ts';
+import type { BlockMoveChange } from './block-move.ts';
 import type { Bookkeeping } from './bookkeeping.ts';
 import type { StartDecision } from './decide.ts';
 import type { RunEvent } from './event-spec.ts';
@@ -205,6 +206,12 @@ export interface StepPlan {
   /** Pods whose result finalizer goes after the marks (src/core/pod-release.ts). */
   releasePods: string[];
   move: Move;
+  /**
+   * Cluster API's `clusterctl.cluster.x-k8s.io/block-move` (src/core/block-move.ts): added before a start's
+   * Job (or while a Job runs without it), removed once nothing runs; absent when the object already says
+   * what the move wants.
+   */
+  blockMove?: BlockMoveChange;
   /** The outcome when the move goes as planned. */
   outcome: StepOutcome;
 }

@@ -1,11 +1,14 @@
+import type { V1Secret } from '@kubernetes/client-node';
 import { isKubeError } from '../adapters/kube/errors.ts';
+import { BLOCK_MOVE_ANNOTATION, type BlockMoveChange, carriesBlockMove } from '../core/block-move.ts';
 import type { EventObjectRef, RunEvent } from '../core/event-spec.ts';
 import { ownerLabels, POD_RESULT_FINALIZER } from '../core/job-labels.ts';
 import { bookkeptAnnotations } from '../core/job-record.ts';
 import { mergePatchOf } from '../core/merge-patch.ts';
 import { runSecretName } from '../core/names.ts';
 import { buildPlanManifest } from '../core/plan-manifest.ts';
-import { stateSecretOf } from '../core/run-secret-manifest.ts';
+import { movesWithCluster } from '../core/run-inputs.ts';
+import { stateMoveLabelPatch, stateSecretOf } from '../core/run-secret-manifest.ts';
 import type { Snapshot } from '../core/snapshot.ts';
 import type { StateCleanup, StateObjects } from '../core/state-cleanup.ts';
 import { snapshotStateSuffix } from '../core/state-identity.ts';
@@ -54,6 +57,7 @@ export type Performed =
 export class ObjectWrites {
   #resourceVersion: string;
   #status: TargetStatus;
+  #blockMove: boolean;
   readonly #deps: StepDeps;
   readonly #snap: Snapshot;
 
@@ -62,6 +66,12 @@ export class ObjectWrites {
     this.#snap = snap;
     this.#resourceVersion = snap.resourceVersion;
     this.#status = snap.status;
+    this.#blockMove = carriesBlockMove(snap.meta.annotations);
+  }
+
+  /** Whether the object carries `clusterctl.cluster.x-k8s.io/block-move` after the step's own writes so far. */
+  get carriesBlockMove(): boolean {
+    return this.#blockMove;
   }
 
   /** The object's version after the step's own writes so far. */
@@ -100,20 +110,45 @@ export class ObjectWrites {
     this.#resourceVersion = object.metadata.resourceVersion;
   }
 
-  /** Removes one annotation. */
-  async removeAnnotation(name: string): Promise<void> {
-    const object = await this.#deps.kube.writer.patchCustomMetadata(this.#snap.ref.kind, this.#target(), {
-      annotations: { [name]: null },
-    });
+  /**
+   * Merge-patches annotations (`null` removes one), and replaces the finalizers when given: one write. Throws
+   * a KubeError (Conflict included) when it fails.
+   */
+  async metadata(patch: {
+    annotations?: Record<string, string | null>;
+    finalizers?: string[];
+  }): Promise<void> {
+    const object = await this.#deps.kube.writer.patchCustomMetadata(
+      this.#snap.ref.kind,
+      this.#target(),
+      patch,
+    );
     this.#resourceVersion = object.metadata.resourceVersion;
+    if (patch.annotations !== undefined && BLOCK_MOVE_ANNOTATION in patch.annotations)
+      this.#blockMove = patch.annotations[BLOCK_MOVE_ANNOTATION] !== null;
   }
 
-  /** Replaces the finalizers. */
-  async finalizers(finalizers: string[]): Promise<void> {
-    const object = await this.#deps.kube.writer.patchCustomMetadata(this.#snap.ref.kind, this.#target(), {
+  /** Replaces the finalizers; the block-move annotation goes in the same write when the plan removes it. */
+  async finalizers(finalizers: string[], removeBlockMove = false): Promise<void> {
+    await this.metadata({
       finalizers,
+      ...(removeBlockMove ? { annotations: { [BLOCK_MOVE_ANNOTATION]: null } } : {}),
     });
-    this.#resourceVersion = object.metadata.resourceVersion;
+  }
+
+  /**
+   * Writes the plan's block-move change (src/core/block-move.ts) unless the object already says so after
+   * this step's writes; answers `conflict` when the object changed meanwhile (read it again).
+   */
+  async blockMove(change: BlockMoveChange): Promise<'written' | 'unchanged' | 'conflict'> {
+    if (change === undefined || (change === 'add') === this.#blockMove) return 'unchanged';
+    try {
+      await this.metadata({ annotations: { [BLOCK_MOVE_ANNOTATION]: change === 'add' ? '' : null } });
+      return 'written';
+    } catch (error) {
+      if (isKubeError(error, 'Conflict')) return 'conflict';
+      throw error;
+    }
   }
 }
 
@@ -261,12 +296,33 @@ async function measureState(performance: Performance): Promise<void> {
   });
   if (where === undefined) return;
   const secret = await deps.kube.reader.getSecret(where.namespace, where.name).catch(() => undefined);
-  if (secret?.data === undefined) return;
+  if (secret === undefined) return;
+  await labelStateForMove(performance, secret);
+  if (secret.data === undefined) return;
   const bytes = Object.values(secret.data).reduce(
     (sum, base64) => sum + Buffer.from(base64, 'base64').length,
     0,
   );
   await deps.metrics.sizeMeasured({ ...snap.ref, what: 'state', bytes });
+}
+
+/**
+ * The `clusterctl move` label on the state Secret of an object Cluster API owns, when the Secret lacks it
+ * (src/core/run-secret-manifest.ts: made before Cluster API set the owner). Rides on the read of the
+ * state after a successful run, so it costs one write once per Secret and nothing after. Best effort like
+ * the read: a Secret changed meanwhile (Conflict) is labelled after the next run.
+ */
+async function labelStateForMove(performance: Performance, secret: V1Secret): Promise<void> {
+  const { deps, snap } = performance;
+  const labels = stateMoveLabelPatch(secret.metadata?.labels, movesWithCluster(snap));
+  const { name, namespace, resourceVersion } = secret.metadata ?? {};
+  if (labels === undefined || !name || !namespace || !resourceVersion) return;
+  await deps.kube.writer
+    .patchSecretLabels({ namespace, name, resourceVersion }, labels)
+    .catch((error: unknown) => {
+      if (!isKubeError(error, 'Conflict', 'NotFound')) throw error;
+    });
+  deps.failpoints.hit('after-state-label');
 }
 
 /**
@@ -391,6 +447,19 @@ export async function perform(performance: Performance, moveOnly = false): Promi
   return { kind: 'done', outcome: await performMove(performance, move) };
 }
 
+/**
+ * Nothing of the object runs any more: the block-move annotation goes (after every mark, so a step that
+ * dies before it leaves the annotation to the next step, never a bookkept run unread). A Conflict leaves it
+ * to the next step, which reads the object again.
+ */
+async function releaseBlockMove(performance: Performance): Promise<StepOutcome> {
+  const { deps, plan, writes } = performance;
+  const released = await writes.blockMove(plan.blockMove);
+  if (released === 'conflict') return conflict(performance);
+  if (released === 'written') deps.failpoints.hit('after-block-move');
+  return plan.outcome;
+}
+
 async function performMove(
   performance: Performance,
   move: Exclude<Move, { kind: 'start' }>,
@@ -402,11 +471,11 @@ async function performMove(
     case 'rest': {
       if (move.healLease && (await healStaleLease(deps.redis, snap.ref, snap.clusterName, snap.records)))
         deps.failpoints.hit('after-lease-release');
-      return plan.outcome;
+      return releaseBlockMove(performance);
     }
     case 'finalizers': {
       if (move.state) await cleanUpState(performance, move.state);
-      await writes.finalizers(move.finalizers);
+      await writes.finalizers(move.finalizers, plan.blockMove === 'remove');
       deps.failpoints.hit('after-finalizer-patch');
       return plan.outcome;
     }
@@ -422,7 +491,7 @@ async function performMove(
         if (released !== 'released') return unavailable(performance, 'the Redis release did not answer');
       }
       await releasePods(performance, move.releasePods);
-      return plan.outcome;
+      return releaseBlockMove(performance);
     }
     case 'watch': {
       const guard = runGuard(snap.ref, snap.clusterName, move.guard);
@@ -430,6 +499,10 @@ async function performMove(
       if (renewed !== 'renewed' && renewed !== 'held-by-other')
         return unavailable(performance, 'the Redis lease renewal did not answer');
       deps.failpoints.hit('after-lease-renew');
+      // A Job that runs without the annotation (started by a release before it, or a person removed it).
+      const marked = await writes.blockMove(plan.blockMove);
+      if (marked === 'conflict') return conflict(performance, move.job.name);
+      if (marked === 'written') deps.failpoints.hit('after-block-move');
       if (move.adopt) {
         const job = await deps.kube.reader.getJob(snap.ref.namespace, move.job.name);
         if (job) {

@@ -1,5 +1,6 @@
 import type { V1Job } from '@kubernetes/client-node';
 import { isKubeError, KubeError, outcomeOfFailedWrite } from '../adapters/kube/errors.ts';
+import { BLOCK_MOVE_ANNOTATION } from '../core/block-move.ts';
 import type { EventObjectRef } from '../core/event-spec.ts';
 import { nameHolderOf } from '../core/own-jobs.ts';
 import { outcomeOf, type StepOutcome } from '../core/step-outcome.ts';
@@ -96,20 +97,29 @@ async function startJob(
   if (taken.kind === 'unknown') return unavailable(performance, `take the run lease: ${taken.cause.message}`);
   if (taken.kind === 'wait') return held({ reason: taken.reason, message: taken.message });
   deps.failpoints.hit('after-slot-take');
-  if (start.consumeAnnotation !== undefined) {
-    // Spent before the Job exists, under the version read: a crash in between asks the person again and
-    // never applies from an empty state unasked; a changed object (Conflict) is read again.
-    const spent = await writes.removeAnnotation(start.consumeAnnotation).then(
+  // One metadata write before the Job exists, under the version read: Cluster API's block-move annotation
+  // (src/core/block-move.ts: a move waits while it is there, so no Job runs without it) and, when this start
+  // spends it, the consent to apply from an empty state (a crash in between asks the person again and never
+  // applies from an empty state unasked). A changed object (Conflict) is read again.
+  const annotations: Record<string, string | null> = {
+    ...(performance.plan.blockMove === 'add' && !writes.carriesBlockMove
+      ? { [BLOCK_MOVE_ANNOTATION]: '' }
+      : {}),
+    ...(start.consumeAnnotation !== undefined ? { [start.consumeAnnotation]: null } : {}),
+  };
+  if (Object.keys(annotations).length > 0) {
+    const failed = await writes.metadata({ annotations }).then(
       () => undefined,
       (error: unknown) => error,
     );
-    if (spent !== undefined) {
+    if (failed !== undefined) {
       const released = await releaseRunGuards(deps.redis, guard, start.name);
       if (released !== 'released')
         return unavailable(performance, 'release the run lease: Redis did not answer');
-      if (isKubeError(spent, 'Conflict')) return conflict(performance);
-      throw spent;
+      if (isKubeError(failed, 'Conflict')) return conflict(performance);
+      throw failed;
     }
+    if (BLOCK_MOVE_ANNOTATION in annotations) deps.failpoints.hit('after-block-move');
   }
 
   if (start.outputsSecret) {

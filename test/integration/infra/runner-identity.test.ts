@@ -386,6 +386,32 @@ describe('the admission policy holds the controller to runner identities', () =>
       'the controller updates no Secret',
     );
   });
+
+  it('lets the controller add the clusterctl move label to a state Secret, and nothing more (issue 23 item 6)', async () => {
+    const label = (name: string, labels: Record<string, string>) =>
+      errorAs(CONTROLLER, ['label', 'secret', name, ...Object.entries(labels).map(([k, v]) => `${k}=${v}`)]);
+    const move = 'clusterctl.cluster.x-k8s.io/move';
+    // Another label, the move label with a value, or the move label on a Secret that is not a state: refused.
+    expect(await label('tfstate-default-m-m-a', { taken: 'yes' })).toContain(
+      'the controller updates no Secret',
+    );
+    expect(await label('tfstate-default-m-m-a', { [move]: 'x' })).toContain(
+      'the controller updates no Secret',
+    );
+    await kubectl(['-n', namespace, 'create', 'secret', 'generic', 'not-a-state', '--from-literal=k=v']);
+    expect(await label('not-a-state', { [move]: '' })).toContain('the controller updates no Secret');
+    // The move label alone, through the controller's own writer: admitted.
+    const secret = await controller.reader.getSecret(namespace, 'tfstate-default-m-m-a');
+    const written = await controller.writer.patchSecretLabels(
+      { namespace, name: 'tfstate-default-m-m-a', resourceVersion: secret?.metadata?.resourceVersion ?? '' },
+      { [move]: '' },
+    );
+    expect(written.metadata?.labels).toMatchObject({ [move]: '', tfstate: 'true' });
+    // Taking it away again is a change of labels too: refused.
+    expect(await errorAs(CONTROLLER, ['label', 'secret', 'tfstate-default-m-m-a', `${move}-`])).toContain(
+      'the controller updates no Secret',
+    );
+  });
 });
 
 describe('the outputs Secret (issue 24 item 3)', () => {
