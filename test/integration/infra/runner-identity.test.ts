@@ -135,12 +135,15 @@ beforeAll(async () => {
 }, 120_000);
 
 describe('the controller puts a runner identity in place', () => {
-  it('with its own rights, in one pass, then costs one read per Job', async () => {
+  it('with its own rights, in one pass, then costs two reads per Job (its RoleBinding and its lock Lease)', async () => {
     controller.takeRequestCounts();
     expect(await ensureRunnerIdentity(controller, a)).toBe('written');
     expect(controller.takeRequestCounts().total).toBe(6);
     expect(await ensureRunnerIdentity(controller, a)).toBe('in-place');
-    expect(controller.takeRequestCounts()).toMatchObject({ total: 1, byRequest: { 'get rolebindings': 1 } });
+    expect(controller.takeRequestCounts()).toMatchObject({
+      total: 2,
+      byRequest: { 'get rolebindings': 1, 'get leases': 1 },
+    });
     expect(await ensureRunnerIdentity(controller, b)).toBe('written');
     const secret = JSON.parse(
       await kubectl(['-n', namespace, 'get', 'secret', 'tfstate-default-m-m-a', '-o', 'json']),
