@@ -9,6 +9,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CUSTOM_RESOURCES } from '../../../src/adapters/kube/resources.ts';
 import type { ObjectRef } from '../../../src/core/object-ref.ts';
+import { buildPlanManifest } from '../../../src/core/plan-manifest.ts';
 import type { StepOutcome } from '../../../src/core/step-outcome.ts';
 import type { TargetStatus } from '../../../src/schemas/kinds/target.ts';
 import { testStack } from '../../env/index.ts';
@@ -19,6 +20,7 @@ import {
   eventually,
   finishJob,
   jobsOf,
+  readObject,
   result,
   type StepEnv,
   startedObject,
@@ -60,6 +62,7 @@ async function refused(request: () => Promise<unknown>): Promise<boolean> {
 }
 
 const DRY_RUN = 'All';
+const DIGEST = `sha256:${'e'.repeat(64)}`;
 
 /**
  * Puts a ValidatingAdmissionPolicy (and its binding) in force that refuses the writes `rules` match in this
@@ -344,6 +347,62 @@ describe.concurrent('a refused write is shown on the object and heals once lifte
     const next = await stepUntil(env.step(), ref, 'watching');
     const status = await statusOf(env, ref);
     expect(status.activeJob?.name).toBe(next.job);
+    expectRefusalGone(status);
+  });
+  it('TerraformPlan create refused: the blocked run waits unrecorded, and is recorded with its plan once lifted', async () => {
+    const { ref, job } = await startedObject(env, 'TerraformMachine', 'm-plan');
+    const object = await readObject(env, ref);
+    const probe = buildPlanManifest({
+      target: {
+        apiVersion: object.apiVersion,
+        kind: 'TerraformMachine',
+        name: 'm-plan',
+        namespace: env.namespace,
+        uid: object.metadata.uid,
+      },
+      job: 'probe',
+      inputsHash: 'h',
+      plan: { digest: DIGEST, add: 0, change: 0, destroy: 1 },
+      labels: { 'captf.io/owner-name': 'm-plan' },
+    });
+    const resource = CUSTOM_RESOURCES.TerraformPlan;
+    const policy = await deny(
+      'plan',
+      [
+        {
+          apiGroups: [resource.group],
+          apiVersions: ['*'],
+          operations: ['CREATE'],
+          resources: [resource.plural],
+        },
+      ],
+      "object.metadata.?labels[?'captf.io/owner-name'].orValue('') != 'm-plan'",
+      () =>
+        env.custom.createNamespacedCustomObject({
+          ...resource,
+          namespace: env.namespace,
+          dryRun: DRY_RUN,
+          body: { ...probe, metadata: { ...probe.metadata, ownerReferences: [] } },
+        }),
+    );
+    try {
+      await finishJob(env, job, {
+        exitCode: 3,
+        result: result('apply', 'blocked', {
+          plan: { digest: DIGEST, add: 0, change: 0, destroy: 1, destructive: true },
+        }),
+      });
+      expectRefusedOutcome(await env.step()(ref));
+      const status = await statusOf(env, ref);
+      expectRefusalShown(status, `create TerraformPlan ${env.namespace}/${job}-plan`, policy.message);
+      // The plan comes before the status that would name it (section 7's order): nothing is recorded yet.
+      expect(status.pendingPlanRef).toBeUndefined();
+    } finally {
+      await policy.lift();
+    }
+    expect(await env.step()(ref)).toMatchObject({ reason: 'AwaitingApproval' });
+    const status = await statusOf(env, ref);
+    expect(status.pendingPlanRef?.name).toBe(`${job}-plan`);
     expectRefusalGone(status);
   });
 });
