@@ -20,6 +20,7 @@ import {
   eventually,
   finishJob,
   jobsOf,
+  patchSpec,
   readObject,
   result,
   type StepEnv,
@@ -404,5 +405,37 @@ describe.concurrent('a refused write is shown on the object and heals once lifte
     const status = await statusOf(env, ref);
     expect(status.pendingPlanRef?.name).toBe(`${job}-plan`);
     expectRefusalGone(status);
+  });
+  it('prune delete refused (a Job above the history limit): the object shows it, the Job goes once lifted', async () => {
+    const { ref, job: first } = await startedObject(env, 'TerraformMachine', 'm-prune', {
+      jobs: { successfulJobsHistoryLimit: 1 },
+    });
+    await finishJob(env, first, { exitCode: 0, result: result('apply', 'succeeded') });
+    expect((await env.step()(ref)).action).toBe('bookkept');
+    await patchSpec(env, ref, { variables: { n: 2 } });
+    const second = await stepUntil(env.step(), ref, 'created');
+    const policy = await deny(
+      'prune',
+      [{ apiGroups: ['batch'], apiVersions: ['v1'], operations: ['DELETE'], resources: ['jobs'] }],
+      `oldObject.metadata.name != '${first}'`,
+      () => env.batch.deleteNamespacedJob({ namespace: env.namespace, name: first, dryRun: DRY_RUN }),
+    );
+    try {
+      await finishJob(env, second.job ?? '', { exitCode: 0, result: result('apply', 'succeeded') });
+      expectRefusedOutcome(await env.step()(ref));
+      const status = await statusOf(env, ref);
+      expectRefusalShown(status, `delete Job ${env.namespace}/${first}`, policy.message);
+      expect(status.lastRun?.job).toBe(second.job);
+    } finally {
+      await policy.lift();
+    }
+    await env.step()(ref);
+    expectRefusalGone(await statusOf(env, ref));
+    await eventually(
+      () => jobsOf(env, ref),
+      (jobs) => !jobs.some((j) => j.metadata?.name === first),
+      60_000,
+      `${first} pruned`,
+    );
   });
 });
