@@ -45,7 +45,7 @@ import type { KeptStepLock } from './step-lock.ts';
 export type Performed =
   | { kind: 'done'; outcome: StepOutcome }
   /** The recording of finished Jobs was refused for good; plan again with `refusedOutputs`. */
-  | { kind: 'refused'; message: string; error: KubeError }
+  | { kind: 'refused'; message: string }
   /** Another's finished Job holds the start's name; plan again with it in `takenJobNames`. */
   | { kind: 'name-taken'; job: string };
 
@@ -330,7 +330,7 @@ async function performWrites(performance: Performance): Promise<Performed | unde
   } catch (error) {
     // A recording refused for its fields is made again without them (section 7); any other refusal ends
     // the step as a refused write (src/core/write-refusal.ts, src/step/step.ts).
-    if (recording && refusedForGood(error)) return { kind: 'refused', message: error.message, error };
+    if (recording && refusedForGood(error)) return { kind: 'refused', message: error.message };
     throw error;
   }
   if (recording) deps.failpoints.hit('after-bookkeep-status');

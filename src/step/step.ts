@@ -191,7 +191,8 @@ async function reconcile(
       continue;
     }
     if (performed.kind === 'done') {
-      if (gotThrough(performed.outcome)) await clearRefusal(writes);
+      if (gotThrough(performed.outcome) && stillOurs(planned.plan, performed.outcome))
+        await clearRefusal(writes);
       if (stillOurs(planned.plan, performed.outcome))
         await deps.metrics.objectSeen(objectFiguresOf(snapshot, writes.current));
       else await deps.metrics.objectGone(snapshot.ref);
@@ -243,9 +244,17 @@ function gotThrough(outcome: StepOutcome): boolean {
   return outcome.action !== 'unavailable' && outcome.action !== 'deferred' && outcome.reason !== 'Conflict';
 }
 
-/** Removes a refusal the status still records when the step wrote no status of its own. */
+/**
+ * Removes a refusal the status still records when the step wrote no status of its own; a refusal of this
+ * very write leaves it for the next step (what the step did is done).
+ */
 async function clearRefusal(writes: ObjectWrites): Promise<void> {
-  if (recordsRefusal(writes.current)) await writes.status(withoutRefusal(writes.current));
+  if (!recordsRefusal(writes.current)) return;
+  try {
+    await writes.status(withoutRefusal(writes.current));
+  } catch (error) {
+    if (!isRefusal(error)) throw error;
+  }
 }
 
 /**
