@@ -19,7 +19,7 @@ import { applyGates, type GateInput } from './gates.ts';
 import { ANNOTATIONS } from './job-labels.ts';
 import { buildJobManifest } from './job-manifest.ts';
 import type { JobRecord } from './job-record.ts';
-import { staleLockToUnlock } from './lock-evidence.ts';
+import { lockHoldingJob, staleLockToUnlock } from './lock-evidence.ts';
 import { mergePatchOf } from './merge-patch.ts';
 import { activeStatus, idleStatus, type StatusContext, waitStatus } from './move-status.ts';
 import { freeJobName } from './names.ts';
@@ -510,10 +510,18 @@ function finish(base: Base, status: TargetStatus, move: Move, result: StepOutcom
   const needsPods =
     bookkeeping !== undefined || pruneNames.length > 0 || facts.heldPod !== undefined || ownerGone;
   if (needsPods && facts.pods === undefined) return { kind: 'read', read: 'pods' };
-  const prune = pruneNames.flatMap((name) => {
-    const job = snap.jobs.find((j) => j.metadata.name === name);
-    return job ? [jobRef(job)] : [];
-  });
+  // Never the Job whose pod holds the state lock the newest run reported (issue 23 item 8): the stale-lock
+  // rules (section 12) find the holder among the object's Jobs until a later run got through.
+  const holding =
+    pruneNames.length > 0 && facts.pods !== undefined
+      ? lockHoldingJob(snap.jobs, records, facts.pods, facts.now)
+      : undefined;
+  const prune = pruneNames
+    .filter((name) => name !== holding)
+    .flatMap((name) => {
+      const job = snap.jobs.find((j) => j.metadata.name === name);
+      return job ? [jobRef(job)] : [];
+    });
   // Whenever the pods were read (to bookkeep, watch or guard a start), what the rule allows is released:
   // a held pod of a Job deleted by hand would otherwise hold the next start back until the sweep.
   const released =
@@ -843,7 +851,15 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
       'WaitingForPreviousAttempt',
       `pod(s) of an earlier attempt still run: ${alive.map((pod) => pod.metadata.name).join(', ')}`,
     );
-  const forceUnlockId = staleLockToUnlock(snap.jobs, base.records, pods, facts.now);
+  const unlock = staleLockToUnlock(snap.jobs, base.records, pods, facts.now, {
+    kind: snap.ref.kind,
+    name: snap.ref.name,
+    ...(facts.lockHolder !== undefined ? { holderRead: facts.lockHolder } : {}),
+  });
+  // A holder named like this object's Jobs whose Job is gone (pruned, deleted past its deadline): its pod is
+  // read live, once, before the start (issue 23 item 8).
+  if (typeof unlock === 'object') return { kind: 'read', read: 'lock-holder', pod: unlock.read };
+  const forceUnlockId = unlock;
   const decisions: RunDecisions = {
     ...(gated.plan ? { expectedPlanDigest: gated.plan.digest } : {}),
     ...(forceUnlockId ? { forceUnlockId } : {}),
@@ -930,7 +946,12 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
       observedGeneration: snap.generation,
       stateSuffix: inputs.source.stateSuffix,
     }),
-    ...(fromNothing ? { consumeAnnotation: ACCEPT_EMPTY_STATE_ANNOTATION, restoreStateObjects: true } : {}),
+    ...(fromNothing ? { consumeAnnotation: ACCEPT_EMPTY_STATE_ANNOTATION } : {}),
+    // Issue 23 item 8: the state Secret comes back only under the StateMissing rules: an object that shows
+    // no provisioning has nothing to lose, and a lost state a person accepted starts from nothing.
+    ...(identity && (fromNothing || provisionedBy(snap, base.status) === undefined)
+      ? { restoreStateSecret: true }
+      : {}),
     createdEvent: runEvent('JobCreated', {
       action: 'CreateJob',
       note: planning.redactor.redact(
@@ -964,7 +985,6 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
         },
       };
     },
-    rejected: (message) => outcome(planning, 'JobCreateRejected', { message, job: name }),
   };
   return finish(base, base.status, { kind: 'start', start }, start.outcome, false);
 }

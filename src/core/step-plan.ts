@@ -71,10 +71,15 @@ export interface PlanFacts {
    * The plan then records those runs as `OutputsInvalid` and writes no contract field (section 7).
    */
   refusedOutputs?: string;
+  /**
+   * The pod holding the state lock the newest run reported, read live by name, once read: only when it is
+   * named like this object's Jobs but its Job is gone (src/core/lock-evidence.ts); `pod` undefined = gone.
+   */
+  lockHolder?: { name: string; pod: PodView | undefined };
 }
 
 /** A fact the planner needs before it can plan. */
-export type PlanRead = 'pods' | 'slots' | 'run-secret' | 'state';
+export type PlanRead = 'pods' | 'slots' | 'run-secret' | 'state' | 'lock-holder';
 
 /** One Job as the shell addresses it: name, and the incarnation read (UID and version preconditions). */
 export interface JobRef {
@@ -138,17 +143,16 @@ export interface PlannedStart {
    */
   consumeAnnotation?: string;
   /**
-   * The state Secret or its lock Lease may be gone while the runner identity is in place (a restore without
-   * its Secrets, accepted by a person): the shell puts the empty ones back before the Job, since the
-   * runner may only `get` and `update` them (src/core/runner-identity.ts), never create them.
+   * The state Secret may be gone while the runner identity is in place (deleted by hand, a restore without
+   * its Secrets): the shell puts the empty one back before the Job, since the runner may only `get` and
+   * `update` it (src/core/runner-identity.ts), never create it; only when the object shows no provisioning
+   * or a person accepted the lost state (DESIGN.md section 3). The lock Lease always comes back.
    */
-  restoreStateObjects?: boolean;
+  restoreStateSecret?: boolean;
   /** The outcome once the Job exists. */
   outcome: StepOutcome;
   /** The status and outcome of a wait the Redis guards or a foreign Job impose at perform time. */
   held(wait: HeldWait): { status: TargetStatus | undefined; outcome: StepOutcome };
-  /** The outcome of a create the API server refused (section 5 step 8: no Job exists; the spec must change). */
-  rejected(message: string): StepOutcome;
 }
 
 /** What the step does beyond its writes. */
@@ -217,4 +221,4 @@ export interface StepPlan {
 }
 
 /** The planner's answer: a plan, or the fact it needs first. */
-export type Planned = { kind: 'read'; read: PlanRead } | StepPlan;
+export type Planned = { kind: 'read'; read: PlanRead; pod?: string } | StepPlan;

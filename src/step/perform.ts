@@ -1,5 +1,5 @@
 import type { V1Secret } from '@kubernetes/client-node';
-import { isKubeError } from '../adapters/kube/errors.ts';
+import { isKubeError, type KubeError } from '../adapters/kube/errors.ts';
 import { BLOCK_MOVE_ANNOTATION, type BlockMoveChange, carriesBlockMove } from '../core/block-move.ts';
 import type { EventObjectRef, RunEvent } from '../core/event-spec.ts';
 import { ownerLabels, POD_RESULT_FINALIZER } from '../core/job-labels.ts';
@@ -14,6 +14,7 @@ import type { StateCleanup, StateObjects } from '../core/state-cleanup.ts';
 import { snapshotStateSuffix } from '../core/state-identity.ts';
 import { outcomeOf, type StepOutcome, UNAVAILABLE_RETRY_SECONDS } from '../core/step-outcome.ts';
 import type { Move, PlanWrite, StepPlan } from '../core/step-plan.ts';
+import { withoutRefusal } from '../core/write-refusal.ts';
 import { OUR_API_VERSION } from '../schemas/kinds/registry.ts';
 import type { TargetStatus } from '../schemas/kinds/target.ts';
 import type { StepDeps } from './deps.ts';
@@ -39,7 +40,8 @@ import type { KeptStepLock } from './step-lock.ts';
  *    Job holds comes back as `name-taken`, and the step plans again past it).
  * A failpoint follows every mutation (src/step/failpoints.ts). A write the API server refuses for good
  * (400/422) while recording finished Jobs comes back as `refused`: the step plans again without the
- * contract fields (section 7: a rejected write never freezes an object).
+ * contract fields (section 7: a rejected write never freezes an object). Any other refusal is thrown as the
+ * KubeError it is, and the step records it as one shape (src/core/write-refusal.ts, src/step/step.ts).
  */
 
 /** What carrying out a plan came to. */
@@ -89,8 +91,12 @@ export class ObjectWrites {
     return { namespace: ref.namespace, name: ref.name, resourceVersion: this.#resourceVersion };
   }
 
-  /** Merge-patches the status to `next` when it differs; throws a KubeError for anything but Conflict. */
-  async status(next: TargetStatus): Promise<'written' | 'unchanged' | 'conflict'> {
+  /**
+   * Merge-patches the status to `next` when it differs; throws a KubeError for anything but Conflict. A
+   * refusal recorded earlier goes with the write (src/core/write-refusal.ts), unless `refusal` records one.
+   */
+  async status(next: TargetStatus, refusal = false): Promise<'written' | 'unchanged' | 'conflict'> {
+    if (!refusal) next = withoutRefusal(next);
     const patch = mergePatchOf(this.#status as Record<string, unknown>, next as Record<string, unknown>);
     if (patch === undefined) return 'unchanged';
     try {
@@ -152,8 +158,8 @@ export class ObjectWrites {
   }
 }
 
-/** True for a write the API server refused for good: it will refuse it again (section 7). */
-function refusedForGood(error: unknown): error is Error {
+/** True for a recording the API server refused for its content: it will refuse it again (section 7). */
+function refusedForGood(error: unknown): error is KubeError {
   return isKubeError(error, 'Invalid', 'BadRequest');
 }
 
@@ -378,12 +384,10 @@ async function performWrites(performance: Performance): Promise<Performed | unde
     if (plan.status !== undefined && (await writes.status(plan.status)) === 'conflict')
       return { kind: 'done', outcome: conflict(performance) };
   } catch (error) {
-    if (!refusedForGood(error)) throw error;
-    if (recording) return { kind: 'refused', message: error.message };
-    return {
-      kind: 'done',
-      outcome: outcomeOf(snap.ref, 'WriteRefused', { message: plan.redactor.redact(error.message) }),
-    };
+    // A recording refused for its fields is made again without them (section 7); any other refusal ends
+    // the step as a refused write (src/core/write-refusal.ts, src/step/step.ts).
+    if (recording && refusedForGood(error)) return { kind: 'refused', message: error.message };
+    throw error;
   }
   if (recording) deps.failpoints.hit('after-bookkeep-status');
   await emitEvents(performance, plan.events);

@@ -18,7 +18,7 @@ type CreateResult =
   | { kind: 'adopted'; job: V1Job }
   | { kind: 'foreign'; message: string }
   | { kind: 'taken'; message: string }
-  | { kind: 'rejected'; message: string };
+  | { kind: 'rejected'; error: KubeError };
 
 /**
  * Most names one step passes over (DESIGN.md section 5 step 8): past them it waits, its status keeping
@@ -42,8 +42,7 @@ async function createOrAdopt(performance: Performance, start: PlannedStart): Pro
   } catch (error) {
     const outcome = outcomeOfFailedWrite(error);
     if (outcome === 'unknown') throw error;
-    if (outcome === 'rejected')
-      return { kind: 'rejected', message: error instanceof Error ? error.message : 'create Job rejected' };
+    if (outcome === 'rejected' && error instanceof KubeError) return { kind: 'rejected', error };
     const existing = await deps.kube.reader.getJob(snap.ref.namespace, start.name);
     // Gone since the create answered: another's all the same (ours are not deleted while a start runs).
     if (!existing) return { kind: 'foreign', message: `a Job named ${start.name} was there a moment ago` };
@@ -137,19 +136,22 @@ async function startJob(
         return unavailable(performance, 'release the run lease: Redis did not answer');
       if (ensured instanceof KubeError && (ensured.outage || ensured.code === 'Conflict'))
         return unavailable(performance, `put the outputs Secret in place: ${ensured.message}`);
-      const message =
-        ensured instanceof KubeError
-          ? `put the outputs Secret in place: ${ensured.message}`
-          : ensured.message;
-      return start.rejected(performance.plan.redactor.redact(message));
+      // Refused, or a Secret of that name that is not the object's (as good as a create refused
+      // AlreadyExists): the step ends as a refused write (src/core/write-refusal.ts).
+      if (ensured instanceof KubeError) throw ensured;
+      throw new KubeError('AlreadyExists', `put the outputs Secret in place: ${ensured.message}`, {
+        cause: undefined,
+        httpStatus: 409,
+        reason: 'AlreadyExists',
+      });
     }
   }
 
   if (start.identity) {
     // Before the Job: its pod is admitted only once its ServiceAccount exists. Nothing of the run exists
-    // yet, so a failure gives the guards back.
+    // yet, so a failure gives the guards back; a refusal then ends the step as one (src/core/write-refusal.ts).
     const ensured = await ensureRunnerIdentity(deps.kube, start.identity, {
-      restoreStateObjects: start.restoreStateObjects === true,
+      restoreStateSecret: start.restoreStateSecret === true,
     }).catch((error: unknown) => {
       if (error instanceof KubeError) return error;
       throw error;
@@ -158,12 +160,7 @@ async function startJob(
       const released = await releaseRunGuards(deps.redis, guard, start.name);
       if (released !== 'released')
         return unavailable(performance, 'release the run lease: Redis did not answer');
-      const message = `put the runner identity in place: ${ensured.message}`;
-      // Refused for good (a terminating namespace, a policy) is an answer, as a refused Job create is (section
-      // 5 step 8): the object waits 60 s as JobCreateRejected, not a 503 retried every 5 s.
-      return ensured.outage || ensured.code === 'Conflict'
-        ? unavailable(performance, message)
-        : start.rejected(performance.plan.redactor.redact(message));
+      throw ensured;
     }
     deps.failpoints.hit('after-runner-identity');
   }
@@ -174,7 +171,8 @@ async function startJob(
     const released = await releaseRunGuards(deps.redis, guard, start.name);
     if (released !== 'released')
       return unavailable(performance, 'release the run lease: Redis did not answer');
-    if (created.kind === 'rejected') return start.rejected(performance.plan.redactor.redact(created.message));
+    // Refused: no Job exists (section 5 step 8); the step ends as a refused write.
+    if (created.kind === 'rejected') throw created.error;
     if (created.kind === 'foreign') return held({ reason: 'WaitingForForeignJob', message: created.message });
     if (start.skipped.length < MAX_SKIPPED_JOB_NAMES) return { kind: 'name-taken', job: start.name };
     return held({

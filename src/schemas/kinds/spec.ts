@@ -127,7 +127,7 @@ export const OutputsSchema = withRules(
         .max(253)
         .regex(SECRET_NAME, { message: 'a Secret name: lower-case letters, digits, `-` and `.`' })
         .describe(
-          "Secret in the object's namespace that every root output of the module (sensitive ones included) is written to after each successful apply and refresh: one key per output, strings as they are, other values as JSON. The controller creates it empty, owned by this object (deleted with it); a Secret of that name this object does not own stops its Jobs (JobCreateRejected). Not tfstate-… or captf-….",
+          "Secret in the object's namespace that every root output of the module (sensitive ones included) is written to after each successful apply and refresh: one key per output, strings as they are, other values as JSON. The controller creates it empty, owned by this object (deleted with it); a Secret of that name this object does not own stops its Jobs (WriteRefused). Not tfstate-… or captf-….",
         ),
     })
     .describe('Where the module outputs go (issue 24); absent: they stay in the Terraform state.'),

@@ -145,12 +145,15 @@ beforeAll(async () => {
 }, 120_000);
 
 describe('the controller puts a runner identity in place', () => {
-  it('with its own rights, in one pass, then costs one read per Job', async () => {
+  it('with its own rights, in one pass, then costs two reads per Job (its RoleBinding and its lock Lease)', async () => {
     controller.takeRequestCounts();
     expect(await ensureRunnerIdentity(controller, a)).toBe('written');
     expect(controller.takeRequestCounts().total).toBe(6);
     expect(await ensureRunnerIdentity(controller, a)).toBe('in-place');
-    expect(controller.takeRequestCounts()).toMatchObject({ total: 1, byRequest: { 'get rolebindings': 1 } });
+    expect(controller.takeRequestCounts()).toMatchObject({
+      total: 2,
+      byRequest: { 'get rolebindings': 1, 'get leases': 1 },
+    });
     expect(await ensureRunnerIdentity(controller, b)).toBe('written');
     const secret = JSON.parse(
       await kubectl(['-n', namespace, 'get', 'secret', 'tfstate-default-m-m-a', '-o', 'json']),
@@ -199,22 +202,35 @@ describe('the controller puts a runner identity in place', () => {
     expect(owners).toBe(c.serviceAccount.metadata.ownerReferences?.[0]?.uid);
     expect(await ensureRunnerIdentity(controller, c)).toBe('in-place');
   });
-  it('an identity in place gets its deleted state Secret and Lease back only when the start asks (a restore accepted by a person)', async () => {
+  it('an identity in place always gets its deleted lock Lease back, and its state Secret only when the start asks (issue 23 item 8)', async () => {
     const d = await machine('m-d');
     expect(await ensureRunnerIdentity(controller, d)).toBe('written');
     await kubectl(['-n', namespace, 'delete', 'secret', 'tfstate-default-m-m-d']);
     await kubectl(['-n', namespace, 'delete', 'lease', 'lock-tfstate-default-m-m-d']);
-    // The normal start pays one read and puts nothing back: the state's loss is the planner's to judge.
-    expect(await ensureRunnerIdentity(controller, d)).toBe('in-place');
-    const gone = await kubectl(['-n', namespace, 'get', 'secret,lease', '--ignore-not-found', '-o', 'name']);
-    expect(gone).not.toContain('tfstate-default-m-m-d');
+    // The normal start reads the RoleBinding and the Lease it grants: the Lease (it holds nothing) comes
+    // back; the state's loss is the planner's to judge.
     controller.takeRequestCounts();
-    expect(await ensureRunnerIdentity(controller, d, { restoreStateObjects: true })).toBe('written');
-    expect(controller.takeRequestCounts().byRequest).toMatchObject({
+    expect(await ensureRunnerIdentity(controller, d)).toBe('written');
+    expect(controller.takeRequestCounts().byRequest).toEqual({
       'get rolebindings': 1,
-      'create secrets': 1,
+      'get leases': 1,
       'create leases': 1,
     });
+    const leaseOnly = await kubectl([
+      '-n',
+      namespace,
+      'get',
+      'secret,lease',
+      '--ignore-not-found',
+      '-o',
+      'name',
+    ]);
+    expect(leaseOnly).not.toContain('secret/tfstate-default-m-m-d');
+    expect(leaseOnly).toContain('lease.coordination.k8s.io/lock-tfstate-default-m-m-d');
+    controller.takeRequestCounts();
+    expect(await ensureRunnerIdentity(controller, d)).toBe('in-place');
+    expect(controller.takeRequestCounts().byRequest).toEqual({ 'get rolebindings': 1, 'get leases': 1 });
+    expect(await ensureRunnerIdentity(controller, d, { restoreStateSecret: true })).toBe('written');
     const back = await kubectl(['-n', namespace, 'get', 'secret,lease', '-o', 'name']);
     expect(back).toContain('secret/tfstate-default-m-m-d');
     expect(back).toContain('lease.coordination.k8s.io/lock-tfstate-default-m-m-d');

@@ -90,14 +90,14 @@ describe('the outputs Secret through the step', () => {
     expect(Buffer.from(kept?.data?.admin_password ?? '', 'base64').toString()).toBe(CANARY);
   });
 
-  it("a Secret of that name that is not the object's stops the start (JobCreateRejected): no Job, nothing granted", async () => {
+  it("a Secret of that name that is not the object's stops the start (WriteRefused): no Job, nothing granted", async () => {
     await createSecret(env, 'shared-credentials', { token: CANARY });
     const ref = await createObject(env, 'TerraformMachine', 'm-foreign', {
       variables: { name: 'm-foreign' },
       outputs: { secretName: 'shared-credentials' },
     });
     const outcome = await stepUntil(env.step(), ref, 'waiting');
-    expect(outcome).toMatchObject({ reason: 'JobCreateRejected' });
+    expect(outcome).toMatchObject({ reason: 'WriteRefused' });
     expect(outcome.message).toContain(
       "Secret shared-credentials (spec.outputs.secretName) exists and is not this object's",
     );
