@@ -825,15 +825,17 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
     });
   }
 
-  // Issue 23 item 5: an object that shows it was provisioned never applies from a lost state unasked.
-  const provisioned = op === 'apply' ? provisionedBy(snap, base.status) : undefined;
+  // Issue 23 item 5: an object that shows it was provisioned never applies from a lost state unasked, and
+  // never destroys from one either: a destroy of an empty state succeeds destroying nothing, the finalizer
+  // goes, and the infrastructure is left running with nothing to say so.
+  const provisioned = op === 'apply' || op === 'destroy' ? provisionedBy(snap, base.status) : undefined;
   const stateSecret = provisioned !== undefined ? checkedStateSecret(snap) : undefined;
   if (stateSecret !== undefined && facts.state === undefined) return { kind: 'read', read: 'state' };
   const fromNothing = stateSecret !== undefined && facts.state !== undefined && stateLost(facts.state);
   if (fromNothing && !acceptsEmptyState(snap))
     return holdBackStateMissing(
       base,
-      `${provisioned} shows the object was provisioned, but its state Secret ${stateSecret.name} is ${facts.state === 'missing' ? 'missing' : 'empty (never written)'}; set the annotation ${ACCEPT_EMPTY_STATE_ANNOTATION} to apply from an empty state`,
+      `${provisioned} shows the object was provisioned, but its state Secret ${stateSecret.name} is ${facts.state === 'missing' ? 'missing' : 'empty (never written)'}; set the annotation ${ACCEPT_EMPTY_STATE_ANNOTATION} to ${op} from an empty state${op === 'destroy' ? ' (it destroys nothing: what the lost state managed stays until removed by hand)' : ''}`,
     );
 
   if (facts.pods === undefined) return { kind: 'read', read: 'pods' };

@@ -133,6 +133,34 @@ describe('a provisioned object whose state is gone (StateMissing)', () => {
     expect(restored.data?.tfstate).toBeUndefined();
   });
 
+  it('deleting, it does not destroy from nothing (which would succeed, drop the finalizer and leave the infrastructure running): StateMissing until the annotation accepts it', async () => {
+    const ref = await appliedMachine('m-lost-deleting');
+    await env.core.deleteNamespacedSecret({
+      namespace: env.namespace,
+      name: 'tfstate-default-m-m-lost-deleting',
+    });
+    await env.custom.deleteNamespacedCustomObject({
+      ...CUSTOM_RESOURCES[ref.kind],
+      namespace: ref.namespace,
+      name: ref.name,
+    });
+    const jobsBefore = (await jobsOf(env, ref)).length;
+    const outcome = await env.step()(ref);
+    expect(outcome).toMatchObject({ action: 'waiting', reason: 'StateMissing' });
+    expect(outcome.message).toContain('it destroys nothing');
+    expect((await jobsOf(env, ref)).length).toBe(jobsBefore);
+    expect((await readObject(env, ref)).metadata.finalizers).toContain(
+      'infrastructure.cluster.x-k8s.io/captf',
+    );
+
+    // A person who has removed the infrastructure by hand (or accepts leaving it) lets the destroy run.
+    await mergePatch(ref, { metadata: { annotations: { [ACCEPT_EMPTY_STATE_ANNOTATION]: 'true' } } });
+    const created = await stepUntil(env.step(), ref, 'created');
+    expect(created.reason).toBe('Deleting');
+    const destroy = (await jobsOf(env, ref)).find((j) => j.metadata?.name === created.job);
+    expect(destroy?.metadata?.labels?.['captf.io/op']).toBe('destroy');
+  });
+
   it('a state Secret OpenTofu never wrote is lost state too; one it wrote applies without the annotation, with or without resources', async () => {
     const ref = await appliedMachine('m-empty');
     // What a restore without its Secrets leaves once the runner identity puts its placeholder back.
