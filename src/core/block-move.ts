@@ -16,6 +16,13 @@ import type { Move } from './step-plan.ts';
  */
 export const BLOCK_MOVE_ANNOTATION = 'clusterctl.cluster.x-k8s.io/block-move';
 
+/**
+ * What `clusterctl move` sets on each source object it deletes once the target holds its copy: the
+ * infrastructure moved with the object, so its deletion destroys nothing (decideOp finalizes it as
+ * `DeletingForMove`), and the state it moved with is left to clusterctl.
+ */
+export const DELETE_FOR_MOVE_ANNOTATION = 'clusterctl.cluster.x-k8s.io/delete-for-move';
+
 /** What the step does with the annotation: add it, remove it, or leave it as it is. */
 export type BlockMoveChange = 'add' | 'remove' | undefined;
 

@@ -38,7 +38,7 @@ export interface StartDecision {
 /** The outcome of DecideOp. */
 export type OpDecision =
   | { kind: 'watch'; reason: 'JobActive'; job: string; requeueAfterSeconds: number }
-  | { kind: 'finalize'; reason: 'DeletingWithoutState' }
+  | { kind: 'finalize'; reason: 'DeletingWithoutState' | 'DeletingForMove' }
   | StartDecision
   | { kind: 'idle'; reason: 'UpToDate'; requeueAfterSeconds: number };
 
@@ -54,6 +54,11 @@ export interface DecideInput {
   uid: string;
   /** `metadata.deletionTimestamp` is set. */
   deleting: boolean;
+  /**
+   * `clusterctl move` deletes this copy after making the target's (annotation
+   * `clusterctl.cluster.x-k8s.io/delete-for-move`): the infrastructure moved, nothing is destroyed.
+   */
+  deletingForMove?: boolean;
   /** The current inputs hash (src/core/inputs-hash.ts). */
   inputsHash: string;
   /** `status.appliedInputsHash`: the inputs of the newest successful apply. */
@@ -166,6 +171,7 @@ export function decideOp(input: DecideInput): OpDecision {
     };
   }
   if (input.deleting) {
+    if (input.deletingForMove === true) return { kind: 'finalize', reason: 'DeletingForMove' };
     if (withoutState(input) && input.stateHoldsResources !== true)
       return { kind: 'finalize', reason: 'DeletingWithoutState' };
     return start('destroy', 'Deleting');

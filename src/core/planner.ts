@@ -9,7 +9,12 @@ import type { Op } from '../schemas/result.ts';
 import type { PlanSituation } from './approval.ts';
 import { nextAttemptOf, retryStatesOf, withStarted } from './attempts.ts';
 import type { RetryState } from './backoff.ts';
-import { blockMoveChange, blockMoveWanted, carriesBlockMove } from './block-move.ts';
+import {
+  blockMoveChange,
+  blockMoveWanted,
+  carriesBlockMove,
+  DELETE_FOR_MOVE_ANNOTATION,
+} from './block-move.ts';
 import { type Bookkeeping, jobsToBookkeep, planBookkeeping, recordLostActiveJob } from './bookkeeping.ts';
 import { capiWait } from './cluster-api.ts';
 import { findCondition, OP_CONDITION, setCondition, withPausedCondition } from './conditions.ts';
@@ -369,6 +374,7 @@ function decide(base: Base, watched: Watched | undefined): Planned {
     now: facts.now,
     uid: snap.uid,
     deleting: snap.meta.deletionTimestamp !== undefined,
+    ...(snap.meta.annotations?.[DELETE_FOR_MOVE_ANNOTATION] !== undefined ? { deletingForMove: true } : {}),
     inputsHash: snap.inputsHash,
     ...(status.appliedInputsHash !== undefined ? { appliedInputsHash: status.appliedInputsHash } : {}),
     ...(status.lastSuccess ? { lastSuccess: status.lastSuccess } : {}),
@@ -406,7 +412,7 @@ function decide(base: Base, watched: Watched | undefined): Planned {
       return planWatch(base, watched);
     }
     case 'finalize':
-      return planFinalize(base);
+      return planFinalize(base, decision.reason);
     case 'idle': {
       const lastReason: StepReason | undefined = bookkeeping?.runs.at(-1)?.classification.reason;
       return planRest(
@@ -434,10 +440,26 @@ function destroyedAfterApply(status: TargetStatus): boolean {
   return destroyed !== undefined && (applied === undefined || destroyed >= applied);
 }
 
-/** Row 1 of section 3: nothing to destroy, so the finalizer goes and the object with it. */
-function planFinalize(base: Base): Planned {
+/**
+ * Row 1 of section 3: nothing to destroy, so the finalizer goes and the object with it. A copy `clusterctl
+ * move` deletes leaves its state to clusterctl, which moved it and deletes the source's.
+ */
+function planFinalize(
+  base: Base,
+  reason: 'DeletingWithoutState' | 'DeletingForMove' = 'DeletingWithoutState',
+): Planned {
   const { planning, status } = base;
   const { snap, facts } = planning;
+  if (reason === 'DeletingForMove') {
+    const finalizers = (snap.meta.finalizers ?? []).filter((f) => f !== FINALIZER);
+    return finish(
+      base,
+      status,
+      { kind: 'finalizers', finalizers, gone: true },
+      outcome(planning, reason),
+      false,
+    );
+  }
   // The state says what is left (only with the default backend and a spec that parses: otherwise the
   // state's home is unknown): a status that records no apply may be a lost one (issue 23 item 5, decided
   // by decideOp once read), and the state objects nobody owns go with the finalizer when they hold nothing

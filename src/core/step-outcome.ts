@@ -27,6 +27,7 @@ export type StepAction =
 export type StepOnlyReason =
   | 'UpToDate'
   | 'DeletingWithoutState'
+  | 'DeletingForMove'
   | 'ExternallyManaged'
   | 'FinalizerAdded'
   | 'DeletingWithoutFinalizer'
@@ -111,6 +112,7 @@ const RUN_ROWS: Readonly<Record<Exclude<RunReason, WaitReason>, ReasonRow>> = {
 const STEP_ROWS: Readonly<Record<StepOnlyReason, ReasonRow>> = {
   UpToDate: { action: 'none', requeue: 'computed', echo: 'seen' },
   DeletingWithoutState: { action: 'finalized', requeue: 'none', echo: 'next-step' },
+  DeletingForMove: { action: 'finalized', requeue: 'none', echo: 'next-step' },
   // Nothing of ours to do; looked at hourly in case the annotation goes.
   ExternallyManaged: { action: 'none', requeue: 3600, echo: 'seen' },
   // The next step must read the finalizer write back before it acts.

@@ -90,6 +90,12 @@ const rows: { id: string; name: string; input: DecideInput; expected: object }[]
     expected: { kind: 'finalize', reason: 'DeletingWithoutState' },
   },
   {
+    id: 'S3.1d',
+    name: 'the copy clusterctl move deletes (delete-for-move) → drop finalizer (DeletingForMove), applied or not',
+    input: input({ deleting: true, deletingForMove: true, stateHoldsResources: true }),
+    expected: { kind: 'finalize', reason: 'DeletingForMove' },
+  },
+  {
     id: 'S3.2',
     name: 'deleting → destroy (Deleting), even with changed inputs',
     input: input({ deleting: true, inputsHash: 'h2' }),
