@@ -18,7 +18,8 @@ import { type KubeProxy, startKubeProxy } from './kube-proxy.ts';
 import { checkImageLayout } from './layout.ts';
 import { lockInfoFrom } from './lock-info.ts';
 import type { RunnerLog } from './log.ts';
-import { readUiStream, readValidateDocument, type UiReport, uiMessage } from './machine-ui.ts';
+import { jsonDocument, readUiStream, readValidateDocument, type UiReport, uiMessage } from './machine-ui.ts';
+import { readPlanChanges } from './plan-changes.ts';
 import { movesLatchedOutput, readPlanDocument, summarizePlan } from './plan-digest.ts';
 import { fitResult } from './result-document.ts';
 import { readRunConfig } from './run-config-file.ts';
@@ -309,7 +310,13 @@ async function runSteps(
       log.info(
         `plan ${plan.digest}: +${plan.add} ~${plan.change} -${plan.destroy}: ${decision.kind} (${decision.reason})`,
       );
-      if (decision.kind !== 'apply') return finish(decision.kind, { plan });
+      if (decision.kind !== 'apply') {
+        // A plan that waits for approval: the readable plan for its TerraformPlan, in the log (issue 24).
+        const readable = readPlanChanges(jsonDocument(run.stdout), redactor);
+        if (readable.ok) log.planChanges(JSON.stringify(readable.changes));
+        else log.error(readable.message);
+        return finish(decision.kind, { plan });
+      }
     }
     if (options.op === 'drift' && step === 'plan') {
       const changes = run.ui.changes;

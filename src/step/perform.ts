@@ -1,10 +1,11 @@
 import { isKubeError } from '../adapters/kube/errors.ts';
+import { SOURCE_CONTAINER } from '../core/classify.ts';
 import type { EventObjectRef, RunEvent } from '../core/event-spec.ts';
 import { ownerLabels, POD_RESULT_FINALIZER } from '../core/job-labels.ts';
 import { bookkeptAnnotations } from '../core/job-record.ts';
 import { mergePatchOf } from '../core/merge-patch.ts';
 import { runSecretName } from '../core/names.ts';
-import { buildPlanManifest } from '../core/plan-manifest.ts';
+import { buildPlanManifest, planRequester } from '../core/plan-manifest.ts';
 import { stateSecretOf } from '../core/run-secret-manifest.ts';
 import type { Snapshot } from '../core/snapshot.ts';
 import type { StateCleanup, StateObjects } from '../core/state-cleanup.ts';
@@ -13,6 +14,8 @@ import { outcomeOf, type StepOutcome, UNAVAILABLE_RETRY_SECONDS } from '../core/
 import type { Move, PlanWrite, StepPlan } from '../core/step-plan.ts';
 import { OUR_API_VERSION } from '../schemas/kinds/registry.ts';
 import type { TargetStatus } from '../schemas/kinds/target.ts';
+import type { PlanChanges } from '../schemas/plan-changes.ts';
+import { PLAN_CHANGES_LOG_TAIL_LINES, readPlanChangesLog } from '../schemas/plan-changes-log.ts';
 import type { StepDeps } from './deps.ts';
 import { healStaleLease, releaseRunGuards, renewRunGuards, runGuard } from './leases.ts';
 import { runConfigOf } from './run-config.ts';
@@ -169,9 +172,38 @@ export async function emitEvents(
   return created;
 }
 
+/**
+ * The readable plan the runner printed last in the `source` container's log (src/schemas/plan-changes-log.ts),
+ * read while the pod is still held by its result finalizer. An outage stops the step (the next one reads
+ * again: the pod is held until the Job is bookkept); a log that is gone, unreadable or without the plan
+ * (a runner of an earlier release) leaves the plan without `changes`: its digest and counts still bind it.
+ */
+async function readableChanges(
+  performance: Performance,
+  pod: string | undefined,
+): Promise<PlanChanges | undefined> {
+  if (pod === undefined) return undefined;
+  const { deps, snap } = performance;
+  let log: string | undefined;
+  try {
+    log = await deps.kube.reader.readPodLog(
+      snap.ref.namespace,
+      pod,
+      SOURCE_CONTAINER,
+      PLAN_CHANGES_LOG_TAIL_LINES,
+    );
+  } catch (error) {
+    if (!isKubeError(error) || error.outage) throw error;
+    return undefined;
+  }
+  const read = readPlanChangesLog(log ?? '');
+  return read.ok ? read.changes : undefined;
+}
+
 async function writePlan(performance: Performance, change: PlanWrite): Promise<void> {
   const { deps, snap } = performance;
   if (change.kind === 'create') {
+    const changes = await readableChanges(performance, change.pod);
     const manifest = buildPlanManifest({
       target: {
         apiVersion: OUR_API_VERSION,
@@ -183,6 +215,8 @@ async function writePlan(performance: Performance, change: PlanWrite): Promise<v
       job: change.job,
       inputsHash: change.inputsHash,
       plan: change.plan,
+      ...(changes ? { changes } : {}),
+      requestedBy: planRequester(snap.managedFields, change.generation),
       labels: ownerLabels({
         kind: snap.ref.kind,
         name: snap.ref.name,

@@ -34,6 +34,16 @@ export interface KubeReader {
   listJobs(selector?: ListSelector): Promise<V1Job[]>;
   getPod(namespace: string, name: string): Promise<V1Pod | undefined>;
   listPods(selector?: ListSelector): Promise<V1Pod[]>;
+  /**
+   * The last `tailLines` lines of one container's log (the kubelet's, through the API server), or
+   * undefined when the pod is gone.
+   */
+  readPodLog(
+    namespace: string,
+    pod: string,
+    container: string,
+    tailLines: number,
+  ): Promise<string | undefined>;
   /** A Secret, data included (base64): never log it. */
   getSecret(namespace: string, name: string): Promise<V1Secret | undefined>;
   /** A RoleBinding (the marker of a runner identity, src/step/runner-identity.ts). */
@@ -163,6 +173,17 @@ export class ApiKubeReader implements KubeReader {
   getPod(namespace: string, name: string): Promise<V1Pod | undefined> {
     return readOne(`get Pod ${namespace}/${name}`, () =>
       this.#apis.core.readNamespacedPod({ namespace, name }),
+    );
+  }
+
+  readPodLog(
+    namespace: string,
+    pod: string,
+    container: string,
+    tailLines: number,
+  ): Promise<string | undefined> {
+    return readOne(`get Pod ${namespace}/${pod} log`, () =>
+      this.#apis.core.readNamespacedPodLog({ namespace, name: pod, container, tailLines }),
     );
   }
 
