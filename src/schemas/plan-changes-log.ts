@@ -48,9 +48,11 @@ export function readPlanChangesLog(log: string): ReadPlanChangesLog {
   let chunks: string[] | undefined;
   let total = 0;
   let complete: string[] | undefined;
+  let seen = false;
   for (const line of log.split(/\r?\n/)) {
     const match = LINE.exec(line);
     if (match === null) continue;
+    seen = true;
     const index = Number(match[1]);
     const count = Number(match[2]);
     if (index === 1) {
@@ -68,7 +70,7 @@ export function readPlanChangesLog(log: string): ReadPlanChangesLog {
     }
   }
   if (complete === undefined) {
-    return chunks === undefined && total === 0
+    return !seen
       ? { ok: false, reason: 'absent', message: 'read plan changes: the log has none' }
       : { ok: false, reason: 'incomplete', message: 'read plan changes: the log holds only part of them' };
   }
