@@ -16,6 +16,7 @@ import {
   SENSITIVE_MASK,
 } from '../schemas/plan-changes.ts';
 import { isJsonObject, type JsonValue } from './json.ts';
+import { configAddress, NO_SECRET_REACH, type SecretReach } from './secret-reach.ts';
 
 /**
  * `show -json` → the readable plan (issue 24 item 1, src/schemas/plan-changes.ts); pure. Reads
@@ -24,10 +25,14 @@ import { isJsonObject, type JsonValue } from './json.ts';
  * update or replace changes, and the outputs that change. Values never leave this function: before and
  * after are compared here and only the paths where they differ are kept; a path under a value OpenTofu
  * marks sensitive (`before_sensitive`/`after_sensitive` is `true` there) stops at that attribute, since
- * OpenTofu hides even the keys of a sensitive map. Instance keys and map keys come from data, so one that
- * holds a Secret's value (the run's redactor knows them: Secret-fed variables, the bootstrap data) is
- * masked whole as `(sensitive value)`; resource, module and attribute names come from the module's code
- * and are kept.
+ * OpenTofu hides even the keys of a sensitive map. Instance keys and map keys come from data, so two rules
+ * keep a Secret's value out of them, both masking a key whole as `(sensitive value)`:
+ * - by value: a key that holds a value the run's redactor knows (Secret-fed variables, the bootstrap data);
+ * - by reference (src/runner/secret-reach.ts): the keys of a resource or module call whose `for_each` reads a
+ *   Secret-fed variable, and the paths under an attribute whose expression reads one (the path stops at the
+ *   attribute, as for a sensitive one). This covers the values the redactor cannot know: a key a
+ *   previous Secret value made, read back from the state (a delete of the old instance).
+ * Resource, module and attribute names come from the module's code and are kept.
  */
 
 /** Deepest attribute nesting walked; deeper differences are reported at this depth. */
@@ -170,14 +175,26 @@ function replacePathsOf(raw: JsonValue | undefined): (string | number)[][] {
     );
 }
 
+/** Marks every attribute of `tainted` sensitive on top of OpenTofu's own marks. */
+function withTainted(marks: JsonValue | undefined, tainted: ReadonlySet<string>): JsonValue | undefined {
+  if (tainted.size === 0) return marks;
+  const base = isJsonObject(marks) ? marks : {};
+  return { ...base, ...Object.fromEntries([...tainted].map((name) => [name, true])) };
+}
+
 function resourceEntry(
   entry: Record<string, JsonValue | undefined>,
   change: Record<string, JsonValue | undefined>,
   action: PlanChangeAction,
   isSecret: (text: string) => boolean,
+  reach: SecretReach,
 ): PlanResourceChange {
   const deposed = typeof entry.deposed === 'string' ? ` (deposed ${entry.deposed})` : '';
-  const address = cut(`${maskAddress(String(entry.address), isSecret)}${deposed}`, PLAN_CHANGES_MAX_ADDRESS);
+  const where = configAddress(entry);
+  const keyed = where.some((part) => reach.keyed.has(part));
+  const masked = maskAddress(String(entry.address), keyed ? () => true : isSecret);
+  const address = cut(`${masked}${deposed}`, PLAN_CHANGES_MAX_ADDRESS);
+  const tainted = reach.attributes.get(where.at(-1) ?? '') ?? new Set<string>();
   const out: PlanResourceChange = { address, action };
   if (typeof entry.action_reason === 'string') out.reason = cut(entry.action_reason, 64);
   if (action === 'update' || action === 'replace') {
@@ -186,8 +203,8 @@ function resourceEntry(
         before: change.before,
         after: change.after,
         unknown: change.after_unknown,
-        beforeSensitive: change.before_sensitive,
-        afterSensitive: change.after_sensitive,
+        beforeSensitive: withTainted(change.before_sensitive, tainted),
+        afterSensitive: withTainted(change.after_sensitive, tainted),
       }),
       isSecret,
     );
@@ -217,13 +234,15 @@ const utf8 = new TextEncoder();
 
 /**
  * The readable plan of a parsed `show -json` document. `redactor` is the run's (src/runner/run-secrets.ts):
- * a key it would change holds a Secret's value and is masked. Resource changes are ordered deletes and
+ * a key it would change holds a Secret's value and is masked. `reach` says where Secret-fed variables flow
+ * in the module's configuration (src/runner/secret-reach.ts). Resource changes are ordered deletes and
  * replaces first, then the rest, each in OpenTofu's order (sorted by address), and kept while both bounds
  * hold; counts cover every change.
  */
 export function readPlanChanges(
   doc: JsonValue | undefined,
   redactor: Redactor,
+  reach: SecretReach = NO_SECRET_REACH,
   bound: PlanChangesBound = DEFAULT_BOUND,
 ): ReadPlanChanges {
   if (!isJsonObject(doc)) return { ok: false, message: 'read plan changes: not a JSON object' };
@@ -255,7 +274,7 @@ export function readPlanChanges(
     counts.resources += 1;
     counts[action] += 1;
     (DESTRUCTIVE_ACTIONS.has(action) ? destructive : rest).push(
-      resourceEntry(entry, entry.change, action, isSecret),
+      resourceEntry(entry, entry.change, action, isSecret, reach),
     );
   }
 

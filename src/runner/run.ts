@@ -25,6 +25,7 @@ import { fitResult } from './result-document.ts';
 import { readRunConfig } from './run-config-file.ts';
 import { runConfigSecrets } from './run-secrets.ts';
 import { runtimeEnv } from './runtime-env.ts';
+import { secretReach } from './secret-reach.ts';
 import { OP_STEPS, type StepCommand, type StepInputs, stepCommand, type TofuStep } from './steps.ts';
 import { curateSummary } from './summary.ts';
 import { runProcess } from './tofu-process.ts';
@@ -312,7 +313,9 @@ async function runSteps(
       );
       if (decision.kind !== 'apply') {
         // A plan that waits for approval: the readable plan for its TerraformPlan, in the log (issue 24).
-        const readable = readPlanChanges(jsonDocument(run.stdout), redactor);
+        const doc = jsonDocument(run.stdout);
+        const secretVariables = [...config.secretInputs, ...config.sensitiveContractInputs];
+        const readable = readPlanChanges(doc, redactor, secretReach(doc, secretVariables));
         if (readable.ok) log.planChanges(JSON.stringify(readable.changes));
         else log.error(readable.message);
         return finish(decision.kind, { plan });

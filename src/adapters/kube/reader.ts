@@ -51,6 +51,9 @@ export interface KubeReader {
   listSecrets(selector?: ListSelector): Promise<V1Secret[]>;
 }
 
+/** What client-node's ObjectSerializer throws for a 2xx answer without a Content-Type. */
+const NO_CONTENT_TYPE = 'Cannot parse content. No Content-Type defined.';
+
 /** Page size of list calls; the API server's own default cap for a consistent page is similar. */
 export const DEFAULT_PAGE_SIZE = 500;
 
@@ -182,9 +185,16 @@ export class ApiKubeReader implements KubeReader {
     container: string,
     tailLines: number,
   ): Promise<string | undefined> {
-    return readOne(`get Pod ${namespace}/${pod} log`, () =>
-      this.#apis.core.readNamespacedPodLog({ namespace, name: pod, container, tailLines }),
-    );
+    return readOne(`get Pod ${namespace}/${pod} log`, async () => {
+      try {
+        return await this.#apis.core.readNamespacedPodLog({ namespace, name: pod, container, tailLines });
+      } catch (error) {
+        // The API server answers 200 with no body and no Content-Type for a pod no node runs (nothing to
+        // stream), and client-node 2.x then throws while parsing an answer that is not an error: no log.
+        if (error instanceof Error && error.message === NO_CONTENT_TYPE) return '';
+        throw error;
+      }
+    });
   }
 
   listPods(selector: ListSelector = {}): Promise<V1Pod[]> {

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { createRedactor } from '../../../src/core/redaction.ts';
 import type { JsonValue } from '../../../src/runner/json.ts';
 import { actionWord, changedPaths, maskAddress, readPlanChanges } from '../../../src/runner/plan-changes.ts';
+import { configAddress, NO_SECRET_REACH, secretReach } from '../../../src/runner/secret-reach.ts';
 import {
   PLAN_CHANGES_MAX_BYTES,
   PLAN_CHANGES_MAX_DESTRUCTIVE,
@@ -16,15 +17,10 @@ import {
 // 300 nodes → 290 with a new label and generation, and every secret of the module changed.
 
 const CANARY = 'tok-123-canary';
-const SECRETS = [
-  `${CANARY}-one`,
-  `${CANARY}-two`,
-  `${CANARY}-pw1`,
-  `${CANARY}-pw2`,
-  `#cloud-config ${CANARY}-boot1`,
-  `#cloud-config ${CANARY}-boot2`,
-];
-const redactor = createRedactor(SECRETS);
+// What the run knows: the current values of its Secret-fed variables and bootstrap data. The values the
+// state holds from the previous apply (`-one`, `-pw1`, `-boot1`) are not among them.
+const redactor = createRedactor([`${CANARY}-two`, `${CANARY}-pw2`, `#cloud-config ${CANARY}-boot2`]);
+const SECRET_VARIABLES = ['token', 'password', 'bootstrap_data'];
 const LARGE: JsonValue = JSON.parse(
   gunzipSync(
     readFileSync(join(import.meta.dirname, '../../fixtures/plans/large-plan.show.json.gz')),
@@ -32,7 +28,7 @@ const LARGE: JsonValue = JSON.parse(
 );
 
 function read(doc: JsonValue, bound?: { maxResources: number; maxBytes: number }): PlanChanges {
-  const result = readPlanChanges(doc, redactor, bound);
+  const result = readPlanChanges(doc, redactor, secretReach(doc, SECRET_VARIABLES), bound);
   if (!result.ok) throw new Error(result.message);
   return result.changes;
 }
@@ -86,13 +82,10 @@ describe('readable plan from a real plan of 303 changes', () => {
 
   it('names sensitive and Secret-fed attributes by path only, and masks a Secret-held key', () => {
     const secret = changes.resources.find((r) => r.address === 'terraform_data.secret');
-    expect(secret?.paths).toEqual([
-      'input.bootstrap',
-      'input.label',
-      'input.password',
-      'input.token',
-      'output',
-    ]);
+    // `input` reads Secret-fed variables: its keys could be their values, so the path stops there.
+    expect(secret?.paths).toEqual(['input', 'output']);
+    // The deleted instance's key is the token's previous value, which the run no longer knows: masked by
+    // reference (its for_each reads var.token); the created one by value too.
     const keyed = changes.resources.filter((r) => r.address.startsWith('terraform_data.keyed'));
     expect(keyed.map((r) => [r.address, r.action])).toEqual([
       ['terraform_data.keyed[(sensitive value)]', 'delete'],
@@ -111,7 +104,13 @@ describe('readable plan from a real plan of 303 changes', () => {
     expect(text).not.toContain('cloud-config');
     expect(text).not.toContain('"b"');
     // The fixture does hold them: the absence is the transformation's.
-    expect(JSON.stringify(LARGE)).toContain(CANARY);
+    expect(JSON.stringify(LARGE)).toContain(`${CANARY}-one`);
+  });
+
+  it('without the reference rule, the previous Secret value shows in the deleted key (what the rule is for)', () => {
+    const result = readPlanChanges(LARGE, redactor, NO_SECRET_REACH);
+    if (!result.ok) throw new Error(result.message);
+    expect(result.changes.destructive[0]).toBe(`terraform_data.keyed["${CANARY}-one"]`);
   });
 
   it('is what the CRD field accepts', () => {
@@ -187,7 +186,7 @@ describe('paths, masks and action words', () => {
     const changes = read({
       resource_changes: [
         {
-          address: `module.m["${CANARY}-one"].terraform_data.k["plain"]`,
+          address: `module.m["${CANARY}-two"].terraform_data.k["plain"]`,
           change: {
             actions: ['update'],
             before: { input: { [`${CANARY}-two`]: 1, 'with space': 1 } },
@@ -229,5 +228,91 @@ describe('paths, masks and action words', () => {
       ok: false,
       message: 'read plan changes: a resource change lacks address or change',
     });
+  });
+});
+
+describe('where Secret-fed variables reach (src/runner/secret-reach.ts)', () => {
+  const configuration = {
+    root_module: {
+      resources: [
+        { address: 'terraform_data.plain', expressions: { input: { references: ['var.label'] } } },
+        {
+          address: 'terraform_data.keyed',
+          for_each_expression: { references: ['var.token'] },
+          expressions: { input: [{ nested: { references: ['var.token.id', 'var.token'] } }] },
+        },
+      ],
+      module_calls: {
+        child: {
+          for_each_expression: { references: ['var.label'] },
+          expressions: { key: { references: ['var.token'] }, other: { references: ['var.label'] } },
+          module: {
+            resources: [
+              { address: 'data.x.y', for_each_expression: { references: ['var.key'] } },
+              { address: 'terraform_data.z', for_each_expression: { references: ['var.other'] } },
+            ],
+          },
+        },
+        secret: { for_each_expression: { references: ['var.token'] }, module: {} },
+      },
+    },
+  };
+
+  it('follows for_each, nested expressions and module variables, not unrelated ones', () => {
+    const reach = secretReach({ configuration }, ['token']);
+    expect([...reach.keyed].sort()).toEqual([
+      'module.child.data.x.y',
+      'module.secret',
+      'terraform_data.keyed',
+    ]);
+    expect([...reach.attributes.entries()].map(([k, v]) => [k, [...v]])).toEqual([
+      ['terraform_data.keyed', ['input']],
+    ]);
+    expect(secretReach({ configuration }, [])).toBe(NO_SECRET_REACH);
+    expect(secretReach({}, ['token'])).toBe(NO_SECRET_REACH);
+  });
+
+  it('masks every key of an address a Secret reaches, however deep', () => {
+    const reach = secretReach({ configuration }, ['token']);
+    const changes = readPlanChanges(
+      {
+        resource_changes: [
+          {
+            address: 'module.child["a"].data.x.y["old-secret-value"]',
+            module_address: 'module.child["a"]',
+            mode: 'data',
+            type: 'x',
+            name: 'y',
+            change: { actions: ['read'] },
+          },
+          {
+            address: 'module.child["a"].terraform_data.z["visible"]',
+            module_address: 'module.child["a"]',
+            mode: 'managed',
+            type: 'terraform_data',
+            name: 'z',
+            change: { actions: ['create'] },
+          },
+        ],
+      },
+      redactor,
+      reach,
+    );
+    if (!changes.ok) throw new Error(changes.message);
+    expect(changes.changes.resources.map((r) => r.address)).toEqual([
+      'module.child[(sensitive value)].data.x.y[(sensitive value)]',
+      'module.child["a"].terraform_data.z["visible"]',
+    ]);
+  });
+
+  it('names the configuration a change lives under', () => {
+    expect(
+      configAddress({
+        module_address: 'module.a["x"].module.b[0]',
+        mode: 'managed',
+        type: 'aws_instance',
+        name: 'web',
+      }),
+    ).toEqual(['module.a', 'module.a.module.b', 'module.a.module.b.aws_instance.web']);
   });
 });
