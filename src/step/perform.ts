@@ -174,9 +174,11 @@ export async function emitEvents(
 
 /**
  * The readable plan the runner printed last in the `source` container's log (src/schemas/plan-changes-log.ts),
- * read while the pod is still held by its result finalizer. An outage stops the step (the next one reads
- * again: the pod is held until the Job is bookkept); a log that is gone, unreadable or without the plan
- * (a runner of an earlier release) leaves the plan without `changes`: its digest and counts still bind it.
+ * read while the pod is still held by its result finalizer. The log goes through the pod's kubelet, which
+ * may be gone for good (a node lost with the pod still on it): waiting for it would hold the object's
+ * bookkeeping hostage, so a failed read is tried once more and then the plan is made without `changes`
+ * (its digest and counts still bind it; a real API outage fails the plan's own create right after). A
+ * log without the lines (a runner of an earlier release, a log rotated away) also leaves `changes` out.
  */
 async function readableChanges(
   performance: Performance,
@@ -184,20 +186,21 @@ async function readableChanges(
 ): Promise<PlanChanges | undefined> {
   if (pod === undefined) return undefined;
   const { deps, snap } = performance;
-  let log: string | undefined;
-  try {
-    log = await deps.kube.reader.readPodLog(
-      snap.ref.namespace,
-      pod,
-      SOURCE_CONTAINER,
-      PLAN_CHANGES_LOG_TAIL_LINES,
-    );
-  } catch (error) {
-    if (!isKubeError(error) || error.outage) throw error;
-    return undefined;
+  for (let tries = 0; tries < 2; tries += 1) {
+    try {
+      const log = await deps.kube.reader.readPodLog(
+        snap.ref.namespace,
+        pod,
+        SOURCE_CONTAINER,
+        PLAN_CHANGES_LOG_TAIL_LINES,
+      );
+      const read = readPlanChangesLog(log ?? '');
+      return read.ok ? read.changes : undefined;
+    } catch (error) {
+      if (!isKubeError(error) || !error.outage) return undefined;
+    }
   }
-  const read = readPlanChangesLog(log ?? '');
-  return read.ok ? read.changes : undefined;
+  return undefined;
 }
 
 async function writePlan(performance: Performance, change: PlanWrite): Promise<void> {
