@@ -95,7 +95,7 @@ function sameJson(a: JsonValue | undefined, b: JsonValue | undefined): boolean {
 }
 
 /** The parts of a change the walk compares: values and their unknown and sensitive marks. */
-interface Sides {
+export interface Sides {
   before: JsonValue | undefined;
   after: JsonValue | undefined;
   unknown: JsonValue | undefined;
