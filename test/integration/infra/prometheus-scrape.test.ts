@@ -176,7 +176,7 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-it('Prometheus scrapes /metrics, loads the eleven rules and evaluates them: healthy, nothing pending or firing', async () => {
+it('Prometheus scrapes /metrics, loads the twelve alerts and their setting and evaluates them: healthy, nothing pending or firing', async () => {
   const target = await until('the scrape target up', async () => {
     const data = await api<{ activeTargets: { health: string; lastError: string }[] }>('/api/v1/targets');
     return data.activeTargets[0]?.health === 'up' ? data.activeTargets[0] : undefined;
@@ -189,7 +189,7 @@ it('Prometheus scrapes /metrics, loads the eleven rules and evaluates them: heal
     const all = data.groups.flatMap((group) => group.rules);
     return all.length > 0 && all.every((rule) => !rule.lastEvaluation.startsWith('0001')) ? all : undefined;
   });
-  expect(rules).toHaveLength(11);
+  expect(rules).toHaveLength(12);
   for (const rule of rules) {
     expect(rule.lastError ?? '', rule.name).toBe('');
     expect(rule.health, rule.name).toBe('ok');
@@ -197,6 +197,12 @@ it('Prometheus scrapes /metrics, loads the eleven rules and evaluates them: heal
   }
   const alerts = await api<{ alerts: unknown[] }>('/api/v1/alerts');
   expect(alerts.alerts).toEqual([]);
+  // The setting CAPTFPlanAwaitingApproval compares against (docs/runbooks/plan-awaiting-approval.md).
+  const records = await api<{ groups: { rules: PromRule[] }[] }>('/api/v1/rules?type=record');
+  const setting = records.groups.flatMap((group) => group.rules);
+  expect(setting.map((rule) => [rule.name, rule.health])).toEqual([
+    ['captf:plan_approval_alert_after_seconds', 'ok'],
+  ]);
 });
 
 it('the per-object figures the alerts join on arrive from the running step', async () => {
