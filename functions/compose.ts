@@ -64,6 +64,7 @@ export function composeAppDeps(input: ComposeInput): AppDeps {
       createRedisFleetStore(redis.client, config.keyPrefix),
       (error) => logger.warn({ err: error }, 'metrics: fleet store unreachable'),
       () => kube.requestCounts(),
+      { fleetMaxAgeMs: config.metricsFleetMaxAgeSeconds * 1000 },
     );
   const sweepLease = namedLease(redis, 'sweep');
   const listers = sweepListersOf(kube, config.watchNamespaces);

@@ -76,7 +76,10 @@ export function createHandlers(env: Record<string, string | undefined>, createSt
   });
   const fleet = createRedisFleetStore(redis.client, config.keyPrefix);
   const fleetDown = (error: unknown) => logger.warn({ err: error }, 'metrics: fleet store unreachable');
-  const metrics = createMetrics(fleet, fleetDown, () => kube.requestCounts());
+  const metrics = createMetrics(fleet, fleetDown, () => kube.requestCounts(), {
+    fleetMaxAgeMs: config.metricsFleetMaxAgeSeconds * 1000,
+    processMetrics: true,
+  });
   const step = createStep({
     kube,
     redis,
@@ -85,6 +88,7 @@ export function createHandlers(env: Record<string, string | undefined>, createSt
       runnerImage: config.runnerImage,
       maxActiveJobs: config.maxActiveJobs,
       clusterMaxActiveJobs: config.clusterMaxActiveJobs,
+      ...(config.stateEncryption ? { stateEncryption: config.stateEncryption } : {}),
     },
     metrics: stepMetricsOf(metrics, fleet, fleetDown),
   });

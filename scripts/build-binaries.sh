@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds the local control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl), the
 # OpenTofu binary, Knative Eventing's two source adapters (the ApiServerSource receive adapter and the
-# PingSource adapter `mtping`) and Cluster API's core manager (with its CRDs and webhook manifests) from the Go
-# module proxy into a versioned cache outside the repo. Nothing built is committed.
-# Usage: scripts/build-binaries.sh [k8s|etcd|tofu|knative|capi|all]   (default: all)
+# PingSource adapter `mtping`), Cluster API's core manager (with its CRDs and webhook manifests) and clusterctl
+# from the Go module proxy into a versioned cache outside the repo. Nothing built is committed.
+# A Prometheus server with Kubernetes service discovery (Debian's package is built without it) runs the
+# shipped scrape config in the tests.
+# Usage: scripts/build-binaries.sh [k8s|etcd|tofu|knative|capi|clusterctl|prometheus|all]   (default: all)
 # Env:   CAPTF_CACHE (default ~/.cache/captf)
 set -euo pipefail
 
@@ -167,6 +169,65 @@ build_capi() {
   log "cluster api v$CAPI_VERSION: built in $(elapsed "$start")"
 }
 
+# clusterctl is a package of the same module as the core manager: it shares build_capi's wrapper module (and so
+# its module download and build cache); the move e2e (test/e2e/capi-move.test.ts) runs the real `clusterctl move`.
+build_clusterctl() {
+  local out="$CACHE/bin/capi-v$CAPI_VERSION"
+  if [[ -x "$out/clusterctl" && -f "$out/clusterctl-api.yaml" ]]; then
+    log "clusterctl v$CAPI_VERSION: cached in $out"; return 0
+  fi
+  local start; start=$(date +%s)
+  local src="$CACHE/src/capi-v$CAPI_VERSION"
+  local mod="sigs.k8s.io/cluster-api"
+  mkdir -p "$src" "$out"
+  cd "$src"
+  [[ -f go.mod ]] || go mod init local/capibin >/dev/null 2>&1
+  go mod edit -replace="$mod/api=$mod/api@v$CAPI_VERSION"
+  log "clusterctl v$CAPI_VERSION: downloading modules"
+  go get -tool "$mod/cmd/clusterctl@v$CAPI_VERSION"
+  # The provider inventory's CRD (`providers.clusterctl.cluster.x-k8s.io`), which `clusterctl init` installs
+  # and `clusterctl move` lists on both management clusters: the move e2e installs it the same way.
+  local dir
+  dir=$(go mod download -json "$mod@v$CAPI_VERSION" | sed -n 's/.*"Dir": "\(.*\)",*/\1/p')
+  cp "$dir/cmd/clusterctl/config/manifest/clusterctl-api.yaml" "$out/clusterctl-api.yaml.tmp"
+  chmod 0644 "$out/clusterctl-api.yaml.tmp"
+  mv "$out/clusterctl-api.yaml.tmp" "$out/clusterctl-api.yaml"
+  [[ -x "$out/clusterctl" ]] && { log "clusterctl v$CAPI_VERSION: cached in $out"; return 0; }
+  log "clusterctl v$CAPI_VERSION: building (a cold build takes minutes on 2 cores)"
+  local ldf="-s -w" v=sigs.k8s.io/cluster-api/version
+  local minor=${CAPI_VERSION#*.}; minor=${minor%%.*}
+  ldf="$ldf -X $v.gitVersion=v$CAPI_VERSION -X $v.gitMajor=${CAPI_VERSION%%.*} -X $v.gitMinor=$minor -X $v.gitTreeState=clean"
+  go build -trimpath -ldflags "$ldf" -o "$out/clusterctl.tmp" "$mod/cmd/clusterctl"
+  mv "$out/clusterctl.tmp" "$out/clusterctl"
+  log "clusterctl v$CAPI_VERSION: built in $(elapsed "$start")"
+}
+
+build_prometheus() {
+  local out="$CACHE/bin/prometheus-v$PROMETHEUS_VERSION"
+  if [[ -x "$out/prometheus" ]]; then
+    log "prometheus v$PROMETHEUS_VERSION: cached in $out"; return 0
+  fi
+  local start; start=$(date +%s)
+  local src="$CACHE/src/prometheus-v$PROMETHEUS_VERSION"
+  # Prometheus 3.x is published as the Go module version v0.<major*100+minor>.<patch> (3.16.0 → v0.316.0).
+  local major=${PROMETHEUS_VERSION%%.*} rest=${PROMETHEUS_VERSION#*.}
+  local minor=${rest%%.*} patch=${rest#*.}
+  local modv="v0.$((major * 100 + minor)).$patch" mod="github.com/prometheus/prometheus"
+  mkdir -p "$src" "$out"
+  cd "$src"
+  [[ -f go.mod ]] || go mod init local/prombin >/dev/null 2>&1
+  log "prometheus v$PROMETHEUS_VERSION: downloading modules ($mod@$modv)"
+  go get -tool "$mod/cmd/prometheus@$modv"
+  # Only Kubernetes service discovery (Prometheus's plugins/ build tags): the cloud SDKs of the other
+  # mechanisms would double the build. The web UI is not embedded; the HTTP API is all the tests use.
+  log "prometheus v$PROMETHEUS_VERSION: building (a cold build takes a few minutes on 2 cores)"
+  go build -trimpath -tags remove_all_sd,enable_kubernetes_sd \
+    -ldflags "-s -w -X github.com/prometheus/common/version.Version=$PROMETHEUS_VERSION" \
+    -o "$out/prometheus.tmp" "$mod/cmd/prometheus"
+  mv "$out/prometheus.tmp" "$out/prometheus"
+  log "prometheus v$PROMETHEUS_VERSION: built in $(elapsed "$start")"
+}
+
 what=${1:-all}
 case "$what" in
   k8s) build_k8s ;;
@@ -174,6 +235,8 @@ case "$what" in
   tofu) build_tofu ;;
   knative) build_knative ;;
   capi) build_capi ;;
-  all) build_etcd; build_k8s; build_tofu; build_knative; build_capi ;;
-  *) log "unknown component: $what (want k8s|etcd|tofu|knative|capi|all)"; exit 2 ;;
+  clusterctl) build_clusterctl ;;
+  prometheus) build_prometheus ;;
+  all) build_etcd; build_k8s; build_tofu; build_knative; build_capi; build_clusterctl; build_prometheus ;;
+  *) log "unknown component: $what (want k8s|etcd|tofu|knative|capi|clusterctl|prometheus|all)"; exit 2 ;;
 esac

@@ -1,8 +1,10 @@
 import { z } from 'zod';
 import { REDIS_ENV_SHAPE, type RedisTopology, redisTopologyOf } from './adapters/redis/topology.ts';
 import { DEFAULT_CLUSTER_MAX_ACTIVE_JOBS, DEFAULT_MAX_ACTIVE_JOBS } from './core/slot-shares.ts';
+import { installationStateEncryption } from './core/state-encryption.ts';
 import type { WatchNamespaces } from './core/watch-scope.ts';
 import { commaList } from './schemas/comma-list.ts';
+import type { StateEncryption } from './schemas/kinds/state-encryption.ts';
 import { WatchNamespacesEnv } from './schemas/watch-namespaces.ts';
 
 /**
@@ -57,6 +59,12 @@ const EnvSchema = z
     CAPTF_TICK_CONCURRENCY: positiveInt(8),
     /** Due requeues claimed by one `/tick` call. */
     CAPTF_TICK_BATCH: positiveInt(100),
+    /**
+     * Seconds a fleet snapshot answers `/metrics` before the store is read again (src/metrics/fleet-snapshot.ts):
+     * twice the shipped PodMonitor's 30 s interval, so a scrape reads Redis at most every other time, and
+     * never more often however many Prometheus servers scrape; 0 reads at every scrape.
+     */
+    CAPTF_METRICS_FLEET_MAX_AGE_SECONDS: z.coerce.number().int().min(0).default(60),
     /** DESIGN.md section 9: `--runner-image`, copied into every Job by its init container. */
     CAPTF_RUNNER_IMAGE: z.string().min(1),
     /** Namespaces this installation reconciles, comma-separated; absent: all (src/core/watch-scope.ts). */
@@ -68,6 +76,13 @@ const EnvSchema = z
       .default('captf'),
     /** Largest request body in bytes (DESIGN.md section 13); a resource-mode event carries one object. */
     CAPTF_BODY_LIMIT_BYTES: positiveInt(1_048_576),
+    /**
+     * The installation's default state encryption (issue 25 item 3): `<secret>/<key>`, the passphrase Secret
+     * in each object's namespace, for every object whose spec names no `stateEncryption`.
+     */
+    CAPTF_STATE_ENCRYPTION_SECRET: z.string().min(1).optional(),
+    /** Its fallback: the previous `<secret>/<key>` (a rotation), or `unencrypted` (encrypting plain states). */
+    CAPTF_STATE_ENCRYPTION_FALLBACK: z.string().min(1).optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
   .refine(
@@ -111,11 +126,15 @@ export interface Config {
   tickBudgetMs: number;
   tickConcurrency: number;
   tickBatch: number;
+  /** Seconds a fleet snapshot answers `/metrics` (DESIGN.md section 14). */
+  metricsFleetMaxAgeSeconds: number;
   runnerImage: string;
   /** Namespaces reconciled; empty: all (src/core/watch-scope.ts). */
   watchNamespaces: WatchNamespaces;
   keyPrefix: string;
   bodyLimitBytes: number;
+  /** The default state encryption of objects whose spec names none; undefined: none. */
+  stateEncryption?: StateEncryption;
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
 }
 
@@ -156,6 +175,11 @@ export function readConfig(env: Record<string, string | undefined>): ConfigResul
   const e = parsed.data;
   const redis = redisTopologyOf(e);
   if (!redis.ok) return { ok: false, message: `read config: ${redis.problems.join('\n')}` };
+  const encryption = installationStateEncryption(
+    e.CAPTF_STATE_ENCRYPTION_SECRET,
+    e.CAPTF_STATE_ENCRYPTION_FALLBACK,
+  );
+  if (!encryption.ok) return { ok: false, message: `read config: ${encryption.message}` };
   return {
     ok: true,
     config: {
@@ -170,10 +194,12 @@ export function readConfig(env: Record<string, string | undefined>): ConfigResul
       tickBudgetMs: e.CAPTF_TICK_BUDGET_MS,
       tickConcurrency: e.CAPTF_TICK_CONCURRENCY,
       tickBatch: e.CAPTF_TICK_BATCH,
+      metricsFleetMaxAgeSeconds: e.CAPTF_METRICS_FLEET_MAX_AGE_SECONDS,
       runnerImage: e.CAPTF_RUNNER_IMAGE,
       watchNamespaces: e.CAPTF_WATCH_NAMESPACES,
       keyPrefix: e.CAPTF_KEY_PREFIX,
       bodyLimitBytes: e.CAPTF_BODY_LIMIT_BYTES,
+      ...(encryption.encryption ? { stateEncryption: encryption.encryption } : {}),
       logLevel: e.LOG_LEVEL,
     },
   };

@@ -28,6 +28,7 @@ export const EVIDENCE = [
   'deadline-race',
   'step-failed',
   'image-layout',
+  'state-decryption',
   'image-pull',
   'deadline',
   'interrupted',
@@ -58,6 +59,8 @@ export const RUN_REASONS = {
   DriftJobFailed: 'A drift check or refresh step failed, or the run left no readable result.',
   ImageInvalid:
     'The module image breaks the image contract: `/captf/module/` or an executable `/captf/runtime` is missing (docs/image-contract.md).',
+  StateDecryptionFailed:
+    'The state encryption passphrase could not be read, or no configured passphrase (nor the fallback) opens the state or plan; nothing was changed (docs/runbooks/state-decryption.md).',
   ImagePullFailed:
     'An image of the Job (the module image or the runner image) could not be pulled before the deadline.',
   JobDeadlineExceeded:
@@ -163,6 +166,17 @@ export const EVIDENCE_TABLE: Readonly<Record<Evidence, EvidenceRow>> = {
     conditionStatus: 'False',
     errorKind: 'image-layout',
     reason: SAME('ImageInvalid'),
+  },
+  // A wrong or unreadable passphrase: nothing ran against the state; retried after the backoff, as the fix
+  // (the right passphrase, or the old one as the fallback) is a spec or Secret change.
+  'state-decryption': {
+    result: 'failed',
+    counted: true,
+    interruption: false,
+    success: false,
+    conditionStatus: 'False',
+    errorKind: 'state-decryption',
+    reason: SAME('StateDecryptionFailed'),
   },
   'image-pull': {
     result: 'failed',
@@ -463,6 +477,7 @@ function fromResult(
         };
       const withError = { ...base, step: result.error.step, summary: result.error.summary };
       if (result.error.kind === 'image-layout') return { ...withError, evidence: 'image-layout' };
+      if (result.error.kind === 'state-decryption') return { ...withError, evidence: 'state-decryption' };
       if (result.error.reason === 'OutputsInvalid') return { ...withError, evidence: 'outputs-invalid' };
       if (result.error.reason === 'ProviderIDChange') return { ...withError, evidence: 'provider-id-change' };
       if (result.error.reason === 'ControlPlaneEndpointChange')

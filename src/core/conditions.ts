@@ -20,6 +20,8 @@ export const CONDITION_TYPES = {
   DriftJobSucceeded: 'How the newest drift check or refresh ended, or why the next one waits.',
   DriftDetected: "The newest successful drift check's finding.",
   Paused: 'Cluster API v1beta2 contract: True while pause is set (the annotation or `Cluster.spec.paused`).',
+  WriteRefused:
+    "True while a write of the step was refused for good (a policy, a quota, RBAC): the message names the write and the API server's answer; removed by the first step that gets through.",
 } as const satisfies Record<string, string>;
 export type ConditionType = keyof typeof CONDITION_TYPES;
 

@@ -102,6 +102,11 @@ export const EVENT_REASONS = {
     meaning:
       'The object shows it was provisioned but its state Secret is missing or holds no resources; no apply starts until the Secret is restored or `captf.io/accept-empty-state` is set.',
   },
+  WriteRefused: {
+    type: 'Warning',
+    meaning:
+      'The API server refused a write of the step for good (a policy, a quota, RBAC); the note names the write and the answer. Also the `WriteRefused` condition while it lasts.',
+  },
 } as const satisfies Record<string, { type: EventType; meaning: string }>;
 export type EventReason = keyof typeof EVENT_REASONS;
 

@@ -9,6 +9,7 @@ import type { Op } from '../schemas/result.ts';
 import type { PlanSituation } from './approval.ts';
 import { nextAttemptOf, retryStatesOf, withStarted } from './attempts.ts';
 import type { RetryState } from './backoff.ts';
+import { blockMoveChange, blockMoveWanted, carriesBlockMove } from './block-move.ts';
 import { type Bookkeeping, jobsToBookkeep, planBookkeeping, recordLostActiveJob } from './bookkeeping.ts';
 import { capiWait } from './cluster-api.ts';
 import { findCondition, OP_CONDITION, setCondition, withPausedCondition } from './conditions.ts';
@@ -18,10 +19,11 @@ import { applyGates, type GateInput } from './gates.ts';
 import { ANNOTATIONS } from './job-labels.ts';
 import { buildJobManifest } from './job-manifest.ts';
 import type { JobRecord } from './job-record.ts';
-import { staleLockToUnlock } from './lock-evidence.ts';
+import { lockHoldingJob, staleLockToUnlock } from './lock-evidence.ts';
 import { mergePatchOf } from './merge-patch.ts';
 import { activeStatus, idleStatus, type StatusContext, waitStatus } from './move-status.ts';
 import { freeJobName } from './names.ts';
+import { buildOutputsSecret } from './outputs-secret.ts';
 import { plansAfterBookkeeping } from './plan-situation.ts';
 import { podsToRelease } from './pod-release.ts';
 import { isPodAlive, podsOfJob } from './pods.ts';
@@ -56,7 +58,7 @@ import type {
   StepPlan,
 } from './step-plan.ts';
 import { type NotOptedIn, notOptedInEvent } from './variables-opt-in.ts';
-import type { JobView } from './views.ts';
+import { type JobView, timestampMs } from './views.ts';
 import { type WaitDecision, waitFor } from './wait-table.ts';
 import { watchActiveJob } from './watch.ts';
 
@@ -135,6 +137,18 @@ function bare(planning: Planning, move: Move, result: StepOutcome): StepPlan {
  * per-run Secret); never throws for any snapshot.
  */
 export function planStep(facts: PlanFacts): Planned {
+  const planned = planMoveAndWrites(facts);
+  if (planned.kind === 'read') return planned;
+  // Cluster API's move contract (src/core/block-move.ts): the annotation follows the move, written only when
+  // the object read does not already carry what the move wants.
+  const change = blockMoveChange(
+    carriesBlockMove(facts.snap.meta.annotations),
+    blockMoveWanted(planned.move),
+  );
+  return change === undefined ? planned : { ...planned, blockMove: change };
+}
+
+function planMoveAndWrites(facts: PlanFacts): Planned {
   const { snap } = facts;
   const redactor = createRedactor(
     inputSecretTexts(snap.spec, snap.referencedSecrets, snap.capi?.bootstrapData),
@@ -410,6 +424,16 @@ function decide(base: Base, watched: Watched | undefined): Planned {
   }
 }
 
+/**
+ * The newest successful destroy came after the newest successful apply (or no apply succeeded): what the
+ * destroy left in the state is no managed resource, even where the controller cannot read it (encrypted).
+ */
+function destroyedAfterApply(status: TargetStatus): boolean {
+  const destroyed = timestampMs(status.lastSuccess?.destroy);
+  const applied = timestampMs(status.lastSuccess?.apply);
+  return destroyed !== undefined && (applied === undefined || destroyed >= applied);
+}
+
 /** Row 1 of section 3: nothing to destroy, so the finalizer goes and the object with it. */
 function planFinalize(base: Base): Planned {
   const { planning, status } = base;
@@ -422,7 +446,7 @@ function planFinalize(base: Base): Planned {
   if (objects !== undefined && facts.state === undefined) return { kind: 'read', read: 'state' };
   const state =
     objects !== undefined && facts.state !== undefined
-      ? { ...objects, cleanup: decideStateCleanup(objects, facts.state) }
+      ? { ...objects, cleanup: decideStateCleanup(objects, facts.state, destroyedAfterApply(status)) }
       : undefined;
   const finalizers = (snap.meta.finalizers ?? []).filter((f) => f !== FINALIZER);
   return finish(
@@ -486,10 +510,18 @@ function finish(base: Base, status: TargetStatus, move: Move, result: StepOutcom
   const needsPods =
     bookkeeping !== undefined || pruneNames.length > 0 || facts.heldPod !== undefined || ownerGone;
   if (needsPods && facts.pods === undefined) return { kind: 'read', read: 'pods' };
-  const prune = pruneNames.flatMap((name) => {
-    const job = snap.jobs.find((j) => j.metadata.name === name);
-    return job ? [jobRef(job)] : [];
-  });
+  // Never the Job whose pod holds the state lock the newest run reported (issue 23 item 8): the stale-lock
+  // rules (section 12) find the holder among the object's Jobs until a later run got through.
+  const holding =
+    pruneNames.length > 0 && facts.pods !== undefined
+      ? lockHoldingJob(snap.jobs, records, facts.pods, facts.now)
+      : undefined;
+  const prune = pruneNames
+    .filter((name) => name !== holding)
+    .flatMap((name) => {
+      const job = snap.jobs.find((j) => j.metadata.name === name);
+      return job ? [jobRef(job)] : [];
+    });
   // Whenever the pods were read (to bookkeep, watch or guard a start), what the rule allows is released:
   // a held pod of a Job deleted by hand would otherwise hold the next start back until the sweep.
   const released =
@@ -612,7 +644,13 @@ function planWatch(base: Base, watched: Extract<Watched, { kind: 'verdict' }>): 
     job.metadata.annotations?.[ANNOTATIONS.inputsHash] === snap.inputsHash &&
     pods.every((pod) => isPodAlive(pod))
   ) {
-    const inputs = resolveRunInputs(snap, record.op, planning.policy, decisionsOf(job));
+    const inputs = resolveRunInputs(
+      snap,
+      record.op,
+      planning.policy,
+      decisionsOf(job),
+      facts.config.stateEncryption,
+    );
     if (inputs.kind !== 'resolved') {
       const reason = inputs.kind === 'missing' ? 'WaitingForDependencies' : 'VariablesSecretNotOptedIn';
       const wait = waitFor(reason, {
@@ -813,13 +851,21 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
       'WaitingForPreviousAttempt',
       `pod(s) of an earlier attempt still run: ${alive.map((pod) => pod.metadata.name).join(', ')}`,
     );
-  const forceUnlockId = staleLockToUnlock(snap.jobs, base.records, pods, facts.now);
+  const unlock = staleLockToUnlock(snap.jobs, base.records, pods, facts.now, {
+    kind: snap.ref.kind,
+    name: snap.ref.name,
+    ...(facts.lockHolder !== undefined ? { holderRead: facts.lockHolder } : {}),
+  });
+  // A holder named like this object's Jobs whose Job is gone (pruned, deleted past its deadline): its pod is
+  // read live, once, before the start (issue 23 item 8).
+  if (typeof unlock === 'object') return { kind: 'read', read: 'lock-holder', pod: unlock.read };
+  const forceUnlockId = unlock;
   const decisions: RunDecisions = {
     ...(gated.plan ? { expectedPlanDigest: gated.plan.digest } : {}),
     ...(forceUnlockId ? { forceUnlockId } : {}),
   };
   // A missing Secret must hold the start back before anything is taken (section 5 step 6).
-  const inputs: RunInputs = resolveRunInputs(snap, op, policy, decisions);
+  const inputs: RunInputs = resolveRunInputs(snap, op, policy, decisions, facts.config.stateEncryption);
   if (inputs.kind === 'missing') return holdBack('WaitingForDependencies', inputs.message);
   if (inputs.kind === 'not-opted-in') return holdBackNotOptedIn(base, op, inputs);
 
@@ -884,6 +930,15 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
     annotations: decisionAnnotations(decisions),
     inputs: inputs.source,
     ...(identity ? { identity } : {}),
+    ...(inputs.source.outputsSecretName
+      ? {
+          outputsSecret: buildOutputsSecret({
+            owner,
+            secretName: inputs.source.outputsSecretName,
+            writer: serviceAccountName,
+          }),
+        }
+      : {}),
     guard: guardOf(op, name, policy.activeDeadlineSeconds),
     // The suffix this run names its state by, kept for every later run (src/core/state-identity.ts).
     status: pausedStatus(planning, {
@@ -891,7 +946,12 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
       observedGeneration: snap.generation,
       stateSuffix: inputs.source.stateSuffix,
     }),
-    ...(fromNothing ? { consumeAnnotation: ACCEPT_EMPTY_STATE_ANNOTATION, restoreStateObjects: true } : {}),
+    ...(fromNothing ? { consumeAnnotation: ACCEPT_EMPTY_STATE_ANNOTATION } : {}),
+    // Issue 23 item 8: the state Secret comes back only under the StateMissing rules: an object that shows
+    // no provisioning has nothing to lose, and a lost state a person accepted starts from nothing.
+    ...(identity && (fromNothing || provisionedBy(snap, base.status) === undefined)
+      ? { restoreStateSecret: true }
+      : {}),
     createdEvent: runEvent('JobCreated', {
       action: 'CreateJob',
       note: planning.redactor.redact(
@@ -925,7 +985,6 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
         },
       };
     },
-    rejected: (message) => outcome(planning, 'JobCreateRejected', { message, job: name }),
   };
   return finish(base, base.status, { kind: 'start', start }, start.outcome, false);
 }

@@ -76,6 +76,7 @@ export const RUN_EVENTS: Readonly<Record<Evidence, EventReason>> = {
   'deadline-race': 'JobSucceeded',
   'step-failed': 'JobFailed',
   'image-layout': 'JobFailed',
+  'state-decryption': 'JobFailed',
   'image-pull': 'JobFailed',
   deadline: 'JobDeadlineExceeded',
   interrupted: 'JobInterrupted',
@@ -246,6 +247,14 @@ export function recordRun(
     );
     next.ready = provisioned;
     next.initialization = { ...next.initialization, provisioned };
+  }
+  if (run.success && (run.op === 'apply' || run.op === 'refresh')) {
+    // Where the outputs went and the names of the non-sensitive ones (issue 24 item 3); never a value. A
+    // run that wrote no outputs Secret (the spec names none now) leaves no stale pointer behind.
+    const written = run.runnerResult?.outputsSecret;
+    if (written)
+      next.outputs = { secretName: written.name, ...(written.outputs ? { names: written.outputs } : {}) };
+    else delete next.outputs;
   }
   if (run.success && run.op === 'destroy') {
     next.ready = false;

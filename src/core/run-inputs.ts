@@ -1,4 +1,5 @@
 import type { EffectiveJobsPolicy } from '../schemas/kinds/jobs-policy.ts';
+import type { StateEncryption } from '../schemas/kinds/state-encryption.ts';
 import type { TargetSpec } from '../schemas/kinds/target.ts';
 import type { Op } from '../schemas/result.ts';
 import { type BootstrapData, drivenByClusterApi } from './cluster-api.ts';
@@ -7,6 +8,7 @@ import { secretTextsOfSecretValue } from './redaction.ts';
 import type { RunDecisions } from './run-decisions.ts';
 import type { RunConfigSource } from './run-secret-manifest.ts';
 import type { ReferencedSecrets, Snapshot } from './snapshot.ts';
+import { effectiveStateEncryption, stateEncryptionRefs } from './state-encryption.ts';
 import { snapshotStateSuffix } from './state-identity.ts';
 import { envSecretRefs, firstNotOptedIn, variablesFromRefs } from './variables-opt-in.ts';
 
@@ -35,6 +37,14 @@ function variableValue(text: string): unknown {
   }
 }
 
+/**
+ * Cluster API owns the object (a TerraformCluster's Cluster, a machine's Machine or MachinePool): its
+ * state moves with its Cluster under `clusterctl move` (src/core/run-secret-manifest.ts).
+ */
+export function movesWithCluster(snap: Pick<Snapshot, 'capi' | 'ownedByClusterApi'>): boolean {
+  return snap.capi?.owner !== undefined || snap.ownedByClusterApi === true;
+}
+
 /** Resolves the inputs of the snapshot's object's run of `op` (the next one, or one a step adopts). */
 export function resolveRunInputs(
   snap: Pick<
@@ -54,12 +64,18 @@ export function resolveRunInputs(
   op: Op,
   policy: EffectiveJobsPolicy,
   decisions: RunDecisions,
+  /** The installation's default state encryption, for a spec that names none. */
+  installationEncryption?: StateEncryption,
 ): RunInputs {
   const spec = snap.spec;
   if (!spec) return { kind: 'missing', message: 'the spec does not parse' };
   // Before any key is looked up: a Secret that did not opt in reveals not even which keys it has.
   const notOptedIn = firstNotOptedIn(
-    [...variablesFromRefs(spec.variablesFrom), ...envSecretRefs(policy.env)],
+    [
+      ...variablesFromRefs(spec.variablesFrom),
+      ...envSecretRefs(policy.env),
+      ...stateEncryptionRefs(spec.stateEncryption),
+    ],
     snap.variablesSecretOptIns,
   );
   if (notOptedIn) return { kind: 'not-opted-in', ...notOptedIn };
@@ -99,6 +115,7 @@ export function resolveRunInputs(
       return { kind: 'missing', message: `backend Secret ${spec.backend.secretRef.name} does not exist` };
     backendSecretData = { ...data };
   }
+  const stateEncryption = effectiveStateEncryption(spec.stateEncryption, installationEncryption);
   return {
     kind: 'resolved',
     source: {
@@ -116,15 +133,15 @@ export function resolveRunInputs(
       }),
       backend: spec.backend,
       backendSecretData,
-      ...(snap.capi?.owner !== undefined || snap.ownedByClusterApi === true
-        ? { movesWithCluster: true }
-        : {}),
+      ...(stateEncryption ? { stateEncryption } : {}),
+      ...(movesWithCluster(snap) ? { movesWithCluster: true } : {}),
       lockTimeoutSeconds: policy.lockTimeoutSeconds,
       applyPolicy: spec.applyPolicy,
       ...(decisions.expectedPlanDigest ? { expectedPlanDigest: decisions.expectedPlanDigest } : {}),
       ...(decisions.forceUnlockId ? { forceUnlockId: decisions.forceUnlockId } : {}),
       ...(providerID !== undefined ? { providerID } : {}),
       ...(controlPlaneEndpoint !== undefined ? { controlPlaneEndpoint } : {}),
+      ...(spec.outputs ? { outputsSecretName: spec.outputs.secretName } : {}),
     },
   };
 }

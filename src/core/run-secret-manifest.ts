@@ -1,5 +1,6 @@
 import type { TargetKind } from '../schemas/kinds/api-group.ts';
 import type { Backend } from '../schemas/kinds/spec.ts';
+import type { StateEncryption } from '../schemas/kinds/state-encryption.ts';
 import { type ApplyPolicy, RUN_CONFIG_FILE, type RunConfigInput } from '../schemas/run-config.ts';
 import { type OwnerReference, ownerReference } from './job-manifest.ts';
 import type { ModuleInputs } from './module-inputs.ts';
@@ -31,6 +32,8 @@ export interface RunConfigSource {
    * `clusterctl.cluster.x-k8s.io/move`, so `clusterctl move` carries it along.
    */
   movesWithCluster?: boolean;
+  /** The run's state encryption (src/core/state-encryption.ts `effectiveStateEncryption`); absent: none. */
+  stateEncryption?: StateEncryption;
   lockTimeoutSeconds: number;
   applyPolicy: ApplyPolicy;
   /** The approved plan's digest (section 11), when the apply runs an approved plan. */
@@ -43,6 +46,8 @@ export interface RunConfigSource {
   controlPlaneEndpoint?: { host: string; port: number };
   /** The per-object HMAC key of plan digests (section 11). */
   planHmacKey: string;
+  /** `spec.outputs.secretName`: the Secret the outputs go to (issue 24 item 3), in the object's namespace. */
+  outputsSecretName?: string;
 }
 
 /** The kubernetes backend's settings unless the spec sets them: the object's namespace and state suffix. */
@@ -54,6 +59,22 @@ function kubernetesBackendDefaults(
 
 /** clusterctl moves a Secret carrying this label with the Cluster it moves (clusterctl's provider contract). */
 export const CLUSTERCTL_MOVE_LABEL = 'clusterctl.cluster.x-k8s.io/move';
+
+/**
+ * The labels to add to an existing state Secret so that `clusterctl move` carries it with its Cluster
+ * (issue 23 item 6): OpenTofu's kubernetes backend sets its `labels` only when it creates the Secret, and
+ * the controller creates it empty before the first Job, so a Secret made before Cluster API set the
+ * object's owner (the first apply may start first) lacks the label for good unless it is added. Undefined
+ * when nothing is missing, or when the object does not move with a Cluster (a standalone object's state
+ * stays: nothing pauses it during a move).
+ */
+export function stateMoveLabelPatch(
+  labels: Readonly<Record<string, string>> | undefined,
+  movesWithCluster: boolean,
+): Record<string, string> | undefined {
+  if (!movesWithCluster || labels?.[CLUSTERCTL_MOVE_LABEL] !== undefined) return undefined;
+  return { [CLUSTERCTL_MOVE_LABEL]: '' };
+}
 
 /** Terraform's name for the state Secret of the `default` workspace of the kubernetes backend. */
 const STATE_SECRET_PREFIX = 'tfstate-default-';
@@ -70,6 +91,23 @@ export function stateSecretOf(
   const config = { ...kubernetesBackendDefaults(source), ...source.backend?.config };
   const suffix = String(config.secret_suffix);
   return { namespace: String(config.namespace), name: `${STATE_SECRET_PREFIX}${suffix}`, suffix };
+}
+
+/** Where the runner reads the run's passphrases: the object's namespace, never another. */
+function runStateEncryption(source: RunConfigSource): RunConfigInput['stateEncryption'] {
+  const encryption = source.stateEncryption;
+  if (encryption === undefined) return undefined;
+  const fallback = encryption.fallback;
+  const old = fallback?.passphraseSecretRef;
+  return {
+    namespace: source.namespace,
+    passphrase: { name: encryption.passphraseSecretRef.name, key: encryption.passphraseSecretRef.key },
+    ...(old !== undefined
+      ? { fallback: { name: old.name, key: old.key } }
+      : fallback?.unencrypted === true
+        ? { fallback: 'unencrypted' as const }
+        : {}),
+  };
 }
 
 /**
@@ -94,6 +132,7 @@ export function buildRunConfig(source: RunConfigSource): RunConfigInput {
         ? { labels: { [CLUSTERCTL_MOVE_LABEL]: '' } }
         : {}),
     },
+    ...(source.stateEncryption ? { stateEncryption: runStateEncryption(source) } : {}),
     lockTimeoutSeconds: source.lockTimeoutSeconds,
     applyPolicy: source.applyPolicy,
     ...(source.expectedPlanDigest ? { expectedPlanDigest: source.expectedPlanDigest } : {}),
@@ -101,6 +140,9 @@ export function buildRunConfig(source: RunConfigSource): RunConfigInput {
     ...(source.providerID ? { providerID: source.providerID } : {}),
     ...(source.controlPlaneEndpoint ? { controlPlaneEndpoint: source.controlPlaneEndpoint } : {}),
     planHmacKey: source.planHmacKey,
+    ...(source.outputsSecretName
+      ? { outputsSecret: { namespace: source.namespace, name: source.outputsSecretName } }
+      : {}),
   };
 }
 

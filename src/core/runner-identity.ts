@@ -5,6 +5,7 @@ import { canonicalJson } from './canonical-json.ts';
 import { LABELS } from './job-labels.ts';
 import { type OwnerReference, ownerReference } from './job-manifest.ts';
 import { CLUSTERCTL_MOVE_LABEL, type RunConfigSource, stateSecretOf } from './run-secret-manifest.ts';
+import { stateEncryptionSecretNames } from './state-encryption.ts';
 
 /**
  * The runner identity of one object (issue 16 item 3, DESIGN.md section 15): a ServiceAccount of its own,
@@ -90,7 +91,10 @@ export interface RunnerIdentity {
 export interface RunnerIdentityInput {
   owner: { apiVersion: string; kind: TargetKind; name: string; namespace: string; uid: string };
   /** The run's config source: the backend's type, the state suffix, whether the state moves with the Cluster. */
-  source: Pick<RunConfigSource, 'backend' | 'namespace' | 'stateSuffix' | 'movesWithCluster'>;
+  source: Pick<
+    RunConfigSource,
+    'backend' | 'namespace' | 'stateSuffix' | 'movesWithCluster' | 'stateEncryption' | 'outputsSecretName'
+  >;
 }
 
 /**
@@ -99,8 +103,10 @@ export interface RunnerIdentityInput {
  * names the state the object's own suffix names, whatever `spec.backend.config` says: a spec that points
  * `secret_suffix` or `namespace` elsewhere (at another object's state) gets no right to it, and its runs
  * fail with the API server's Forbidden until its Jobs run as an account the admin granted that state
- * (`spec.jobs.serviceAccountName`). Another backend than `kubernetes` gets an empty Role: its runner reads
- * nothing here.
+ * (`spec.jobs.serviceAccountName`). Another backend than `kubernetes` gets no state rules: its runner
+ * reads no state here. With state encryption the Role also lets the runner `get` exactly its passphrase
+ * Secret and its fallback's (never `update`, never any other), whatever the backend. A spec that names an
+ * outputs Secret (`spec.outputs.secretName`) adds one rule: `get` and `update` of that Secret.
  */
 export function buildRunnerIdentity(input: RunnerIdentityInput): RunnerIdentity {
   const { owner, source } = input;
@@ -121,7 +127,7 @@ export function buildRunnerIdentity(input: RunnerIdentityInput): RunnerIdentity 
     metadata: { name, namespace: owner.namespace, labels, ...owned },
   };
   const lockName = state ? `lock-${state.name}` : undefined;
-  const rules: PolicyRule[] =
+  const stateRules: PolicyRule[] =
     state && lockName
       ? [
           { apiGroups: [''], resources: ['secrets'], resourceNames: [state.name], verbs: ['get', 'update'] },
@@ -133,6 +139,27 @@ export function buildRunnerIdentity(input: RunnerIdentityInput): RunnerIdentity 
           },
         ]
       : [];
+  // The state Secret is never a key Secret: a passphrase kept beside the state it opens would protect nothing.
+  const keySecrets = stateEncryptionSecretNames(source.stateEncryption)
+    .filter((secret) => secret !== state?.name)
+    .sort();
+  const keyRules: PolicyRule[] =
+    keySecrets.length > 0
+      ? [{ apiGroups: [''], resources: ['secrets'], resourceNames: keySecrets, verbs: ['get'] }]
+      : [];
+  // The outputs Secret, whatever the backend: `get` and `update` of that one name, which the controller
+  // created empty and owned by the object before the Job (src/core/outputs-secret.ts).
+  const outputsRules: PolicyRule[] = source.outputsSecretName
+    ? [
+        {
+          apiGroups: [''],
+          resources: ['secrets'],
+          resourceNames: [source.outputsSecretName],
+          verbs: ['get', 'update'],
+        },
+      ]
+    : [];
+  const rules = [...stateRules, ...keyRules, ...outputsRules];
   const role = {
     apiVersion: 'rbac.authorization.k8s.io/v1' as const,
     kind: 'Role' as const,

@@ -37,12 +37,24 @@ export type StateCleanup = { kind: 'delete' } | { kind: 'keep'; event: RunEvent 
 
 /**
  * Deletes only a state that provably holds nothing (no Secret, one never written, or one without managed
- * resource instances); anything else is kept with a Warning Event naming the objects kept, so a person can
- * look before removing them by hand.
+ * resource instances), or an encrypted one whose object's newest destroy succeeded after its newest apply
+ * (`destroyed`: OpenTofu's own destroy, which opened it with the passphrase, left no managed resource in it;
+ * the controller cannot look inside, issue 25 item 3); anything else is kept with a Warning Event naming the
+ * objects kept, so a person can look before removing them by hand.
  */
-export function decideStateCleanup(objects: StateObjects, content: StateContent): StateCleanup {
+export function decideStateCleanup(
+  objects: StateObjects,
+  content: StateContent,
+  destroyed = false,
+): StateCleanup {
   if (stateHoldsNothing(content)) return { kind: 'delete' };
-  const why = content === 'resources' ? 'holds managed resource instances' : 'could not be read';
+  if (content === 'encrypted' && destroyed) return { kind: 'delete' };
+  const why =
+    content === 'resources'
+      ? 'holds managed resource instances'
+      : content === 'encrypted'
+        ? 'is encrypted and no destroy of it succeeded, so what it holds is unknown'
+        : 'could not be read';
   return {
     kind: 'keep',
     event: runEvent('StateKept', {

@@ -15,9 +15,17 @@ import { snapshotStateSuffix } from './state-identity.ts';
 /**
  * What the kubernetes backend's state Secret holds (src/step/state-content.ts reads it): no Secret; a Secret
  * OpenTofu never wrote (no `tfstate` key: the placeholder the runner identity creates); a state OpenTofu
- * wrote that holds no managed resource instance; one that holds some; one that cannot be read.
+ * wrote that holds no managed resource instance; one that holds some; one OpenTofu wrote encrypted (issue 25
+ * item 3: its resources are ciphertext, and the controller holds no passphrase, so whether it holds any is
+ * unknown); one that cannot be read.
  */
-export type StateContent = 'missing' | 'unwritten' | 'no-resources' | 'resources' | 'unreadable';
+export type StateContent =
+  | 'missing'
+  | 'unwritten'
+  | 'no-resources'
+  | 'resources'
+  | 'encrypted'
+  | 'unreadable';
 
 /**
  * Set by a person on an object waiting `StateMissing`: the next apply may start from an empty state. The
@@ -59,7 +67,11 @@ export function provisionedBy(snap: Snapshot, status: TargetStatus): string | un
   return undefined;
 }
 
-/** Whether the state holds nothing to destroy: no Secret, one never written, or one without resources. */
+/**
+ * Whether the state holds nothing to destroy: no Secret, one never written, or one without resources. An
+ * encrypted state is never proof of nothing: a deleting object that records no apply destroys it (the
+ * destroy Job opens it with the passphrase).
+ */
 export function stateHoldsNothing(content: StateContent): boolean {
   return content === 'missing' || content === 'unwritten' || content === 'no-resources';
 }

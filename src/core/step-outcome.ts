@@ -35,9 +35,7 @@ export type StepOnlyReason =
   | 'StepLockLost'
   | 'Unavailable'
   | 'Conflict'
-  | 'StuckJobDeleted'
-  | 'JobCreateRejected'
-  | 'WriteRefused';
+  | 'StuckJobDeleted';
 
 /** Every reason a step outcome can carry (DESIGN.md sections 3, 6 and 7). */
 export type StepReason = WaitReason | StartReason | RunReason | StepOnlyReason;
@@ -97,6 +95,7 @@ const RUN_ROWS: Readonly<Record<Exclude<RunReason, WaitReason>, ReasonRow>> = {
   DestroyFailed: BOOKKEPT,
   DriftJobFailed: BOOKKEPT,
   ImageInvalid: BOOKKEPT,
+  StateDecryptionFailed: BOOKKEPT,
   ImagePullFailed: BOOKKEPT,
   JobDeadlineExceeded: BOOKKEPT,
   DriftJobDeadlineExceeded: BOOKKEPT,
@@ -126,9 +125,6 @@ const STEP_ROWS: Readonly<Record<StepOnlyReason, ReasonRow>> = {
   // A concurrent writer moved the object on: read again at once.
   Conflict: { action: 'waiting', requeue: 1, echo: 'next-step' },
   StuckJobDeleted: { action: 'waiting', requeue: 1, echo: 'seen' },
-  // A refused create proves no Job exists (section 5 step 8); the spec must change first.
-  JobCreateRejected: { action: 'waiting', requeue: 60, echo: 'seen' },
-  WriteRefused: { action: 'waiting', requeue: 60, echo: 'seen' },
 };
 
 /** Every reason's action and requeue; a reason without its row does not compile. */

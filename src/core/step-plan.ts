@@ -1,9 +1,12 @@
+import type { StateEncryption } from '../schemas/kinds/state-encryption.ts';
 import type { TargetStatus } from '../schemas/kinds/target.ts';
 import type { Op } from '../schemas/result.ts';
+import type { BlockMoveChange } from './block-move.ts';
 import type { Bookkeeping } from './bookkeeping.ts';
 import type { StartDecision } from './decide.ts';
 import type { RunEvent } from './event-spec.ts';
 import type { JobManifest } from './job-manifest.ts';
+import type { OutputsSecretManifest } from './outputs-secret.ts';
 import type { HeldPod } from './pod-release.ts';
 import type { PlanChange } from './record-run.ts';
 import type { Redactor } from './redaction.ts';
@@ -29,6 +32,11 @@ export interface PlannerConfig {
   maxActiveJobs: number;
   /** `--cluster-max-active-jobs` per Cluster API cluster (default 20). */
   clusterMaxActiveJobs: number;
+  /**
+   * The installation's default state encryption (`CAPTF_STATE_ENCRYPTION_SECRET`), for objects whose spec
+   * names none (src/core/state-encryption.ts).
+   */
+  stateEncryption?: StateEncryption;
 }
 
 /** Everything the planner reads. */
@@ -63,10 +71,15 @@ export interface PlanFacts {
    * The plan then records those runs as `OutputsInvalid` and writes no contract field (section 7).
    */
   refusedOutputs?: string;
+  /**
+   * The pod holding the state lock the newest run reported, read live by name, once read: only when it is
+   * named like this object's Jobs but its Job is gone (src/core/lock-evidence.ts); `pod` undefined = gone.
+   */
+  lockHolder?: { name: string; pod: PodView | undefined };
 }
 
 /** A fact the planner needs before it can plan. */
-export type PlanRead = 'pods' | 'slots' | 'run-secret' | 'state';
+export type PlanRead = 'pods' | 'slots' | 'run-secret' | 'state' | 'lock-holder';
 
 /** One Job as the shell addresses it: name, and the incarnation read (UID and version preconditions). */
 export interface JobRef {
@@ -112,6 +125,11 @@ export interface PlannedStart {
   inputs: Omit<RunConfigSource, 'planHmacKey'>;
   /** The object's runner identity, put in place before the Job; absent when the spec names the account. */
   identity?: RunnerIdentity;
+  /**
+   * The empty outputs Secret (`spec.outputs.secretName`, src/core/outputs-secret.ts), created before the
+   * identity that may write it; one already there must be the object's, or the start is refused.
+   */
+  outputsSecret?: OutputsSecretManifest;
   guard: RunGuardSpec;
   /** The status once the Job exists. */
   status: TargetStatus;
@@ -125,17 +143,16 @@ export interface PlannedStart {
    */
   consumeAnnotation?: string;
   /**
-   * The state Secret or its lock Lease may be gone while the runner identity is in place (a restore without
-   * its Secrets, accepted by a person): the shell puts the empty ones back before the Job, since the
-   * runner may only `get` and `update` them (src/core/runner-identity.ts), never create them.
+   * The state Secret may be gone while the runner identity is in place (deleted by hand, a restore without
+   * its Secrets): the shell puts the empty one back before the Job, since the runner may only `get` and
+   * `update` it (src/core/runner-identity.ts), never create it; only when the object shows no provisioning
+   * or a person accepted the lost state (DESIGN.md section 3). The lock Lease always comes back.
    */
-  restoreStateObjects?: boolean;
+  restoreStateSecret?: boolean;
   /** The outcome once the Job exists. */
   outcome: StepOutcome;
   /** The status and outcome of a wait the Redis guards or a foreign Job impose at perform time. */
   held(wait: HeldWait): { status: TargetStatus | undefined; outcome: StepOutcome };
-  /** The outcome of a create the API server refused (section 5 step 8: no Job exists; the spec must change). */
-  rejected(message: string): StepOutcome;
 }
 
 /** What the step does beyond its writes. */
@@ -193,9 +210,15 @@ export interface StepPlan {
   /** Pods whose result finalizer goes after the marks (src/core/pod-release.ts). */
   releasePods: string[];
   move: Move;
+  /**
+   * Cluster API's `clusterctl.cluster.x-k8s.io/block-move` (src/core/block-move.ts): added before a start's
+   * Job (or while a Job runs without it), removed once nothing runs; absent when the object already says
+   * what the move wants.
+   */
+  blockMove?: BlockMoveChange;
   /** The outcome when the move goes as planned. */
   outcome: StepOutcome;
 }
 
 /** The planner's answer: a plan, or the fact it needs first. */
-export type Planned = { kind: 'read'; read: PlanRead } | StepPlan;
+export type Planned = { kind: 'read'; read: PlanRead; pod?: string } | StepPlan;

@@ -160,6 +160,13 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
     jitter: false,
     meaning: 'A write of the controller is not visible in its reads yet.',
   },
+  // Retried every minute: a policy or quota lifted needs no event of ours (src/core/write-refusal.ts).
+  WriteRefused: {
+    requeueSeconds: 60,
+    jitter: false,
+    meaning:
+      'The API server refused a write of the step for good (an admission policy, a quota, RBAC, a terminating namespace); the `WriteRefused` condition names the write and the answer. Retried every minute; the first step that gets through removes it.',
+  },
 };
 
 /** A wait: nothing starts; look again after `requeueAfterSeconds`. */

@@ -29,6 +29,10 @@ export interface CapiFiles {
   crdDir: string;
   /** `core/config/webhook/manifests.yaml`: the Mutating and ValidatingWebhookConfiguration. */
   webhooks: string;
+  /** `clusterctl` of the same release (`cmd/clusterctl`; scripts/build-binaries.sh clusterctl). */
+  clusterctl: string;
+  /** `cmd/clusterctl/config/manifest/clusterctl-api.yaml`: the provider inventory's CRD `clusterctl init` installs. */
+  inventoryCrd: string;
 }
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -74,6 +78,8 @@ export function locateBinaries(env: NodeJS.ProcessEnv = process.env): BinaryPath
       manager: join(bin, `capi-v${capi}`, 'cluster-api-manager'),
       crdDir: join(bin, `capi-v${capi}`, 'crds'),
       webhooks: join(bin, `capi-v${capi}`, 'webhooks.yaml'),
+      clusterctl: join(bin, `capi-v${capi}`, 'clusterctl'),
+      inventoryCrd: join(bin, `capi-v${capi}`, 'clusterctl-api.yaml'),
     },
     versions: { kubernetes: k8s, etcd, tofu, knativeEventing: knative, clusterApi: capi },
   };
@@ -91,6 +97,8 @@ export function locateBinaries(env: NodeJS.ProcessEnv = process.env): BinaryPath
     [paths.capi.manager, constants.X_OK, 'capi'],
     [paths.capi.crdDir, constants.R_OK, 'capi'],
     [paths.capi.webhooks, constants.R_OK, 'capi'],
+    [paths.capi.clusterctl, constants.X_OK, 'clusterctl'],
+    [paths.capi.inventoryCrd, constants.R_OK, 'clusterctl'],
   ];
   for (const [path, mode, component] of required) {
     try {

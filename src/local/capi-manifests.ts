@@ -14,6 +14,12 @@ import { z } from 'zod';
 /** The label the release puts on everything it installs (core/config/default/kustomization.yaml). */
 export const CAPI_PROVIDER_LABEL = { 'cluster.x-k8s.io/provider': 'cluster-api' } as const;
 
+/**
+ * The label `clusterctl init` adds to every component it installs; `clusterctl move` finds the kinds it
+ * moves (Cluster, MachineDeployment, Machine, …) by it on their CRDs (issue 23 item 6).
+ */
+export const CLUSTERCTL_LABEL = { 'clusterctl.cluster.x-k8s.io': '' } as const;
+
 /** The release's `namePrefix` (core/config/default/kustomization.yaml). */
 const NAME_PREFIX = 'capi-';
 
@@ -92,7 +98,10 @@ export function readCapiWebhooks(path: string): CapiWebhookConfiguration[] {
 export function crdWithConversionWebhook(crd: CapiCrd, endpoint: WebhookEndpoint): CapiCrd {
   return {
     ...crd,
-    metadata: { ...crd.metadata, labels: { ...crd.metadata.labels, ...CAPI_PROVIDER_LABEL } },
+    metadata: {
+      ...crd.metadata,
+      labels: { ...crd.metadata.labels, ...CAPI_PROVIDER_LABEL, ...CLUSTERCTL_LABEL },
+    },
     spec: {
       ...crd.spec,
       conversion: {

@@ -1,12 +1,16 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { RequestCounts } from '../adapters/kube/request-count.ts';
+import { CAPTF_VERSION } from '../version.ts';
 import type { FleetMetricsReader, ObjectFigures, ObjectSize } from './fleet.ts';
+import { type FleetSnapshot, fleetSnapshots } from './fleet-snapshot.ts';
+import { LEASE_WAIT_REASONS } from './lease-waits.ts';
 
 /**
  * The controller's metrics (DESIGN.md section 14; names as CAPTF's). Per-instance figures are plain
  * prom-client metrics that Prometheus sums across instances; fleet figures (`captf_jobs_total`,
  * `captf_jobs_active`, `captf_last_success_timestamp_seconds` and the per-object gauges the alerts join on)
- * are read from the shared store at collect time. One registry per app: no global default registry.
+ * are read from the shared store at collect time, as one snapshot (src/metrics/fleet-snapshot.ts). One
+ * registry per app: no global default registry.
  */
 export interface Metrics {
   registry: Registry;
@@ -32,41 +36,43 @@ function objectLabels(row: { kind: string; namespace: string; name: string }): O
   return { kind: row.kind, namespace: row.namespace, name: row.name };
 }
 
-/**
- * Reads a store figure once per scrape for all the gauges drawn from it, and reports its outage once:
- * `registry.metrics()` starts every metric's collect at once, so the gauges share the read in flight, and
- * the next scrape reads anew. Undefined when the store is down.
- */
-function oncePerScrape<T>(
-  read: () => Promise<T>,
-  onError: (error: unknown) => void,
-): () => Promise<T | undefined> {
-  let inFlight: Promise<T | undefined> | undefined;
-  return () => {
-    inFlight ??= read()
-      .catch((error: unknown) => {
-        onError(error);
-        return undefined;
-      })
-      .finally(() => {
-        inFlight = undefined;
-      });
-    return inFlight;
-  };
+/** How a registry reads the fleet and what it adds beyond the controller's own figures. */
+export interface MetricsOptions {
+  /**
+   * Milliseconds a fleet snapshot answers scrapes (src/metrics/fleet-snapshot.ts); 0 (the default): every
+   * scrape reads the store. The handlers set `CAPTF_METRICS_FLEET_MAX_AGE_SECONDS`.
+   */
+  fleetMaxAgeMs?: number;
+  /** The clock of the fleet snapshot's age, ms since the epoch. */
+  nowMs?: () => number;
+  /**
+   * prom-client's process and Node.js metrics (`process_cpu_seconds_total`, `nodejs_heap_size_used_bytes`,
+   * …). Off by default: they watch the process (GC, event loop delay), which one registry per process may
+   * do, not the many registries a test makes.
+   */
+  processMetrics?: boolean;
 }
 
 /**
- * Builds the metrics on a fresh registry; `onCollectError` hears a store outage (the series stay empty).
- * `kubeRequests`, when given, is this instance's Kubernetes request tally (the adapter's, counted on the
- * wire), shown as `captf_kube_requests_total{verb,resource}`.
+ * Builds the metrics on a fresh registry; `onCollectError` hears a store outage (each fleet series keeps
+ * what it showed). `kubeRequests`, when given, is this instance's Kubernetes request tally (the adapter's,
+ * counted on the wire), shown as `captf_kube_requests_total{verb,resource}`.
  */
 export function createMetrics(
   fleet: FleetMetricsReader,
   onCollectError: (error: unknown) => void,
   kubeRequests?: () => RequestCounts,
+  options: MetricsOptions = {},
 ): Metrics {
   const registry = new Registry();
   const registers = [registry];
+  if (options.processMetrics === true) collectDefaultMetrics({ register: registry });
+  new Gauge({
+    name: 'captf_build_info',
+    help: 'Always 1; the labels say which release of the controller and which Node.js run this instance.',
+    labelNames: ['version', 'node_version'] as const,
+    registers,
+  }).set({ version: CAPTF_VERSION, node_version: process.versions.node }, 1);
   if (kubeRequests !== undefined) {
     // Per instance, like the step counter: what this process asked of the API server (list pages, retries
     // and failed requests included), so a fleet's cost per step or per object can be read off `/metrics`.
@@ -84,8 +90,22 @@ export function createMetrics(
       },
     });
   }
-  const objects = oncePerScrape(() => fleet.objects(), onCollectError);
-  const sizes = oncePerScrape(() => fleet.sizes(), onCollectError);
+  const snapshot = fleetSnapshots(fleet, onCollectError, {
+    maxAgeMs: options.fleetMaxAgeMs ?? 0,
+    nowMs: options.nowMs ?? Date.now,
+  });
+  /** One fleet figure of the snapshot; undefined while the store is down. */
+  const fleetFigure =
+    <T>(pick: (fleet: FleetSnapshot) => T) =>
+    async (): Promise<T | undefined> => {
+      const taken = await snapshot();
+      return taken === undefined ? undefined : pick(taken);
+    };
+  const objects = fleetFigure((taken) => taken.objects);
+  const sizes = fleetFigure((taken) => taken.sizes);
+  const jobTotals = fleetFigure((taken) => taken.jobTotals);
+  const jobsActive = fleetFigure((taken) => taken.jobsActive);
+  const lastSuccesses = fleetFigure((taken) => taken.lastSuccesses);
   /** A gauge of one value per object (or per object and op/reason), rebuilt from the store every scrape. */
   const objectGauge = <L extends string>(
     name: string,
@@ -198,10 +218,7 @@ export function createMetrics(
     labelNames: ['kind', 'op', 'result'] as const,
     registers,
     async collect() {
-      const rows = await fleet.jobTotals().catch((error: unknown) => {
-        onCollectError(error);
-        return undefined;
-      });
+      const rows = await jobTotals();
       if (rows === undefined) return;
       this.reset();
       for (const row of rows) this.inc({ kind: row.kind, op: row.op, result: row.result }, row.count);
@@ -212,10 +229,7 @@ export function createMetrics(
     help: 'Jobs created and not yet bookkept, across the fleet.',
     registers,
     async collect() {
-      const active = await fleet.jobsActive().catch((error: unknown) => {
-        onCollectError(error);
-        return undefined;
-      });
+      const active = await jobsActive();
       if (active !== undefined) this.set(active);
     },
   });
@@ -225,10 +239,7 @@ export function createMetrics(
     labelNames: ['kind', 'namespace', 'name', 'op'] as const,
     registers,
     async collect() {
-      const rows = await fleet.lastSuccesses().catch((error: unknown) => {
-        onCollectError(error);
-        return undefined;
-      });
+      const rows = await lastSuccesses();
       if (rows === undefined) return;
       this.reset();
       for (const row of rows) {
@@ -253,9 +264,18 @@ export function createMetrics(
   });
   // The series the alerts take `increase`/`rate` of exist from the start at 0: a series that first appears
   // at 1 has no increase, so the first error of an instance would go unseen.
+  const leaseWaits = new Counter({
+    name: 'captf_lease_waits_total',
+    help: 'Steps that waited for a lease or a Job slot, by wait reason.',
+    labelNames: ['reason'] as const,
+    registers,
+  });
+  // The same for every lease wait: its rate is 0, not absent, until the first one (the dashboard's panel).
+  for (const reason of LEASE_WAIT_REASONS) leaseWaits.inc({ reason }, 0);
   stepsTotal.inc({ action: 'error' }, 0);
   stepsTotal.inc({ action: 'unavailable' }, 0);
   jobErrors.inc({ error_kind: 'step', step: 'init' }, 0);
+  jobErrors.inc({ error_kind: 'state-decryption', step: 'init' }, 0);
   return {
     registry,
     stepsTotal,
@@ -273,12 +293,7 @@ export function createMetrics(
       registers,
     }),
     jobErrors,
-    leaseWaits: new Counter({
-      name: 'captf_lease_waits_total',
-      help: 'Steps that waited for a lease or a Job slot, by wait reason.',
-      labelNames: ['reason'] as const,
-      registers,
-    }),
+    leaseWaits,
     forceUnlocks: new Counter({
       name: 'captf_lock_force_unlocks_total',
       help: 'Stale state locks passed to a Job for force-unlock.',

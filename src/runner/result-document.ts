@@ -4,10 +4,11 @@ import { RESULT_MAX_BYTES, type RunnerResult } from '../schemas/result.ts';
  * Fitting the result document into the termination message (DESIGN.md section 10, C10): the kubelet keeps
  * at most RESULT_MAX_BYTES bytes, and a cut document does not parse, so the runner drops optional fields
  * itself, in this fixed order, until the document fits, and names what it dropped in `dropped`.
- * Least needed first: machine addresses and pool ID lists can be long and the controller can wait for the
+ * Least needed first: the listed output names (status keeps the Secret's name without them), machine addresses and pool ID lists can be long and the controller can wait for the
  * next run; the plan, the lock and the error are what bookkeeping classifies by, so they go last.
  */
 export const DROP_ORDER = [
+  'outputsSecret.outputs',
   'outputs.addresses',
   'outputs.providerIDList',
   'outputs',
@@ -22,6 +23,8 @@ export type DropPath = (typeof DROP_ORDER)[number];
 
 /** Removes one optional field from a copy of the document; a field already absent is not "dropped". */
 const DROPPERS: Record<DropPath, (doc: RunnerResult) => boolean> = {
+  'outputsSecret.outputs': (doc) =>
+    doc.outputsSecret?.outputs !== undefined && delete doc.outputsSecret.outputs,
   'outputs.addresses': (doc) => doc.outputs?.addresses !== undefined && delete doc.outputs.addresses,
   'outputs.providerIDList': (doc) =>
     doc.outputs?.providerIDList !== undefined && delete doc.outputs.providerIDList,

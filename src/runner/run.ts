@@ -2,6 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import { createRedactor, type Redactor } from '../core/redaction.ts';
 import type {
   Op,
+  OutputsSecretWritten,
   PlanSummary,
   RunError,
   RunnerResult,
@@ -14,18 +15,22 @@ import { backendAccess, proxiedBackend, proxyKubeconfig } from './backend-access
 import { readContractOutputs } from './contract-outputs.ts';
 import { decideGuard } from './guard.ts';
 import type { Interruption } from './interruption.ts';
+import { readPassphrases } from './key-secrets.ts';
 import { type KubeProxy, startKubeProxy } from './kube-proxy.ts';
 import { checkImageLayout } from './layout.ts';
 import { lockInfoFrom } from './lock-info.ts';
 import type { RunnerLog } from './log.ts';
 import { jsonDocument, readUiStream, readValidateDocument, type UiReport, uiMessage } from './machine-ui.ts';
+import { outputsSecretContent, readOutputsDocument } from './outputs-secret.ts';
+import { writeOutputsSecret } from './outputs-secret-write.ts';
 import { readPlanChanges } from './plan-changes.ts';
 import { movesLatchedOutput, readPlanDocument, summarizePlan } from './plan-digest.ts';
 import { fitResult } from './result-document.ts';
 import { readRunConfig } from './run-config-file.ts';
 import { runConfigSecrets } from './run-secrets.ts';
-import { runtimeEnv } from './runtime-env.ts';
+import { registryTokens, runtimeEnv } from './runtime-env.ts';
 import { secretReach } from './secret-reach.ts';
+import { encryptionConfig, isDecryptionFailure } from './state-encryption.ts';
 import { OP_STEPS, type StepCommand, type StepInputs, stepCommand, type TofuStep } from './steps.ts';
 import { curateSummary } from './summary.ts';
 import { runProcess } from './tofu-process.ts';
@@ -153,8 +158,28 @@ async function runSteps(
     recordPrepare(1);
     return failure('step', 'prepare', read.message);
   }
-  redactor = createRedactor(runConfigSecrets(read.config));
+  redactor = createRedactor([...runConfigSecrets(read.config), ...registryTokens(deps.env)]);
   log.useRedactor(redactor);
+  // State encryption (issue 25 item 3): the passphrases are read as the pod's ServiceAccount and handed to
+  // the runtime in TF_ENCRYPTION only; the redactor knows them before anything could print them.
+  let encryption: string | undefined;
+  const encrypted = read.config.stateEncryption;
+  if (encrypted !== undefined) {
+    const keys = await readPassphrases(encrypted, options.serviceAccountDir, deps.env);
+    if (!keys.ok) {
+      recordPrepare(1);
+      return failure('state-decryption', 'prepare', keys.message);
+    }
+    const fallback = keys.fallback;
+    redactor = createRedactor([
+      ...runConfigSecrets(read.config),
+      ...registryTokens(deps.env),
+      keys.passphrase.value,
+      ...(fallback !== undefined && fallback !== 'unencrypted' ? [fallback.value] : []),
+    ]);
+    log.useRedactor(redactor);
+    encryption = encryptionConfig(keys.passphrase, fallback);
+  }
   // The in-cluster kubernetes backend goes through the loopback proxy (issue 16 item 3): the runtime gets a
   // kubeconfig naming it, written once the proxy listens and before the first step.
   const access = backendAccess(read.config.backend);
@@ -207,7 +232,7 @@ async function runSteps(
   if (workspace.backendConfigFile !== undefined) inputs.backendConfigFile = workspace.backendConfigFile;
   const forceUnlockId = options.forceUnlockId ?? config.forceUnlockId;
   if (forceUnlockId !== undefined) inputs.forceUnlockId = forceUnlockId;
-  const env = runtimeEnv(deps.env, workspace.tmpDir, config.contractInputs);
+  const env = runtimeEnv(deps.env, workspace.tmpDir, config.contractInputs, encryption);
 
   const execute = async (step: TofuStep): Promise<StepRun> => {
     const command = stepCommand(options.op, step, inputs);
@@ -259,13 +284,50 @@ async function runSteps(
         }
         const lock = lockInfoFrom(run.ui.diagnostics);
         const summary = curateSummary(run.ui.diagnostics, run.fallback, redactor);
+        const kind = isDecryptionFailure(run.ui.diagnostics) ? 'state-decryption' : 'step';
         return finish('failed', {
           ...extra,
           ...(lock ? { lock } : {}),
-          error: { kind: 'step', step, summary },
+          error: { kind, step, summary },
         });
       }
     }
+  };
+
+  /**
+   * `output` after a successful apply or refresh (issue 24 item 3): every root output into the outputs
+   * Secret. Its sensitive values join the redactor first, so nothing the runner prints after carries them.
+   */
+  const writeOutputs = async (
+    target: NonNullable<typeof config.outputsSecret>,
+  ): Promise<
+    | { ok: true; reported: OutputsSecretWritten }
+    | { ok: false; message: string }
+    | { ok: false; interrupted: true }
+  > => {
+    if (interruption.requested) return { ok: false, interrupted: true };
+    const run = await execute('output');
+    if (run.kind === 'interrupted') return { ok: false, interrupted: true };
+    if (run.kind === 'failed')
+      return { ok: false, message: curateSummary(run.ui.diagnostics, run.fallback, redactor) };
+    if (run.kind === 'not-started')
+      return { ok: false, message: `start runtime ${options.runtimePath}: ${run.code}` };
+    const document = readOutputsDocument(run.stdout);
+    if (!document.ok) return { ok: false, message: document.message };
+    const content = outputsSecretContent(document.outputs);
+    redactor = createRedactor([...runConfigSecrets(read.config), ...content.secrets]);
+    log.useRedactor(redactor);
+    if (content.unfit.length > 0)
+      return { ok: false, message: `no Secret key can name output ${content.unfit.join(', ')}` };
+    const written = await writeOutputsSecret(
+      { ...target, serviceAccountDir: options.serviceAccountDir, env: deps.env },
+      content.data,
+    );
+    if (!written.ok) return written;
+    log.info(
+      `outputs Secret ${target.name}: ${Object.keys(content.data).length} outputs, ${content.listed.length} not sensitive, ${written.bytes > 0 ? `${written.bytes} bytes written` : 'unchanged, not written'}`,
+    );
+    return { ok: true, reported: { name: target.name, outputs: content.listed } };
   };
 
   let plan: PlanSummary | undefined;
@@ -347,7 +409,13 @@ async function runSteps(
         );
       }
       const outputs = Object.keys(contract.outputs).length > 0 ? { outputs: contract.outputs } : {};
-      return finish('succeeded', { ...(plan ? { plan } : {}), ...outputs });
+      const applied = { ...(plan ? { plan } : {}), ...outputs };
+      if (config.outputsSecret === undefined) return finish('succeeded', applied);
+      const written = await writeOutputs(config.outputsSecret);
+      // Interrupted after the apply: the retry re-plans to no changes and writes the Secret then.
+      if (!written.ok && 'interrupted' in written) return finish('interrupted', applied);
+      if (!written.ok) return failure('step', 'output', written.message, applied);
+      return finish('succeeded', { ...applied, outputsSecret: written.reported });
     }
   }
   return finish('succeeded');
@@ -360,6 +428,7 @@ function readOutput(command: StepCommand, stdout: string): UiReport {
     case 'validate-document':
       return readValidateDocument(stdout);
     case 'plan-document':
+    case 'outputs-document':
     case 'text':
       return { diagnostics: [] };
   }

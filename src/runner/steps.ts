@@ -31,7 +31,7 @@ export interface StepInputs {
 }
 
 /** How a step's output is read. */
-export type OutputForm = 'ui-stream' | 'validate-document' | 'plan-document' | 'text';
+export type OutputForm = 'ui-stream' | 'validate-document' | 'plan-document' | 'outputs-document' | 'text';
 
 /** One step's command: arguments, how to read its output, and which exit codes count as success. */
 export interface StepCommand {
@@ -84,5 +84,8 @@ export function stepCommand(op: Op, step: TofuStep, inputs: StepInputs): StepCom
         output: 'ui-stream',
         okExits: [0],
       };
+    case 'output':
+      // Every root output with its value, sensitive ones included (issue 24 item 3): read, never relayed.
+      return { args: ['output', '-no-color', '-json'], output: 'outputs-document', okExits: [0] };
   }
 }

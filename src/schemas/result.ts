@@ -22,6 +22,8 @@ export const STEP_NAMES = [
   'apply',
   'destroy',
   'apply-refresh-only',
+  // `tofu output -json` after an apply or refresh, when the spec names an outputs Secret (issue 24 item 3).
+  'output',
 ] as const;
 export const StepNameSchema = z.enum(STEP_NAMES);
 export type StepName = z.infer<typeof StepNameSchema>;
@@ -33,10 +35,11 @@ export type RunResult = z.infer<typeof RunResultSchema>;
 
 /**
  * Error kinds the runner itself can report. `step`: a Terraform step failed; `image-layout`: the module
- * image breaks the image contract (missing `/captf/module` or a non-executable `/captf/runtime`).
- * The controller adds its own kinds (pull failure, deadline, unknown) when it classifies a Job.
+ * image breaks the image contract (missing `/captf/module` or a non-executable `/captf/runtime`);
+ * `state-decryption`: the state or plan could not be decrypted (a wrong or missing passphrase, issue 25
+ * item 3). The controller adds its own kinds (pull failure, deadline, unknown) when it classifies a Job.
  */
-export const RUNNER_ERROR_KINDS = ['step', 'image-layout'] as const;
+export const RUNNER_ERROR_KINDS = ['step', 'image-layout', 'state-decryption'] as const;
 export const RunnerErrorKindSchema = z.enum(RUNNER_ERROR_KINDS);
 export type RunnerErrorKind = z.infer<typeof RunnerErrorKindSchema>;
 
@@ -116,6 +119,19 @@ export const ReportedOutputsSchema = z.object({
 });
 export type ReportedOutputs = z.infer<typeof ReportedOutputsSchema>;
 
+/** Most output names a result and a status list (issue 24 item 3); a module with more lists the first. */
+export const MAX_LISTED_OUTPUTS = 128;
+
+/**
+ * The outputs Secret the runner wrote (issue 24 item 3): its name and the names of the module's
+ * non-sensitive outputs, sorted. Never a value, and never the name of a sensitive output.
+ */
+export const OutputsSecretWrittenSchema = z.object({
+  name: z.string().min(1).max(253),
+  outputs: z.array(z.string().max(256)).max(MAX_LISTED_OUTPUTS).optional(),
+});
+export type OutputsSecretWritten = z.infer<typeof OutputsSecretWrittenSchema>;
+
 export const RunnerResultSchema = z.object({
   version: z.literal(1),
   op: OpSchema,
@@ -127,6 +143,8 @@ export const RunnerResultSchema = z.object({
   lock: LockInfoSchema.optional(),
   /** The Cluster API contract outputs as reported (src/schemas/contract-outputs.ts checks them). */
   outputs: ReportedOutputsSchema.optional(),
+  /** The outputs Secret this run wrote, when the spec names one. */
+  outputsSecret: OutputsSecretWrittenSchema.optional(),
   /** The image digest the runner ran, when it can tell (used to pin `status.source.pinnedImage`). */
   imageDigest: z.string().optional(),
   /** Names of optional fields the runner dropped to fit RESULT_MAX_BYTES, in drop order. */

@@ -41,6 +41,25 @@ export const BackendConfigSchema = z.object({
 });
 export type BackendConfig = z.infer<typeof BackendConfigSchema>;
 
+/** A Secret key in the run's namespace: where a passphrase is. */
+export const SecretKeyLocationSchema = z.object({
+  name: z.string().min(1).max(253),
+  key: z.string().min(1).max(253),
+});
+export type SecretKeyLocation = z.infer<typeof SecretKeyLocationSchema>;
+
+/**
+ * State encryption (issue 25 item 3): where the runner reads the passphrase and its fallback, as the pod's
+ * ServiceAccount; the values never travel in the run config. `fallback: 'unencrypted'` reads a plain state
+ * (turning encryption on for a state that has one).
+ */
+export const RunStateEncryptionSchema = z.object({
+  namespace: z.string().min(1).max(63),
+  passphrase: SecretKeyLocationSchema,
+  fallback: z.union([SecretKeyLocationSchema, z.literal('unencrypted')]).optional(),
+});
+export type RunStateEncryption = z.infer<typeof RunStateEncryptionSchema>;
+
 export const RunConfigSchema = z.object({
   version: z.literal(1),
   /**
@@ -75,6 +94,8 @@ export const RunConfigSchema = z.object({
   controlPlaneEndpoint: ApiEndpointSchema.optional(),
   /** Absent: the module's own configuration decides (local state); the controller always sends one. */
   backend: BackendConfigSchema.optional(),
+  /** State and plan encryption; absent: none. */
+  stateEncryption: RunStateEncryptionSchema.optional(),
   /** `-lock-timeout` for every locking step, in seconds (DESIGN.md section 2: default 300, 0–3600). */
   lockTimeoutSeconds: z.number().int().min(0).max(3600).default(300),
   /** Destructive guard policy for `apply` (DESIGN.md section 11). */
@@ -88,6 +109,12 @@ export const RunConfigSchema = z.object({
    * digest reveals nothing about sensitive planned values (DESIGN.md section 11).
    */
   planHmacKey: z.string().min(32),
+  /**
+   * The Secret every root output goes to after a successful apply or refresh (`spec.outputs.secretName`,
+   * issue 24 item 3). The controller created it, owned by the object; the runner identity may get and
+   * update it, and nothing else of that name.
+   */
+  outputsSecret: z.object({ namespace: z.string().min(1), name: z.string().min(1).max(253) }).optional(),
 });
 export type RunConfig = z.infer<typeof RunConfigSchema>;
 /** What the controller writes: defaults may be left out. */

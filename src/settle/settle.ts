@@ -1,6 +1,7 @@
 import type { BaseLogger } from 'pino';
 import type { ObjectRef } from '../core/object-ref.ts';
-import type { StepOutcome, StepReason } from '../core/step-outcome.ts';
+import type { StepOutcome } from '../core/step-outcome.ts';
+import { LEASE_WAIT_REASONS } from '../metrics/lease-waits.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import type { ReconcileStep, StepOptions } from '../step/contract.ts';
 import type { DependentsPort, EventDedupe, RequeueSchedule } from './ports.ts';
@@ -14,18 +15,6 @@ import { type ResolvedOutcome, resolveOutcome } from './resolve.ts';
  * watch event of the step's own write is dropped before any step (DESIGN.md section 2: a waiting object is
  * written once). A dry run is counted and logged, and changes nothing.
  */
-
-/**
- * Wait reasons that mean "a lease or a Job slot is taken" (DESIGN.md section 6): they count toward
- * `captf_lease_waits_total{reason}`. Other waits (backoff, approval, pause) are not lease waits.
- */
-export const LEASE_WAIT_REASONS: ReadonlySet<StepReason> = new Set<StepReason>([
-  'WaitingForJobSlot',
-  'WaitingForClusterOperation',
-  'WaitingForMachineOperations',
-  'WaitingForRunLease',
-  'LockContended',
-]);
 
 export interface SettleDeps {
   step: ReconcileStep;

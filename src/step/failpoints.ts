@@ -11,6 +11,8 @@ import { writeSync } from 'node:fs';
 export const FAILPOINTS = [
   'after-step-lock',
   'after-finalizer-patch',
+  'after-block-move',
+  'after-state-label',
   'after-bookkeep-status',
   'after-run-secret-delete',
   'after-bookkept-mark',

@@ -1,4 +1,6 @@
-import { isKubeError } from '../adapters/kube/errors.ts';
+import type { V1Secret } from '@kubernetes/client-node';
+import { isKubeError, type KubeError } from '../adapters/kube/errors.ts';
+import { BLOCK_MOVE_ANNOTATION, type BlockMoveChange, carriesBlockMove } from '../core/block-move.ts';
 import { SOURCE_CONTAINER } from '../core/classify.ts';
 import type { EventObjectRef, RunEvent } from '../core/event-spec.ts';
 import { ownerLabels, POD_RESULT_FINALIZER } from '../core/job-labels.ts';
@@ -6,12 +8,14 @@ import { bookkeptAnnotations } from '../core/job-record.ts';
 import { mergePatchOf } from '../core/merge-patch.ts';
 import { runSecretName } from '../core/names.ts';
 import { buildPlanManifest, planRequester } from '../core/plan-manifest.ts';
-import { stateSecretOf } from '../core/run-secret-manifest.ts';
+import { movesWithCluster } from '../core/run-inputs.ts';
+import { stateMoveLabelPatch, stateSecretOf } from '../core/run-secret-manifest.ts';
 import type { Snapshot } from '../core/snapshot.ts';
 import type { StateCleanup, StateObjects } from '../core/state-cleanup.ts';
 import { snapshotStateSuffix } from '../core/state-identity.ts';
 import { outcomeOf, type StepOutcome, UNAVAILABLE_RETRY_SECONDS } from '../core/step-outcome.ts';
 import type { Move, PlanWrite, StepPlan } from '../core/step-plan.ts';
+import { withoutRefusal } from '../core/write-refusal.ts';
 import { OUR_API_VERSION } from '../schemas/kinds/registry.ts';
 import type { TargetStatus } from '../schemas/kinds/target.ts';
 import type { PlanChanges } from '../schemas/plan-changes.ts';
@@ -39,7 +43,8 @@ import type { KeptStepLock } from './step-lock.ts';
  *    Job holds comes back as `name-taken`, and the step plans again past it).
  * A failpoint follows every mutation (src/step/failpoints.ts). A write the API server refuses for good
  * (400/422) while recording finished Jobs comes back as `refused`: the step plans again without the
- * contract fields (section 7: a rejected write never freezes an object).
+ * contract fields (section 7: a rejected write never freezes an object). Any other refusal is thrown as the
+ * KubeError it is, and the step records it as one shape (src/core/write-refusal.ts, src/step/step.ts).
  */
 
 /** What carrying out a plan came to. */
@@ -57,6 +62,7 @@ export type Performed =
 export class ObjectWrites {
   #resourceVersion: string;
   #status: TargetStatus;
+  #blockMove: boolean;
   readonly #deps: StepDeps;
   readonly #snap: Snapshot;
 
@@ -65,6 +71,12 @@ export class ObjectWrites {
     this.#snap = snap;
     this.#resourceVersion = snap.resourceVersion;
     this.#status = snap.status;
+    this.#blockMove = carriesBlockMove(snap.meta.annotations);
+  }
+
+  /** Whether the object carries `clusterctl.cluster.x-k8s.io/block-move` after the step's own writes so far. */
+  get carriesBlockMove(): boolean {
+    return this.#blockMove;
   }
 
   /** The object's version after the step's own writes so far. */
@@ -82,8 +94,12 @@ export class ObjectWrites {
     return { namespace: ref.namespace, name: ref.name, resourceVersion: this.#resourceVersion };
   }
 
-  /** Merge-patches the status to `next` when it differs; throws a KubeError for anything but Conflict. */
-  async status(next: TargetStatus): Promise<'written' | 'unchanged' | 'conflict'> {
+  /**
+   * Merge-patches the status to `next` when it differs; throws a KubeError for anything but Conflict. A
+   * refusal recorded earlier goes with the write (src/core/write-refusal.ts), unless `refusal` records one.
+   */
+  async status(next: TargetStatus, refusal = false): Promise<'written' | 'unchanged' | 'conflict'> {
+    if (!refusal) next = withoutRefusal(next);
     const patch = mergePatchOf(this.#status as Record<string, unknown>, next as Record<string, unknown>);
     if (patch === undefined) return 'unchanged';
     try {
@@ -103,25 +119,50 @@ export class ObjectWrites {
     this.#resourceVersion = object.metadata.resourceVersion;
   }
 
-  /** Removes one annotation. */
-  async removeAnnotation(name: string): Promise<void> {
-    const object = await this.#deps.kube.writer.patchCustomMetadata(this.#snap.ref.kind, this.#target(), {
-      annotations: { [name]: null },
-    });
+  /**
+   * Merge-patches annotations (`null` removes one), and replaces the finalizers when given: one write. Throws
+   * a KubeError (Conflict included) when it fails.
+   */
+  async metadata(patch: {
+    annotations?: Record<string, string | null>;
+    finalizers?: string[];
+  }): Promise<void> {
+    const object = await this.#deps.kube.writer.patchCustomMetadata(
+      this.#snap.ref.kind,
+      this.#target(),
+      patch,
+    );
     this.#resourceVersion = object.metadata.resourceVersion;
+    if (patch.annotations !== undefined && BLOCK_MOVE_ANNOTATION in patch.annotations)
+      this.#blockMove = patch.annotations[BLOCK_MOVE_ANNOTATION] !== null;
   }
 
-  /** Replaces the finalizers. */
-  async finalizers(finalizers: string[]): Promise<void> {
-    const object = await this.#deps.kube.writer.patchCustomMetadata(this.#snap.ref.kind, this.#target(), {
+  /** Replaces the finalizers; the block-move annotation goes in the same write when the plan removes it. */
+  async finalizers(finalizers: string[], removeBlockMove = false): Promise<void> {
+    await this.metadata({
       finalizers,
+      ...(removeBlockMove ? { annotations: { [BLOCK_MOVE_ANNOTATION]: null } } : {}),
     });
-    this.#resourceVersion = object.metadata.resourceVersion;
+  }
+
+  /**
+   * Writes the plan's block-move change (src/core/block-move.ts) unless the object already says so after
+   * this step's writes; answers `conflict` when the object changed meanwhile (read it again).
+   */
+  async blockMove(change: BlockMoveChange): Promise<'written' | 'unchanged' | 'conflict'> {
+    if (change === undefined || (change === 'add') === this.#blockMove) return 'unchanged';
+    try {
+      await this.metadata({ annotations: { [BLOCK_MOVE_ANNOTATION]: change === 'add' ? '' : null } });
+      return 'written';
+    } catch (error) {
+      if (isKubeError(error, 'Conflict')) return 'conflict';
+      throw error;
+    }
   }
 }
 
-/** True for a write the API server refused for good: it will refuse it again (section 7). */
-function refusedForGood(error: unknown): error is Error {
+/** True for a recording the API server refused for its content: it will refuse it again (section 7). */
+function refusedForGood(error: unknown): error is KubeError {
   return isKubeError(error, 'Invalid', 'BadRequest');
 }
 
@@ -298,12 +339,33 @@ async function measureState(performance: Performance): Promise<void> {
   });
   if (where === undefined) return;
   const secret = await deps.kube.reader.getSecret(where.namespace, where.name).catch(() => undefined);
-  if (secret?.data === undefined) return;
+  if (secret === undefined) return;
+  await labelStateForMove(performance, secret);
+  if (secret.data === undefined) return;
   const bytes = Object.values(secret.data).reduce(
     (sum, base64) => sum + Buffer.from(base64, 'base64').length,
     0,
   );
   await deps.metrics.sizeMeasured({ ...snap.ref, what: 'state', bytes });
+}
+
+/**
+ * The `clusterctl move` label on the state Secret of an object Cluster API owns, when the Secret lacks it
+ * (src/core/run-secret-manifest.ts: made before Cluster API set the owner). Rides on the read of the
+ * state after a successful run, so it costs one write once per Secret and nothing after. Best effort like
+ * the read: a Secret changed meanwhile (Conflict) is labelled after the next run.
+ */
+async function labelStateForMove(performance: Performance, secret: V1Secret): Promise<void> {
+  const { deps, snap } = performance;
+  const labels = stateMoveLabelPatch(secret.metadata?.labels, movesWithCluster(snap));
+  const { name, namespace, resourceVersion } = secret.metadata ?? {};
+  if (labels === undefined || !name || !namespace || !resourceVersion) return;
+  await deps.kube.writer
+    .patchSecretLabels({ namespace, name, resourceVersion }, labels)
+    .catch((error: unknown) => {
+      if (!isKubeError(error, 'Conflict', 'NotFound')) throw error;
+    });
+  deps.failpoints.hit('after-state-label');
 }
 
 /**
@@ -359,12 +421,10 @@ async function performWrites(performance: Performance): Promise<Performed | unde
     if (plan.status !== undefined && (await writes.status(plan.status)) === 'conflict')
       return { kind: 'done', outcome: conflict(performance) };
   } catch (error) {
-    if (!refusedForGood(error)) throw error;
-    if (recording) return { kind: 'refused', message: error.message };
-    return {
-      kind: 'done',
-      outcome: outcomeOf(snap.ref, 'WriteRefused', { message: plan.redactor.redact(error.message) }),
-    };
+    // A recording refused for its fields is made again without them (section 7); any other refusal ends
+    // the step as a refused write (src/core/write-refusal.ts, src/step/step.ts).
+    if (recording && refusedForGood(error)) return { kind: 'refused', message: error.message };
+    throw error;
   }
   if (recording) deps.failpoints.hit('after-bookkeep-status');
   await emitEvents(performance, plan.events);
@@ -428,6 +488,19 @@ export async function perform(performance: Performance, moveOnly = false): Promi
   return { kind: 'done', outcome: await performMove(performance, move) };
 }
 
+/**
+ * Nothing of the object runs any more: the block-move annotation goes (after every mark, so a step that
+ * dies before it leaves the annotation to the next step, never a bookkept run unread). A Conflict leaves it
+ * to the next step, which reads the object again.
+ */
+async function releaseBlockMove(performance: Performance): Promise<StepOutcome> {
+  const { deps, plan, writes } = performance;
+  const released = await writes.blockMove(plan.blockMove);
+  if (released === 'conflict') return conflict(performance);
+  if (released === 'written') deps.failpoints.hit('after-block-move');
+  return plan.outcome;
+}
+
 async function performMove(
   performance: Performance,
   move: Exclude<Move, { kind: 'start' }>,
@@ -439,11 +512,11 @@ async function performMove(
     case 'rest': {
       if (move.healLease && (await healStaleLease(deps.redis, snap.ref, snap.clusterName, snap.records)))
         deps.failpoints.hit('after-lease-release');
-      return plan.outcome;
+      return releaseBlockMove(performance);
     }
     case 'finalizers': {
       if (move.state) await cleanUpState(performance, move.state);
-      await writes.finalizers(move.finalizers);
+      await writes.finalizers(move.finalizers, plan.blockMove === 'remove');
       deps.failpoints.hit('after-finalizer-patch');
       return plan.outcome;
     }
@@ -459,7 +532,7 @@ async function performMove(
         if (released !== 'released') return unavailable(performance, 'the Redis release did not answer');
       }
       await releasePods(performance, move.releasePods);
-      return plan.outcome;
+      return releaseBlockMove(performance);
     }
     case 'watch': {
       const guard = runGuard(snap.ref, snap.clusterName, move.guard);
@@ -467,6 +540,10 @@ async function performMove(
       if (renewed !== 'renewed' && renewed !== 'held-by-other')
         return unavailable(performance, 'the Redis lease renewal did not answer');
       deps.failpoints.hit('after-lease-renew');
+      // A Job that runs without the annotation (started by a release before it, or a person removed it).
+      const marked = await writes.blockMove(plan.blockMove);
+      if (marked === 'conflict') return conflict(performance, move.job.name);
+      if (marked === 'written') deps.failpoints.hit('after-block-move');
       if (move.adopt) {
         const job = await deps.kube.reader.getJob(snap.ref.namespace, move.job.name);
         if (job) {

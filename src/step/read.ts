@@ -10,6 +10,7 @@ import { moduleInputsDigest, moduleInputsOf } from '../core/module-inputs.ts';
 import { runSecretName } from '../core/names.ts';
 import type { ObjectRef } from '../core/object-ref.ts';
 import type { OwningCluster, ReferencedSecrets, Snapshot } from '../core/snapshot.ts';
+import { stateEncryptionRefs } from '../core/state-encryption.ts';
 import {
   envSecretRefs,
   isVariablesSecret,
@@ -70,9 +71,16 @@ function referencedDataDigest(spec: TargetSpec, secrets: ReferencedSecrets): str
   return createHash('sha256').update(canonicalJson(picked)).digest('hex');
 }
 
-/** Names of the Secrets `env[].valueFrom` reads in the Jobs policy that results from these layers. */
+/**
+ * Names of the Secrets read for their opt-in label only: those `env[].valueFrom` reads in the Jobs policy
+ * that results from these layers, and the key Secrets `spec.stateEncryption` names (the runner reads those,
+ * src/core/state-encryption.ts).
+ */
 function envSecretNames(spec: TargetSpec, clusterDefaults: JobsPolicy | undefined): string[] {
-  return envSecretRefs(resolveJobsPolicy(spec.jobs, clusterDefaults).env).map((ref) => ref.secret);
+  return [
+    ...envSecretRefs(resolveJobsPolicy(spec.jobs, clusterDefaults).env).map((ref) => ref.secret),
+    ...stateEncryptionRefs(spec.stateEncryption).map((ref) => ref.secret),
+  ];
 }
 
 /**

@@ -8,11 +8,13 @@ import { isRunnerIdentityInPlace, type RunnerIdentity } from '../core/runner-ide
 export type IdentityEnsured = 'in-place' | 'written';
 
 /** Creates; an object already there under the name is left as it is (a placeholder, or an earlier step's). */
-async function createUnlessExists(create: () => Promise<unknown>): Promise<void> {
+async function createUnlessExists(create: () => Promise<unknown>): Promise<boolean> {
   try {
     await create();
+    return true;
   } catch (error) {
     if (!isKubeError(error, 'AlreadyExists')) throw error;
+    return false;
   }
 }
 
@@ -38,26 +40,32 @@ async function createStateObjects(writer: KubeWriter, identity: RunnerIdentity):
 
 /**
  * Puts an object's runner identity (src/core/runner-identity.ts) in place before its Job is created, so the
- * Job's pod is admitted (its ServiceAccount exists) and its runner may reach its state. One read when it is
- * in place: the RoleBinding is written last and carries the digest of everything before it; otherwise the
- * ServiceAccount, the empty state Secret, the free Lease and the Role are created (the state objects kept
+ * Job's pod is admitted (its ServiceAccount exists) and its runner may reach its state. Two reads when it is
+ * in place: the RoleBinding, written last with the digest of everything before it, and the lock Lease it
+ * grants (issue 23 item 8): a Lease deleted by hand (a manual unlock) holds nothing and is always put back,
+ * since the runner may only `get` and `update` it. The state Secret it grants comes back only with
+ * `restoreStateSecret` (the planner's StateMissing rules: an object that shows no provisioning, or a lost
+ * state a person accepted; src/core/state-evidence.ts), one create that keeps an existing Secret. Otherwise
+ * the ServiceAccount, the empty state Secret, the free Lease and the Role are created (the state objects kept
  * when they exist; the account and the Role replaced, as their owner or the state's name may have changed),
- * then the RoleBinding. With `restoreStateObjects`, an identity in place gets its state Secret and Lease
- * back when they were deleted (one create each). Idempotent: a step
- * that died half-way leaves no digest, and the next one finishes. Throws a KubeError on an API failure.
+ * then the RoleBinding. Idempotent: a step that died half-way leaves no digest, and the next one finishes.
+ * Throws a KubeError on an API failure.
  */
 export async function ensureRunnerIdentity(
   kube: { reader: KubeReader; writer: KubeWriter },
   identity: RunnerIdentity,
-  options: { restoreStateObjects?: boolean } = {},
+  options: { restoreStateSecret?: boolean } = {},
 ): Promise<IdentityEnsured> {
   const { reader, writer } = kube;
   const { metadata } = identity.roleBinding;
   if (isRunnerIdentityInPlace(identity, await reader.getRoleBinding(metadata.namespace, metadata.name))) {
-    if (options.restoreStateObjects !== true) return 'in-place';
-    // In place, but the state it grants was deleted: only its two objects come back.
-    await createStateObjects(writer, identity);
-    return 'written';
+    let wrote = false;
+    const { stateSecret, lockLease } = identity;
+    if (stateSecret && options.restoreStateSecret === true)
+      wrote = await createUnlessExists(() => writer.createSecret(stateSecret as V1Secret));
+    if (lockLease && !(await reader.getLease(lockLease.metadata.namespace, lockLease.metadata.name)))
+      wrote = (await createUnlessExists(() => writer.createLease(lockLease as V1Lease))) || wrote;
+    return wrote ? 'written' : 'in-place';
   }
   // Replaced when there: one left by an earlier object of the same name still names that object as owner,
   // and the garbage collector would take it from under this one's pods.

@@ -1,10 +1,12 @@
 import type { V1Job } from '@kubernetes/client-node';
 import { isKubeError, KubeError, outcomeOfFailedWrite } from '../adapters/kube/errors.ts';
+import { BLOCK_MOVE_ANNOTATION } from '../core/block-move.ts';
 import type { EventObjectRef } from '../core/event-spec.ts';
 import { nameHolderOf } from '../core/own-jobs.ts';
 import { outcomeOf, type StepOutcome } from '../core/step-outcome.ts';
 import type { PlannedStart } from '../core/step-plan.ts';
 import { releaseRunGuards, runGuard, takeRunGuards } from './leases.ts';
+import { ensureOutputsSecret } from './outputs-secret.ts';
 import { conflict, emitEvents, type Performance, unavailable } from './perform.ts';
 import { runConfigOf } from './run-config.ts';
 import { createRunSecret } from './run-secret.ts';
@@ -16,7 +18,7 @@ type CreateResult =
   | { kind: 'adopted'; job: V1Job }
   | { kind: 'foreign'; message: string }
   | { kind: 'taken'; message: string }
-  | { kind: 'rejected'; message: string };
+  | { kind: 'rejected'; error: KubeError };
 
 /**
  * Most names one step passes over (DESIGN.md section 5 step 8): past them it waits, its status keeping
@@ -40,8 +42,7 @@ async function createOrAdopt(performance: Performance, start: PlannedStart): Pro
   } catch (error) {
     const outcome = outcomeOfFailedWrite(error);
     if (outcome === 'unknown') throw error;
-    if (outcome === 'rejected')
-      return { kind: 'rejected', message: error instanceof Error ? error.message : 'create Job rejected' };
+    if (outcome === 'rejected' && error instanceof KubeError) return { kind: 'rejected', error };
     const existing = await deps.kube.reader.getJob(snap.ref.namespace, start.name);
     // Gone since the create answered: another's all the same (ours are not deleted while a start runs).
     if (!existing) return { kind: 'foreign', message: `a Job named ${start.name} was there a moment ago` };
@@ -58,7 +59,7 @@ export type StartPerformed = { kind: 'done'; outcome: StepOutcome } | { kind: 'n
 
 /**
  * Starting a Job (DESIGN.md section 5 steps 6-8): the run lease (and cluster lease) and Job slots, then
- * the runner identity → Job → per-run Secret → `status.activeJob`, in that order, under a deterministic name so a repeated step
+ * the outputs Secret → the runner identity → Job → per-run Secret → `status.activeJob`, in that order, under a deterministic name so a repeated step
  * finds what a crashed one created. A rejected create proves no Job exists and gives the guards back; a
  * create whose answer was lost proves nothing and keeps them. A name held by another's finished Job gives
  * the guards back and answers `name-taken`: the step plans again past that name (src/step/step.ts).
@@ -95,27 +96,62 @@ async function startJob(
   if (taken.kind === 'unknown') return unavailable(performance, `take the run lease: ${taken.cause.message}`);
   if (taken.kind === 'wait') return held({ reason: taken.reason, message: taken.message });
   deps.failpoints.hit('after-slot-take');
-  if (start.consumeAnnotation !== undefined) {
-    // Spent before the Job exists, under the version read: a crash in between asks the person again and
-    // never applies from an empty state unasked; a changed object (Conflict) is read again.
-    const spent = await writes.removeAnnotation(start.consumeAnnotation).then(
+  // One metadata write before the Job exists, under the version read: Cluster API's block-move annotation
+  // (src/core/block-move.ts: a move waits while it is there, so no Job runs without it) and, when this start
+  // spends it, the consent to apply from an empty state (a crash in between asks the person again and never
+  // applies from an empty state unasked). A changed object (Conflict) is read again.
+  const annotations: Record<string, string | null> = {
+    ...(performance.plan.blockMove === 'add' && !writes.carriesBlockMove
+      ? { [BLOCK_MOVE_ANNOTATION]: '' }
+      : {}),
+    ...(start.consumeAnnotation !== undefined ? { [start.consumeAnnotation]: null } : {}),
+  };
+  if (Object.keys(annotations).length > 0) {
+    const failed = await writes.metadata({ annotations }).then(
       () => undefined,
       (error: unknown) => error,
     );
-    if (spent !== undefined) {
+    if (failed !== undefined) {
       const released = await releaseRunGuards(deps.redis, guard, start.name);
       if (released !== 'released')
         return unavailable(performance, 'release the run lease: Redis did not answer');
-      if (isKubeError(spent, 'Conflict')) return conflict(performance);
-      throw spent;
+      if (isKubeError(failed, 'Conflict')) return conflict(performance);
+      throw failed;
+    }
+    if (BLOCK_MOVE_ANNOTATION in annotations) deps.failpoints.hit('after-block-move');
+  }
+
+  if (start.outputsSecret) {
+    // Before the identity that may update it: a Secret of that name that is not the object's is never
+    // granted (src/core/outputs-secret.ts).
+    const ensured = await ensureOutputsSecret(deps.kube, start.outputsSecret, snap.uid).catch(
+      (error: unknown) => {
+        if (error instanceof KubeError) return error;
+        throw error;
+      },
+    );
+    if (ensured instanceof KubeError || ensured.kind === 'foreign') {
+      const released = await releaseRunGuards(deps.redis, guard, start.name);
+      if (released !== 'released')
+        return unavailable(performance, 'release the run lease: Redis did not answer');
+      if (ensured instanceof KubeError && (ensured.outage || ensured.code === 'Conflict'))
+        return unavailable(performance, `put the outputs Secret in place: ${ensured.message}`);
+      // Refused, or a Secret of that name that is not the object's (as good as a create refused
+      // AlreadyExists): the step ends as a refused write (src/core/write-refusal.ts).
+      if (ensured instanceof KubeError) throw ensured;
+      throw new KubeError('AlreadyExists', `put the outputs Secret in place: ${ensured.message}`, {
+        cause: undefined,
+        httpStatus: 409,
+        reason: 'AlreadyExists',
+      });
     }
   }
 
   if (start.identity) {
     // Before the Job: its pod is admitted only once its ServiceAccount exists. Nothing of the run exists
-    // yet, so a failure gives the guards back.
+    // yet, so a failure gives the guards back; a refusal then ends the step as one (src/core/write-refusal.ts).
     const ensured = await ensureRunnerIdentity(deps.kube, start.identity, {
-      restoreStateObjects: start.restoreStateObjects === true,
+      restoreStateSecret: start.restoreStateSecret === true,
     }).catch((error: unknown) => {
       if (error instanceof KubeError) return error;
       throw error;
@@ -124,12 +160,7 @@ async function startJob(
       const released = await releaseRunGuards(deps.redis, guard, start.name);
       if (released !== 'released')
         return unavailable(performance, 'release the run lease: Redis did not answer');
-      const message = `put the runner identity in place: ${ensured.message}`;
-      // Refused for good (a terminating namespace, a policy) is an answer, as a refused Job create is (section
-      // 5 step 8): the object waits 60 s as JobCreateRejected, not a 503 retried every 5 s.
-      return ensured.outage || ensured.code === 'Conflict'
-        ? unavailable(performance, message)
-        : start.rejected(performance.plan.redactor.redact(message));
+      throw ensured;
     }
     deps.failpoints.hit('after-runner-identity');
   }
@@ -140,7 +171,8 @@ async function startJob(
     const released = await releaseRunGuards(deps.redis, guard, start.name);
     if (released !== 'released')
       return unavailable(performance, 'release the run lease: Redis did not answer');
-    if (created.kind === 'rejected') return start.rejected(performance.plan.redactor.redact(created.message));
+    // Refused: no Job exists (section 5 step 8); the step ends as a refused write.
+    if (created.kind === 'rejected') throw created.error;
     if (created.kind === 'foreign') return held({ reason: 'WaitingForForeignJob', message: created.message });
     if (start.skipped.length < MAX_SKIPPED_JOB_NAMES) return { kind: 'name-taken', job: start.name };
     return held({

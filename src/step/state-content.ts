@@ -27,8 +27,18 @@ function isManaged(resource: StateResource): boolean {
 }
 
 /**
+ * Whether a parsed state is OpenTofu's encrypted envelope (issue 25 item 3): `encrypted_data` (the
+ * ciphertext, base64) beside `meta` (each key provider's public parameters) and `encryption_version`, and
+ * no `resources`; the controller has no passphrase to open it.
+ */
+function isEncryptedState(state: Record<string, unknown>): boolean {
+  return typeof state.encrypted_data === 'string' && state.resources === undefined;
+}
+
+/**
  * The content of one state Secret's data. Anything that cannot be read is `unreadable`, which every caller
- * treats as a state that exists: proof of no state must be positive.
+ * treats as a state that exists: proof of no state must be positive. An encrypted state is `encrypted`: a
+ * state OpenTofu wrote (never a lost one), whose resources are unknown.
  */
 export function stateContentOf(secret: V1Secret | undefined): StateContent {
   if (secret === undefined) return 'missing';
@@ -39,7 +49,8 @@ export function stateContentOf(secret: V1Secret | undefined): StateContent {
     const compressed = raw[0] === GZIP_MAGIC[0] && raw[1] === GZIP_MAGIC[1];
     const text = (compressed ? gunzipSync(raw, { maxOutputLength: MAX_STATE_BYTES }) : raw).toString('utf8');
     const state: unknown = JSON.parse(text);
-    if (typeof state !== 'object' || state === null) return 'unreadable';
+    if (typeof state !== 'object' || state === null || Array.isArray(state)) return 'unreadable';
+    if (isEncryptedState(state as Record<string, unknown>)) return 'encrypted';
     const { resources } = state as { resources?: unknown };
     if (resources === undefined) return 'no-resources';
     if (!Array.isArray(resources)) return 'unreadable';

@@ -1,4 +1,4 @@
-import { isKubeError } from '../adapters/kube/errors.ts';
+import { isKubeError, type KubeError } from '../adapters/kube/errors.ts';
 import { describePlan } from '../core/describe-plan.ts';
 import { POD_RESULT_FINALIZER } from '../core/job-labels.ts';
 import type { ObjectRef } from '../core/object-ref.ts';
@@ -13,15 +13,17 @@ import {
   UNAVAILABLE_RETRY_SECONDS,
 } from '../core/step-outcome.ts';
 import type { PlanFacts, StepPlan } from '../core/step-plan.ts';
+import { recordsRefusal, refusalEvent, refusedStatus, withoutRefusal } from '../core/write-refusal.ts';
 import type { ReconcileStep, StepOptions } from './contract.ts';
 import type { StepDeps } from './deps.ts';
 import { FailpointAbort } from './failpoints.ts';
-import { ObjectWrites, perform } from './perform.ts';
+import { conflict, emitEvents, ObjectWrites, type Performance, type Performed, perform } from './perform.ts';
 import { readPods, readSnapshot, runSecretExists } from './read.ts';
 import { MAX_SKIPPED_JOB_NAMES } from './start-job.ts';
 import { readStateContent } from './state-content.ts';
 import { type KeptStepLock, keepStepLock } from './step-lock.ts';
 import { objectFiguresOf } from './step-metrics.ts';
+import { asPodView } from './views.ts';
 
 /**
  * The reconcile step (DESIGN.md section 5) as read → plan → perform: take the step lock, read the object
@@ -84,8 +86,8 @@ async function planWithReads(
   facts: PlanFacts,
 ): Promise<{ plan: StepPlan; facts: PlanFacts } | { outcome: StepOutcome }> {
   let current = facts;
-  // Each fact is read at most once: pods, slots, the watched Job's Secret, the state Secret.
-  for (let reads = 0; reads <= 4; reads += 1) {
+  // Each fact is read at most once: pods, slots, the watched Job's Secret, the state Secret, a lock holder.
+  for (let reads = 0; reads <= 5; reads += 1) {
     const planned = planStep(current);
     if (planned.kind === 'plan') return { plan: planned, facts: current };
     const { snap } = current;
@@ -116,6 +118,12 @@ async function planWithReads(
           ...current,
           state: where ? await readStateContent(deps.kube.reader, where) : 'unreadable',
         };
+        break;
+      }
+      case 'lock-holder': {
+        const name = planned.pod ?? '';
+        const pod = await deps.kube.reader.getPod(snap.ref.namespace, name);
+        current = { ...current, lockHolder: { name, pod: pod ? asPodView(pod) : undefined } };
         break;
       }
       case 'run-secret': {
@@ -169,7 +177,13 @@ async function reconcile(
     const planned = await planWithReads(deps, facts);
     if ('outcome' in planned) return planned.outcome;
     const performance = { deps, snap: snapshot, plan: planned.plan, writes, lock };
-    const performed = await perform(performance, moveOnly);
+    let performed: Performed;
+    try {
+      performed = await perform(performance, moveOnly);
+    } catch (error) {
+      if (!isRefusal(error)) throw error;
+      return observed(await recordRefusal(performance, error.message), snapshot, writes);
+    }
     if (performed.kind === 'name-taken') {
       // Section 5 step 8: another's finished Job never goes on its own; the next attempt's name is free.
       facts = { ...planned.facts, takenJobNames: [...(planned.facts.takenJobNames ?? []), performed.job] };
@@ -177,6 +191,8 @@ async function reconcile(
       continue;
     }
     if (performed.kind === 'done') {
+      if (gotThrough(performed.outcome) && stillOurs(planned.plan, performed.outcome))
+        await clearRefusal(writes);
       if (stillOurs(planned.plan, performed.outcome))
         await deps.metrics.objectSeen(objectFiguresOf(snapshot, writes.current));
       else await deps.metrics.objectGone(snapshot.ref);
@@ -184,10 +200,61 @@ async function reconcile(
     }
     // Section 7: a recording the API server refuses for good is recorded without the refused fields.
     refusals += 1;
-    if (refusals >= MAX_PLANS) break;
+    if (refusals >= MAX_PLANS)
+      return observed(
+        await recordRefusal(performance, `${performed.message} (refused twice, without the outputs too)`),
+        snapshot,
+        writes,
+      );
     facts = { ...facts, refusedOutputs: planned.plan.redactor.redact(performed.message) };
   }
-  return outcomeOf(ref, 'WriteRefused', { message: 'the API server refused the recording twice' });
+  throw new Error(`step of ${ref.name}: more rounds than refusals and taken names allow`);
+}
+
+/**
+ * A write refused for good (issue 23 item 9): not an outage (retried as `unavailable`) and not a Conflict
+ * (read again at once): a policy, a quota, RBAC, a terminating namespace, a schema.
+ */
+function isRefusal(error: unknown): error is KubeError {
+  return isKubeError(error) && !error.outage && error.code !== 'Conflict';
+}
+
+/**
+ * Ends a step whose write was refused as one shape (src/core/write-refusal.ts): the `WriteRefused`
+ * condition and wait on the object's status, as the step left it, naming the refused write and the API
+ * server's answer (redacted), and a Warning Event, the one trace when the status write itself is refused.
+ * Retried every 60 s; the first step that gets through removes it.
+ */
+async function recordRefusal(performance: Performance, refused: string): Promise<StepOutcome> {
+  const { deps, snap, plan, writes } = performance;
+  const message = plan.redactor.redact(`refused: ${refused}`);
+  const at = { now: new Date(deps.clock.nowMs()), generation: snap.generation };
+  try {
+    if ((await writes.status(refusedStatus(writes.current, message, at), true)) === 'conflict')
+      return conflict(performance);
+  } catch (error) {
+    if (!isRefusal(error)) throw error;
+  }
+  await emitEvents(performance, [refusalEvent(message)]);
+  return outcomeOf(snap.ref, 'WriteRefused', { message });
+}
+
+/** Whether a step got through: a refusal it finds recorded is over. */
+function gotThrough(outcome: StepOutcome): boolean {
+  return outcome.action !== 'unavailable' && outcome.action !== 'deferred' && outcome.reason !== 'Conflict';
+}
+
+/**
+ * Removes a refusal the status still records when the step wrote no status of its own; a refusal of this
+ * very write leaves it for the next step (what the step did is done).
+ */
+async function clearRefusal(writes: ObjectWrites): Promise<void> {
+  if (!recordsRefusal(writes.current)) return;
+  try {
+    await writes.status(withoutRefusal(writes.current));
+  } catch (error) {
+    if (!isRefusal(error)) throw error;
+  }
 }
 
 /**

@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { KeyLayout, objectIdString, SCHEDULE_SHARDS } from '../../src/adapters/redis/keys.ts';
+import { BLOCK_MOVE_ANNOTATION } from '../../src/core/block-move.ts';
 import { ANNOTATIONS, LABELS } from '../../src/core/job-labels.ts';
 import { runSecretName } from '../../src/core/names.ts';
 import { RUN_EVENTS } from '../../src/core/record-run.ts';
@@ -13,6 +14,8 @@ import type { Kubectl } from '../../src/local/kubectl.ts';
  * - every finished Job bookkept, with the `captf.io/outcome` its own evidence allows and, for the object's
  *   newest run, the result `status.lastRun` shows; recorded exactly once (one run Event, count 1);
  * - no per-run Secret `captf-run-<job>` without its Job, or left behind by a bookkept one;
+ * - every object with a running Job carries Cluster API's `clusterctl.cluster.x-k8s.io/block-move` (it is
+ *   written before the Job is created, so no crash leaves a running Job without it: issue 23 item 6);
  * - no Redis run lease, cluster lease or Job slot held under a Job that is not running;
  * - every object Ready with no active Job, or holding a pending requeue in the Redis schedule;
  * - the canary absent from every status, Event, TerraformPlan, handler and relay log, /metrics answer and
@@ -262,10 +265,26 @@ async function canaryViolations(scope: InvariantScope, world: World): Promise<st
 }
 
 /** Every invariant above, against the live world now. */
+/** Every object with a running Job carries the block-move annotation (src/core/block-move.ts). */
+function blockMoveViolations(world: World): string[] {
+  const running = runningJobs(world);
+  const violations: string[] = [];
+  for (const job of world.jobs) {
+    if (!running.has(job.metadata.name)) continue;
+    const owner = world.targets.find((t) => t.metadata.uid === job.metadata.labels?.[LABELS.ownerUid]);
+    if (owner && owner.metadata.annotations?.[BLOCK_MOVE_ANNOTATION] === undefined)
+      violations.push(
+        `${owner.kind} ${owner.metadata.name}: Job ${job.metadata.name} runs without block-move`,
+      );
+  }
+  return violations;
+}
+
 export async function checkInvariants(scope: InvariantScope): Promise<string[]> {
   const world = await readWorld(scope);
   return [
     ...jobViolations(world),
+    ...blockMoveViolations(world),
     ...(await redisViolations(scope, world)),
     ...(await canaryViolations(scope, world)),
   ];

@@ -1,10 +1,7 @@
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testStack } from '../env/index.ts';
+import { bashBlocks, blockOf, type RunbookShell, runbookShell } from '../env/runbook.ts';
 import {
   applyObjects,
   conditionOf,
@@ -31,67 +28,25 @@ import {
 const MINUTE = 60_000;
 const RUNBOOK = join(import.meta.dirname, '..', '..', 'docs', 'runbooks', 'failing-jobs.md');
 
-/** One ```bash block of the runbook and the `##` section it is in. */
-interface RunbookBlock {
-  section: string;
-  code: string;
-}
-
-/** The ```bash blocks of a markdown text, in order, each with the title of its `##` section. */
-function bashBlocks(markdown: string): RunbookBlock[] {
-  const blocks: RunbookBlock[] = [];
-  let section = '';
-  let code: string[] | undefined;
-  for (const line of markdown.split('\n')) {
-    if (code !== undefined) {
-      if (line.startsWith('```')) {
-        blocks.push({ section, code: code.join('\n') });
-        code = undefined;
-      } else code.push(line);
-    } else if (line.startsWith('## ')) section = line.slice(3).trim();
-    else if (line.trim() === '```bash') code = [];
-  }
-  return blocks;
-}
-
 const blocks = bashBlocks(readFileSync(RUNBOOK, 'utf8'));
 
 /** The `index`-th bash block of the section whose title starts with `section` (throws when there is none). */
 function block(section: string, index = 0): string {
-  const found = blocks.filter((b) => b.section.startsWith(section))[index];
-  if (!found) throw new Error(`the runbook has no bash block ${index} under a section "${section}…"`);
-  return found.code;
+  return blockOf(blocks, section, index);
 }
 
 /** What the runbook's commands use; `JOB` is set by step 4's own first line. */
 type RunbookVariables = { NS: string; KIND: string; NAME: string; JOB?: string };
 
-const execFileAsync = promisify(execFile);
 let run: E2eRun;
-/** PATH with a `kubectl` of the test stack's release first; KUBECONFIG points it at the stack. */
-let binDir: string;
+let shell: RunbookShell;
 
-/** Runs a runbook block as the reader would in bash (`pipefail`, so a failing kubectl fails the block). */
+/** Runs a runbook block as the reader would in bash. */
 async function runbook(
   code: string,
   variables: RunbookVariables,
 ): Promise<{ stdout: string; stderr: string }> {
-  const stack = testStack();
-  try {
-    return await execFileAsync('bash', ['-o', 'pipefail', '-c', code], {
-      env: {
-        ...process.env,
-        PATH: `${binDir}:${process.env.PATH ?? ''}`,
-        KUBECONFIG: stack.kubeconfigPath,
-        ...variables,
-      },
-      timeout: MINUTE,
-      maxBuffer: 16 * 1024 * 1024,
-    });
-  } catch (error) {
-    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
-    throw new Error(`runbook block failed:\n${code}\nstdout: ${stdout}\nstderr: ${stderr}`, { cause: error });
-  }
+  return shell.run(code, variables);
 }
 
 /** The variables for one machine of this run. */
@@ -207,8 +162,7 @@ const HOLD_LABEL = 'captf.io/runbook-hold';
 
 beforeAll(async () => {
   run = await startE2eRun('runbook');
-  binDir = mkdtempSync(join(tmpdir(), 'captf-runbook-bin-'));
-  symlinkSync(testStack().kubectlPath, join(binDir, 'kubectl'));
+  shell = runbookShell(MINUTE);
   await applyObjects(run, [
     // cidrhost("10.20.0.0/16", 100 + index) has no such host: the plan fails (a Terraform step).
     machine(run, M.apply, { variables: { index: 100_000 } }),
@@ -231,7 +185,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await run?.close();
-  if (binDir) rmSync(binDir, { recursive: true, force: true });
+  shell?.close();
 }, MINUTE);
 
 describe('the runbook text', () => {

@@ -146,6 +146,63 @@ describe('values the CRD used to admit and zod refused are refused at admission,
       spec: { jobs: { tolerations: [{ tolerationSeconds: 2 ** 60 }] } },
       message: 'tolerationSeconds',
     },
+    {
+      id: 'A14',
+      name: 'a TF_TOKEN_ registry token with a literal value',
+      spec: { jobs: { env: [{ name: 'TF_TOKEN_registry_example_com', value: 'literal-token' }] } },
+      message: 'takes its value from a Secret only',
+    },
+    {
+      id: 'A15',
+      name: 'a TF_TOKEN_ registry token from a ConfigMap',
+      spec: {
+        jobs: {
+          env: [{ name: 'TF_TOKEN_example_com', valueFrom: { configMapKeyRef: { name: 'c', key: 'k' } } }],
+        },
+      },
+      message: 'takes its value from a Secret only',
+    },
+    {
+      id: 'A16',
+      name: 'a TF_TOKEN_ name with a dot, and another TF_ name from a Secret',
+      spec: {
+        jobs: {
+          env: [
+            { name: 'TF_TOKEN_a.b', valueFrom: { secretKeyRef: { name: 's', key: 'k' } } },
+            { name: 'TF_LOG', valueFrom: { secretKeyRef: { name: 's', key: 'k' } } },
+          ],
+        },
+      },
+      message: 'is reserved',
+    },
+    {
+      id: 'A17',
+      name: 'a state encryption fallback naming the passphrase itself',
+      spec: {
+        stateEncryption: {
+          passphraseSecretRef: { name: 'key', key: 'a' },
+          fallback: { passphraseSecretRef: { name: 'key', key: 'a' } },
+        },
+      },
+      message: 'names the passphrase itself',
+    },
+    {
+      id: 'A18',
+      name: 'a state encryption fallback with both an old passphrase and unencrypted',
+      spec: {
+        stateEncryption: {
+          passphraseSecretRef: { name: 'key', key: 'b' },
+          fallback: { passphraseSecretRef: { name: 'key', key: 'a' }, unencrypted: true },
+        },
+      },
+      message: 'one of them',
+    },
+    {
+      id: 'A19',
+      name: "a passphrase in one of the controller's Secrets",
+      spec: { stateEncryption: { passphraseSecretRef: { name: 'captf-plan-key-m-x', key: 'hmac-key' } } },
+      message: 'may not start with captf-',
+    },
   ])('$id $name', async ({ spec, message }) => {
     expect(definition.spec.safeParse(machine(spec)).success).toBe(false);
     const api = await admits(definition, 'refused', machine(spec));
@@ -172,6 +229,37 @@ describe('values the CRD used to admit and zod refused are refused at admission,
       id: 'A13',
       name: 'variables with JSON values of every kind',
       spec: { variables: { a: 1, b_c: [true, null], d: { e: 'f' }, unset: null } },
+    },
+    {
+      id: 'A20',
+      name: 'a TF_TOKEN_<host> registry token from a Secret',
+      spec: {
+        jobs: {
+          env: [
+            {
+              name: 'TF_TOKEN_registry_example__corp_com',
+              valueFrom: { secretKeyRef: { name: 'registry', key: 'token' } },
+            },
+          ],
+        },
+      },
+    },
+    {
+      id: 'A21',
+      name: 'state encryption with a rotation fallback, and with an unencrypted one',
+      spec: {
+        stateEncryption: {
+          passphraseSecretRef: { name: 'key', key: 'b' },
+          fallback: { passphraseSecretRef: { name: 'key', key: 'a' } },
+        },
+      },
+    },
+    {
+      id: 'A22',
+      name: 'state encryption turned on for a plain state',
+      spec: {
+        stateEncryption: { passphraseSecretRef: { name: 'key', key: 'a' }, fallback: { unencrypted: true } },
+      },
     },
   ])('$id $name is admitted, as zod parses it', async ({ spec }) => {
     expect(definition.spec.safeParse(machine(spec)).success).toBe(true);

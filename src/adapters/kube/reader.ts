@@ -1,4 +1,4 @@
-import type { V1Job, V1Pod, V1RoleBinding, V1Secret } from '@kubernetes/client-node';
+import type { V1Job, V1Lease, V1Pod, V1RoleBinding, V1Secret } from '@kubernetes/client-node';
 import type { CustomKind, CustomResource } from '../../schemas/kinds/registry.ts';
 import type { KubeApis } from './connection.ts';
 import { type CustomObject, parseCustomList, parseCustomObject } from './custom-object.ts';
@@ -48,6 +48,8 @@ export interface KubeReader {
   getSecret(namespace: string, name: string): Promise<V1Secret | undefined>;
   /** A RoleBinding (the marker of a runner identity, src/step/runner-identity.ts). */
   getRoleBinding(namespace: string, name: string): Promise<V1RoleBinding | undefined>;
+  /** A Lease (an object's state lock, src/step/runner-identity.ts). */
+  getLease(namespace: string, name: string): Promise<V1Lease | undefined>;
   listSecrets(selector?: ListSelector): Promise<V1Secret[]>;
 }
 
@@ -219,6 +221,12 @@ export class ApiKubeReader implements KubeReader {
   getRoleBinding(namespace: string, name: string): Promise<V1RoleBinding | undefined> {
     return readOne(`get RoleBinding ${namespace}/${name}`, () =>
       this.#apis.rbac.readNamespacedRoleBinding({ namespace, name }),
+    );
+  }
+
+  getLease(namespace: string, name: string): Promise<V1Lease | undefined> {
+    return readOne(`get Lease ${namespace}/${name}`, () =>
+      this.#apis.coordination.readNamespacedLease({ namespace, name }),
     );
   }
 

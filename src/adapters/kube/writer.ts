@@ -90,6 +90,11 @@ export interface KubeWriter {
   patchCustomMetadata(kind: CustomKind, target: VersionedRef, patch: MetadataPatch): Promise<CustomObject>;
   /** Merge-patches a Job's labels or annotations (e.g. `captf.io/bookkept`) under a resourceVersion precondition. */
   patchJobMetadata(target: VersionedRef, patch: MetadataPatch): Promise<V1Job>;
+  /**
+   * Merge-patches a Secret's labels under a resourceVersion precondition: only the `clusterctl move` label of
+   * a state Secret (infra/admission/controller-runner-identity-policy.yaml refuses any other Secret update).
+   */
+  patchSecretLabels(target: VersionedRef, labels: Record<string, string>): Promise<V1Secret>;
   /** Deletes a Job and (in the background) its pods; `uid` makes it delete only that incarnation. */
   deleteJob(namespace: string, name: string, preconditions?: { uid?: string }): Promise<DeleteResult>;
   deleteSecret(namespace: string, name: string, preconditions?: { uid?: string }): Promise<DeleteResult>;
@@ -344,6 +349,20 @@ export class ApiKubeWriter implements KubeWriter {
           namespace: target.namespace,
           name: target.name,
           body: metadataPatchBody(target, patch),
+          fieldManager: FIELD_MANAGER,
+        },
+        mergePatch(),
+      ),
+    );
+  }
+
+  patchSecretLabels(target: VersionedRef, labels: Record<string, string>): Promise<V1Secret> {
+    return writing(`patch Secret ${target.namespace}/${target.name} labels`, () =>
+      this.#apis.core.patchNamespacedSecret(
+        {
+          namespace: target.namespace,
+          name: target.name,
+          body: metadataPatchBody(target, { labels }),
           fieldManager: FIELD_MANAGER,
         },
         mergePatch(),

@@ -4,6 +4,7 @@ import {
   envValueOrValueFrom,
   lockTimeoutBelowDeadline,
   quantityNotEmpty,
+  registryTokenFromSecret,
   ruleMessage,
   serviceAccountNotRunnerIdentity,
   withRules,
@@ -33,7 +34,9 @@ export const EnvVarSchema = withRules(
         .min(1)
         .max(256)
         .regex(/^[-._a-zA-Z][-._a-zA-Z0-9]*$/, { message: 'env names are letters, digits, `_`, `-` and `.`' })
-        .describe('Variable name; names starting TF_ or KUBE_ are reserved for the runner.'),
+        .describe(
+          'Variable name; names starting TF_ or KUBE_ are reserved for the runner, except TF_TOKEN_<host> (a registry token, from a Secret).',
+        ),
       value: z.string().optional().describe('Literal value.'),
       valueFrom: z
         .object({
@@ -44,7 +47,7 @@ export const EnvVarSchema = withRules(
         .describe('Value read from a Secret or ConfigMap key.'),
     })
     .describe('An environment variable of the `source` container (provider credentials, proxies).'),
-  [envNameNotReserved, envValueOrValueFrom],
+  [envNameNotReserved, envValueOrValueFrom, registryTokenFromSecret],
 );
 export type EnvVar = z.infer<typeof EnvVarSchema>;
 
@@ -151,7 +154,9 @@ export const JobsPolicySchema = withRules(
         .array(EnvVarSchema)
         .max(MAX_ENV)
         .optional()
-        .describe('Extra environment of the `source` container; TF_ and KUBE_ names are rejected.'),
+        .describe(
+          'Extra environment of the `source` container; TF_ and KUBE_ names are rejected, except TF_TOKEN_<host> from a Secret (a private registry token).',
+        ),
     })
     .describe('How the Jobs of this object run.'),
   [lockTimeoutBelowDeadline, serviceAccountNotRunnerIdentity],
@@ -236,6 +241,7 @@ export function jobsPolicyProblems(policy: EffectiveJobsPolicy): string[] {
   if (!lockTimeoutBelowDeadline.holds(policy)) problems.push(ruleMessage(lockTimeoutBelowDeadline, policy));
   for (const env of policy.env) {
     if (!envNameNotReserved.holds(env)) problems.push(ruleMessage(envNameNotReserved, env));
+    if (!registryTokenFromSecret.holds(env)) problems.push(ruleMessage(registryTokenFromSecret, env));
   }
   return problems;
 }

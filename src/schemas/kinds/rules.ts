@@ -81,21 +81,72 @@ export const lockTimeoutBelowDeadline: CrossFieldRule<LockTimeoutView> = {
     `lockTimeoutSeconds (${v.lockTimeoutSeconds}) must be below activeDeadlineSeconds (${v.activeDeadlineSeconds}): a Job waiting for the state lock would be killed before it runs; lower lockTimeoutSeconds or raise activeDeadlineSeconds`,
 };
 
-/** Env names starting `TF_` or `KUBE_` are rejected, never dropped silently (DESIGN.md section 2). */
+/**
+ * The one `TF_` name a spec may set: `TF_TOKEN_<host>`, OpenTofu's credentials for a private module or
+ * provider registry (the host with `.` as `_` and `-` as `__`, as OpenTofu reads it; punycode for non-ASCII
+ * hosts). Letters, digits, `_` and `-` after the prefix.
+ */
+export const REGISTRY_TOKEN_ENV = /^TF_TOKEN_[A-Za-z0-9_-]+$/;
+
+/**
+ * Env names starting `TF_` or `KUBE_` are rejected, never dropped silently (DESIGN.md section 2), except a
+ * registry token `TF_TOKEN_<host>` (issue 25 item 3; {@link registryTokenFromSecret} holds its value to a
+ * Secret).
+ */
 export const envNameNotReserved: CrossFieldRule<{ name: string }> = {
-  cel: "!self.name.startsWith('TF_') && !self.name.startsWith('KUBE_')",
+  cel: "!self.name.startsWith('KUBE_') && (!self.name.startsWith('TF_') || self.name.matches('^TF_TOKEN_[A-Za-z0-9_-]+$'))",
   message:
-    'env names starting TF_ or KUBE_ are reserved for the runner; pass Terraform inputs through spec.variables and backend settings through spec.backend',
+    'env names starting TF_ or KUBE_ are reserved for the runner, except TF_TOKEN_<host> (a registry token); pass Terraform inputs through spec.variables and backend settings through spec.backend',
   messageExpression:
-    "'env name ' + self.name + ' is reserved (TF_ and KUBE_ belong to the runner); pass Terraform inputs through spec.variables and backend settings through spec.backend'",
+    "'env name ' + self.name + ' is reserved (TF_ and KUBE_ belong to the runner, except TF_TOKEN_<host>); pass Terraform inputs through spec.variables and backend settings through spec.backend'",
   fieldPath: '.name',
-  holds: (v) => !RESERVED_ENV_PREFIXES.some((prefix) => v.name.startsWith(prefix)),
+  holds: (v) =>
+    REGISTRY_TOKEN_ENV.test(v.name) || !RESERVED_ENV_PREFIXES.some((prefix) => v.name.startsWith(prefix)),
   describe: (v) =>
-    `env name ${v.name} is reserved (TF_ and KUBE_ belong to the runner); pass Terraform inputs through spec.variables and backend settings through spec.backend`,
+    `env name ${v.name} is reserved (TF_ and KUBE_ belong to the runner, except TF_TOKEN_<host>); pass Terraform inputs through spec.variables and backend settings through spec.backend`,
+};
+
+/**
+ * A registry token `TF_TOKEN_<host>` comes from a Secret (`valueFrom.secretKeyRef`), never a literal value
+ * or a ConfigMap: a credential written into the spec would be readable by everyone who can read the object.
+ */
+export const registryTokenFromSecret: CrossFieldRule<{
+  name: string;
+  value?: string | undefined;
+  valueFrom?: { secretKeyRef?: unknown; configMapKeyRef?: unknown } | undefined;
+}> = {
+  cel: "!self.name.startsWith('TF_TOKEN_') || (!has(self.value) && has(self.valueFrom) && has(self.valueFrom.secretKeyRef) && !has(self.valueFrom.configMapKeyRef))",
+  message:
+    'a TF_TOKEN_<host> registry token takes its value from a Secret only: set valueFrom.secretKeyRef, and neither value nor valueFrom.configMapKeyRef',
+  fieldPath: '.valueFrom',
+  holds: (v) =>
+    !v.name.startsWith('TF_TOKEN_') ||
+    (v.value === undefined &&
+      v.valueFrom?.secretKeyRef !== undefined &&
+      v.valueFrom.configMapKeyRef === undefined),
 };
 
 /** The names of the controller's per-object runner identities (src/core/runner-identity.ts). */
 export const RUNNER_IDENTITY_PREFIX = 'captf-runner-';
+
+/**
+ * Prefixes of the Secrets the controller and OpenTofu name themselves: state (`tfstate-…`), per-run config
+ * (`captf-run-…`) and plan keys (`captf-plan-key-…`).
+ */
+export const RESERVED_SECRET_PREFIXES = ['tfstate-', 'captf-'] as const;
+
+/**
+ * `spec.outputs.secretName` may not name a Secret of the controller's or the state backend's (issue 24
+ * item 3): the object's runner identity gets `update` on the Secret named, and an object's plan key is
+ * owned by it, so the ownership check alone would not keep its runner off that key.
+ */
+export const outputsSecretNotReserved: CrossFieldRule<{ secretName: string }> = {
+  cel: "!self.secretName.startsWith('tfstate-') && !self.secretName.startsWith('captf-')",
+  message:
+    "outputs.secretName may not start with tfstate- or captf-: those Secrets hold Terraform state and the controller's run config and plan keys; choose another name",
+  fieldPath: '.secretName',
+  holds: (v) => !RESERVED_SECRET_PREFIXES.some((prefix) => v.secretName.startsWith(prefix)),
+};
 
 /**
  * A spec may not name a runner identity as its Jobs' account (issue 16 item 3): `captf-runner-<suffix>` may
@@ -167,6 +218,18 @@ export const controlPlaneEndpointNotInTemplate = notInTemplate(
   'controlPlaneEndpoint',
   'controlPlaneEndpoint',
 );
+
+/**
+ * `spec.template.spec.outputs` of any template: every clone would name the same Secret, which only the
+ * first clone owns, so the others' Jobs would all be refused (issue 24 item 3).
+ */
+export const outputsNotInTemplate: CrossFieldRule<{ outputs?: unknown }> = {
+  cel: '!has(self.outputs)',
+  message:
+    'outputs cannot be set in a template: every object cloned from it would name the same Secret, which only one of them can own; set outputs.secretName on each object instead',
+  fieldPath: '.outputs',
+  holds: (v) => v.outputs === undefined,
+};
 
 /** Approving names the approver (DESIGN.md section 11); the admission policy checks it is the caller. */
 export const approvedByWhenApproved: CrossFieldRule<{ approved: boolean; approvedBy?: string | undefined }> =

@@ -3,7 +3,8 @@ import { APPLY_POLICIES } from '../run-config.ts';
 import { CronScheduleSchema } from './cron.ts';
 import { type DurationBounds, durationSchema } from './duration.ts';
 import { JobsPolicySchema } from './jobs-policy.ts';
-import { driftIntervalOrSchedule, withRules } from './rules.ts';
+import { driftIntervalOrSchedule, outputsSecretNotReserved, withRules } from './rules.ts';
+import { StateEncryptionSchema } from './state-encryption.ts';
 
 /**
  * The spec fields every target kind shares (DESIGN.md section 2). Kinds extend `commonSpecShape` with their
@@ -114,6 +115,26 @@ export const RefreshSchema = z
   .describe('Periodic `apply -refresh-only` (health refresh).');
 export type Refresh = z.infer<typeof RefreshSchema>;
 
+/** A Secret name: a DNS-1123 subdomain (Kubernetes' rule for object names). */
+export const SECRET_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+export const OutputsSchema = withRules(
+  z
+    .object({
+      secretName: z
+        .string()
+        .min(1)
+        .max(253)
+        .regex(SECRET_NAME, { message: 'a Secret name: lower-case letters, digits, `-` and `.`' })
+        .describe(
+          "Secret in the object's namespace that every root output of the module (sensitive ones included) is written to after each successful apply and refresh: one key per output, strings as they are, other values as JSON. The controller creates it empty, owned by this object (deleted with it); a Secret of that name this object does not own stops its Jobs (WriteRefused). Not tfstate-… or captf-….",
+        ),
+    })
+    .describe('Where the module outputs go (issue 24); absent: they stay in the Terraform state.'),
+  [outputsSecretNotReserved],
+);
+export type Outputs = z.infer<typeof OutputsSchema>;
+
 /** Fields of every target kind's spec. */
 export const commonSpecShape = {
   source: SourceSchema,
@@ -136,6 +157,7 @@ export const commonSpecShape = {
     .optional()
     .describe('Variables read from Secret keys into the per-run Secret.'),
   backend: BackendSchema.optional(),
+  stateEncryption: StateEncryptionSchema.optional(),
   jobs: JobsPolicySchema.optional(),
   applyPolicy: z
     .enum(APPLY_POLICIES)
@@ -146,4 +168,5 @@ export const commonSpecShape = {
   // prefault: an absent driftCheck still gets its defaults (enabled, Report, 30m), in zod and in the CRD.
   driftCheck: DriftCheckSchema.prefault({}),
   refresh: RefreshSchema.optional(),
+  outputs: OutputsSchema.optional(),
 };

@@ -9,13 +9,14 @@ const TimeSchema = z.iso.datetime();
 
 /**
  * Error kinds in `lastRun.error.kind`, the Failing Jobs runbook's values (DESIGN.md section 7): the runner's
- * own (`step`, `image-layout`), the run's other ends (`interrupted`, also for a deadline kill the runner
+ * own (`step`, `image-layout`, `state-decryption`: no configured passphrase opens the state), the run's other ends (`interrupted`, also for a deadline kill the runner
  * caught; `blocked`; `plan-changed`), and `unknown` where no readable result exists. The condition reason
  * carries the rest (`ImagePullFailed`, `JobDeadlineExceeded`, …).
  */
 export const RUN_ERROR_KINDS = [
   'step',
   'image-layout',
+  'state-decryption',
   'interrupted',
   'blocked',
   'plan-changed',
@@ -159,6 +160,21 @@ export const commonStatusShape = {
   source: z
     .object({ pinnedImage: z.string().optional().describe('The digest the newest successful apply ran.') })
     .optional(),
+  outputs: z
+    .object({
+      secretName: z
+        .string()
+        .describe('The Secret the newest successful apply or refresh wrote the outputs to.'),
+      names: z
+        .array(z.string())
+        .max(128)
+        .optional()
+        .describe(
+          'Names of the module’s non-sensitive outputs, sorted (at most 128); values are only in the Secret, sensitive outputs not even by name.',
+        ),
+    })
+    .optional()
+    .describe('Where the module outputs are (spec.outputs.secretName; issue 24).'),
   stateSuffix: z
     .string()
     .max(63)

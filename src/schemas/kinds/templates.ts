@@ -4,6 +4,7 @@ import type { KindDefinition, PrinterColumn } from './kind-definition.ts';
 import { ObjectMetaSchema } from './object-meta.ts';
 import {
   controlPlaneEndpointNotInTemplate,
+  outputsNotInTemplate,
   providerIDListNotInTemplate,
   providerIDNotInTemplate,
   withRules,
@@ -48,9 +49,9 @@ function templateSpecSchema<S extends z.ZodType>(cloned: string, spec: S) {
 
 /** Per template kind, the rules refusing its clone's fields that the controller writes on each clone. */
 export const REFUSED_IN_TEMPLATE = {
-  TerraformClusterTemplate: [controlPlaneEndpointNotInTemplate],
-  TerraformMachineTemplate: [providerIDNotInTemplate],
-  TerraformMachinePoolTemplate: [providerIDListNotInTemplate],
+  TerraformClusterTemplate: [controlPlaneEndpointNotInTemplate, outputsNotInTemplate],
+  TerraformMachineTemplate: [providerIDNotInTemplate, outputsNotInTemplate],
+  TerraformMachinePoolTemplate: [providerIDListNotInTemplate, outputsNotInTemplate],
 } as const;
 
 export const TerraformClusterTemplateSpecSchema = templateSpecSchema(

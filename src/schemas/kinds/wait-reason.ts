@@ -29,6 +29,7 @@ export const WAIT_REASONS = [
   'WaitingForPreviousAttempt',
   'WaitingForForeignJob',
   'WaitingForCache',
+  'WriteRefused',
 ] as const;
 export const WaitReasonSchema = z.enum(WAIT_REASONS);
 export type WaitReason = z.infer<typeof WaitReasonSchema>;

@@ -443,11 +443,16 @@ return 1`,
         1,
         adapter.keys.leaseGroup(object, undefined).fence,
       );
+      let busyEnded = false;
+      void busy.then(() => {
+        busyEnded = true;
+      });
       await sleep(50);
-      const started = performance.now();
       const take = await adapter.runLeases.take({ object }, 'J-slow', 'solo', 600);
       expect(take.kind).toBe('unknown');
-      expect(performance.now() - started).toBeLessThan(COMMAND_TIMEOUT_MS + 200);
+      // Answered by the timeout while the node was still busy, not by the node once it was free: an order,
+      // which a loaded machine cannot turn around (the 300 ms timer fires before the 1 s script's reply).
+      expect(busyEnded).toBe(false);
       await busy;
       // The timed-out command ran after all, once: the caller could not have known, which is why it is
       // "unknown"; no client resent it (the same holder re-takes its own grant with the same fence).

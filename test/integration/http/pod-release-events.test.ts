@@ -183,7 +183,7 @@ describe('a held pod is released by its own event, not by the sweep', () => {
     120_000,
   );
 
-  it('a namespace holding our applied object, its Job and its pod is deleted: the pod goes at once, the object waits for its destroy as JobCreateRejected', async () => {
+  it('a namespace holding our applied object, its Job and its pod is deleted: the pod goes at once, the object waits for its destroy as WriteRefused', async () => {
     await withRelay('ref', async () => {
       const name = 'm-doomed';
       const ref = { kind: 'TerraformMachine' as const, namespace: doomed.namespace, name };
@@ -212,7 +212,7 @@ describe('a held pod is released by its own event, not by the sweep', () => {
       // object says so once a minute, never as an outage retried every 5 s.
       const outcome = await eventually(
         () => doomed.step()(ref),
-        (answer) => answer.reason === 'JobCreateRejected',
+        (answer) => answer.reason === 'WriteRefused',
         60_000,
         'the destroy refused by the terminating namespace',
       );

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
+import { CAPTF_VERSION } from '../../../src/version.ts';
 import { findPromtool, PROMETHEUS_RULE, ruleGroupsOf } from './prometheus.ts';
 
 // DESIGN.md section 14: the shipped PrometheusRule's groups, checked and unit-tested by Prometheus's own
@@ -96,6 +97,29 @@ describe('the shipped alerts (promtool)', () => {
     expect(output).toContain('alertname: CAPTFPlanAwaitingApproval');
     expect(output).not.toContain('alertname: CAPTFJobSlow');
     expect((await promtoolTest(withApprovalAfter(7200))).ok).toBe(true);
+  });
+
+  it('every alert links its runbook: a file under docs/runbooks/ of this release, at a heading it has', () => {
+    const prefix = `https://github.com/captf/captf-serverless/blob/v${CAPTF_VERSION}/docs/runbooks/`;
+    /** GitHub's anchor of a markdown heading: lower case, punctuation dropped, spaces to dashes. */
+    const anchorOf = (heading: string) =>
+      heading
+        .toLowerCase()
+        .replace(/[^a-z0-9 -]/g, '')
+        .replaceAll(' ', '-');
+    // Alerting rules only: a recording rule (a setting) has no annotations.
+    const alerting = ruleGroupsOf(PROMETHEUS_RULE).flatMap((group) =>
+      group.rules.filter((rule) => rule.alert),
+    );
+    for (const rule of alerting) {
+      const url = rule.annotations?.runbook_url ?? '';
+      expect(url.startsWith(prefix), `${rule.alert}: ${url}`).toBe(true);
+      const [file = '', anchor] = url.slice(prefix.length).split('#');
+      const markdown = readFileSync(join(root, 'docs/runbooks', file), 'utf8');
+      if (anchor === undefined) continue;
+      const anchors = [...markdown.matchAll(/^#+ (.+)$/gm)].map((match) => anchorOf(match[1] ?? ''));
+      expect(anchors, `${rule.alert}: #${anchor}`).toContain(anchor);
+    }
   });
 
   it('the test cases cover every alert firing and quiet', () => {

@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { parse, parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments, stringify } from 'yaml';
 import { CLUSTERCTL_FILES, componentsYaml } from '../../../scripts/clusterctl.ts';
 import { testStack } from '../../env/index.ts';
 
@@ -83,7 +83,12 @@ describe('infra/ renders', () => {
           data?: Record<string, string>;
         },
     );
-    expect(docs.map((doc) => doc.kind).sort()).toEqual(['ConfigMap', 'PodMonitor', 'PrometheusRule']);
+    expect(docs.map((doc) => doc.kind).sort()).toEqual([
+      'ConfigMap',
+      'NetworkPolicy',
+      'PodMonitor',
+      'PrometheusRule',
+    ]);
     const dashboard = docs.find((doc) => doc.kind === 'ConfigMap');
     expect(dashboard?.metadata.labels?.grafana_dashboard).toBe('1');
     expect(JSON.parse(dashboard?.data?.['dashboard.json'] ?? '{}').uid).toBe('captf');
@@ -93,6 +98,79 @@ describe('infra/ renders', () => {
     // The Knative Service's pods (infra/knative/service.yaml names it captf).
     expect(monitor.spec.selector.matchLabels).toEqual({ 'serving.knative.dev/service': 'captf' });
     expect(monitor.spec.podMetricsEndpoints[0]?.path).toBe('/metrics');
+  });
+
+  it("the monitoring scrapes as shipped: the PodMonitor, the plain scrape config and the NetworkPolicy name one port of one set of pods, keeping the objects' own labels", async () => {
+    const { stdout } = await run(testStack().kubectlPath, ['kustomize', join(root, 'infra/monitoring')]);
+    const docs = parseAllDocuments(stdout).map((doc) => doc.toJSON() as Record<string, never>);
+    const monitor = docs.find((doc) => doc.kind === 'PodMonitor') as unknown as {
+      spec: {
+        namespaceSelector: { matchNames: string[] };
+        selector: { matchLabels: Record<string, string> };
+        podMetricsEndpoints: { port: string; path: string; interval: string; honorLabels?: boolean }[];
+      };
+    };
+    const endpoint = monitor.spec.podMetricsEndpoints[0];
+    // The per-object series' `namespace` must survive the target's own (the rules join on it).
+    expect(endpoint?.honorLabels).toBe(true);
+    const policy = docs.find((doc) => doc.kind === 'NetworkPolicy') as unknown as {
+      spec: {
+        podSelector: { matchLabels: Record<string, string> };
+        ingress: { ports: { port: string }[] }[];
+      };
+    };
+    expect(policy.spec.podSelector.matchLabels).toEqual(monitor.spec.selector.matchLabels);
+    expect(policy.spec.ingress.flatMap((rule) => rule.ports.map((port) => port.port))).toEqual([
+      endpoint?.port,
+    ]);
+
+    const [scrape] = parse(readFileSync(join(root, 'infra/monitoring/scrape-config.yaml'), 'utf8')) as {
+      scrape_interval: string;
+      metrics_path: string;
+      honor_labels: boolean;
+      kubernetes_sd_configs: { namespaces: { names: string[] }; selectors: { label: string }[] }[];
+      relabel_configs: { source_labels?: string[]; regex?: string; action?: string }[];
+    }[];
+    if (!scrape) throw new Error('scrape-config.yaml holds no scrape config');
+    const [label, value] = Object.entries(monitor.spec.selector.matchLabels)[0] ?? [];
+    expect(scrape.kubernetes_sd_configs[0]?.selectors[0]?.label).toBe(`${label}=${value}`);
+    expect(scrape.kubernetes_sd_configs[0]?.namespaces.names).toEqual(
+      monitor.spec.namespaceSelector.matchNames,
+    );
+    expect(
+      scrape.relabel_configs.find(
+        (relabel) => relabel.source_labels?.[0] === '__meta_kubernetes_pod_container_port_name',
+      ),
+    ).toMatchObject({ regex: endpoint?.port, action: 'keep' });
+    expect([scrape.metrics_path, scrape.scrape_interval, scrape.honor_labels]).toEqual([
+      endpoint?.path,
+      endpoint?.interval,
+      true,
+    ]);
+  });
+
+  it('with the kube-prometheus-stack component, its Prometheus selects the PodMonitor and the PrometheusRule by `release`', async () => {
+    const overlay = mkdtempSync(join(root, '.overlay-'));
+    try {
+      const from = (path: string) => relative(overlay, join(root, path));
+      writeFileSync(
+        join(overlay, 'kustomization.yaml'),
+        stringify({
+          resources: [from('infra/monitoring')],
+          components: [from('infra/monitoring/kube-prometheus-stack')],
+        }),
+      );
+      const { stdout } = await run(testStack().kubectlPath, ['kustomize', overlay]);
+      const docs = parseAllDocuments(stdout).map(
+        (doc) => doc.toJSON() as { kind: string; metadata: { labels?: Record<string, string> } },
+      );
+      const released = docs.filter((doc) => doc.metadata.labels?.release === 'kube-prometheus-stack');
+      expect(released.map((doc) => doc.kind).sort()).toEqual(['PodMonitor', 'PrometheusRule']);
+      // kube-prometheus-stack's Grafana sidecar finds dashboards by this label in every namespace.
+      expect(docs.find((doc) => doc.kind === 'ConfigMap')?.metadata.labels?.grafana_dashboard).toBe('1');
+    } finally {
+      rmSync(overlay, { recursive: true, force: true });
+    }
   });
 
   it('Redis runs with maxmemory-policy noeviction', () => {
@@ -136,6 +214,10 @@ describe('infra/ renders', () => {
     expect(first.stdout).toContain('deployment.apps/captf-redis');
     expect(first.stdout).toContain(
       'validatingadmissionpolicy.admissionregistration.k8s.io/captf-controller-runner-identities',
+    );
+    // Issue 24 item 3: what a runner identity may write among Secrets (its state, its own outputs Secret).
+    expect(first.stdout).toContain(
+      'validatingadmissionpolicybinding.admissionregistration.k8s.io/captf-runner-secret-writes',
     );
     // Nothing for workload namespaces: the controller gives each object its own runner identity.
     expect(namespaced.map((doc) => `${doc.kind}/${doc.metadata?.name}`)).toEqual([]);

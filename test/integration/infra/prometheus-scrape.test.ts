@@ -3,24 +3,35 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import type { CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { productionStep } from '../../../functions/production-step.ts';
 import { type RunningServer, runServer } from '../../../functions/server.ts';
 import { freePort } from '../../../src/local/ports.ts';
 import { testStack } from '../../env/index.ts';
+import { parkedNode } from '../../env/parked-node.ts';
+import { createStepEnv, eventually, finishJob, RUNNER_IMAGE, result, type StepEnv } from '../step/harness.ts';
 import { findPrometheus, PROMETHEUS_RULE, ruleGroupsOf } from './prometheus.ts';
 
-// DESIGN.md section 14 end to end: a real Prometheus scrapes the running handlers' `/metrics` (the real step
-// on the real API server and Redis) and evaluates the shipped rules. The rules load, evaluate without error,
-// raise nothing for a healthy object, and the per-object figures the alerts join on arrive as series.
+// DESIGN.md section 14 end to end: a real Prometheus, on the shipped scrape config
+// (infra/monitoring/scrape-config.yaml: Kubernetes service discovery of the handlers' pods against the real
+// API server), scrapes the running handlers' `/metrics` (the real step on the real API server and Redis)
+// and evaluates the shipped rules. The rules load, evaluate without error, raise nothing for a healthy
+// object; the per-object figures the alerts join on arrive as series with the object's own `namespace`;
+// and every query of the shipped dashboard returns a series once a Job has run and an alert fired.
 
-const DASHBOARD = join(import.meta.dirname, '..', '..', '..', 'infra/monitoring/dashboard.json');
-const namespace = `scrape-${randomBytes(3).toString('hex')}`;
+const root = join(import.meta.dirname, '..', '..', '..');
+const DASHBOARD = join(root, 'infra/monitoring/dashboard.json');
+const SCRAPE_CONFIG = join(root, 'infra/monitoring/scrape-config.yaml');
 const GROUP = 'infrastructure.cluster.x-k8s.io';
 const TOKEN = randomBytes(24).toString('hex');
 
+let env: StepEnv;
+/** The first apply Job of `scraped`, and of `big`. */
+let scrapedJob: string;
+let bigJob: string;
+let namespace: string;
 let server: RunningServer;
 let prometheus: ChildProcess | undefined;
 let prometheusUrl: string;
@@ -90,32 +101,83 @@ async function createCluster(name: string, spec: Record<string, unknown>): Promi
   });
 }
 
-/** Steps the object until it created its Job (the finalizer comes first). */
-async function untilCreated(name: string): Promise<void> {
+/** Steps the object until it created its Job (the finalizer comes first); answers the Job's name. */
+async function untilCreated(name: string): Promise<string> {
   const actions: string[] = [];
   for (let i = 0; i < 4; i += 1) {
-    const { action, reason } = await reconcile(name);
-    if (action === 'created') return;
+    const { action, reason, job } = await reconcile(name);
+    if (action === 'created' && job !== undefined) return job;
     actions.push(`${action}/${reason}`);
   }
   throw new Error(`${name}: no Job created (${actions.join(', ')})`);
 }
 
-async function reconcile(name: string): Promise<{ action: string; reason: string }> {
+async function reconcile(name: string): Promise<{ action: string; reason: string; job?: string }> {
   const response = await fetch(`${server.url}/reconcile/TerraformCluster/${namespace}/${name}`, {
     method: 'POST',
     headers: { authorization: `Bearer ${TOKEN}` },
   });
   expect(response.status).toBe(200);
-  return ((await response.json()) as { outcome: { action: string; reason: string } }).outcome;
+  return ((await response.json()) as { outcome: { action: string; reason: string; job?: string } }).outcome;
+}
+
+/**
+ * The handlers' pod as Knative would make it, for service discovery: labelled with the Service's name, its
+ * `captf` container's port named `user-port`. No kubelet runs it (it is bound to the parked node): its
+ * status says it runs at 127.0.0.1, where the handlers listen.
+ */
+async function handlerPod(port: number): Promise<void> {
+  const name = 'captf-00001-deployment-scrape';
+  await env.core.createNamespacedPod({
+    namespace,
+    body: {
+      metadata: { name, labels: { 'serving.knative.dev/service': 'captf' } },
+      spec: {
+        nodeName: await parkedNode(env.core),
+        automountServiceAccountToken: false,
+        containers: [
+          {
+            name: 'captf',
+            image: 'captf-controller:test',
+            ports: [{ name: 'user-port', containerPort: port }],
+          },
+        ],
+      },
+    },
+  });
+  const pod = await env.core.readNamespacedPod({ namespace, name });
+  await env.core.replaceNamespacedPodStatus({
+    namespace,
+    name,
+    body: { ...pod, status: { phase: 'Running', podIP: '127.0.0.1', podIPs: [{ ip: '127.0.0.1' }] } },
+  });
+}
+
+/**
+ * The shipped scrape config, as a Prometheus outside the cluster runs it: service discovery reads the API
+ * server through the stack's kubeconfig (in a cluster, Prometheus's ServiceAccount), in the test's namespace
+ * (in a cluster, captf-system), at the test's pace.
+ */
+function shippedScrapeConfigs(): unknown[] {
+  const configs = parse(readFileSync(SCRAPE_CONFIG, 'utf8')) as {
+    kubernetes_sd_configs: Record<string, unknown>[];
+  }[];
+  return configs.map((config) => ({
+    ...config,
+    scrape_interval: '1s',
+    kubernetes_sd_configs: config.kubernetes_sd_configs.map((sd) => ({
+      ...sd,
+      kubeconfig_file: testStack().kubeconfigPath,
+      namespaces: { names: [namespace] },
+    })),
+  }));
 }
 
 beforeAll(async () => {
   const binary = findPrometheus();
   const stack = testStack();
-  const kc = new KubeConfig();
-  kc.loadFromFile(stack.kubeconfigPath);
-  await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
+  env = await createStepEnv('scrape');
+  namespace = env.namespace;
   server = await runServer(
     {
       PORT: '0',
@@ -123,17 +185,20 @@ beforeAll(async () => {
       REDIS_URL: stack.redisUrl,
       KUBECONFIG: stack.kubeconfigPath,
       CAPTF_AUTH_TOKEN: TOKEN,
-      CAPTF_RUNNER_IMAGE: 'captf-runner:test',
+      CAPTF_RUNNER_IMAGE: RUNNER_IMAGE,
       CAPTF_KEY_PREFIX: `scrape-${randomBytes(3).toString('hex')}`,
+      // The test reads figures a second after a step; the shipped 60 s would only slow it down.
+      CAPTF_METRICS_FLEET_MAX_AGE_SECONDS: '1',
       LOG_LEVEL: 'silent',
     },
     productionStep,
     { handleSignals: false },
   );
-  custom = kc.makeApiClient(CustomObjectsApi);
+  custom = env.custom;
+  await handlerPod(Number(new URL(server.url).port));
   await createCluster('scraped', { driftCheck: { enabled: false } });
   // The finalizer, then the first apply's Job: the step records the object's figures and its inputs size.
-  await untilCreated('scraped');
+  scrapedJob = await untilCreated('scraped');
 
   dir = mkdtempSync(join(tmpdir(), 'captf-prometheus-'));
   writeFileSync(join(dir, 'rules.yaml'), stringify({ groups: ruleGroupsOf(PROMETHEUS_RULE) }));
@@ -142,7 +207,7 @@ beforeAll(async () => {
     stringify({
       global: { scrape_interval: '1s', evaluation_interval: '1s' },
       rule_files: [join(dir, 'rules.yaml')],
-      scrape_configs: [{ job_name: 'captf', static_configs: [{ targets: [new URL(server.url).host] }] }],
+      scrape_configs: shippedScrapeConfigs(),
     }),
   );
   const port = await freePort();
@@ -173,15 +238,26 @@ afterAll(async () => {
     await exited;
   }
   await server?.stop();
+  await env?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-it('Prometheus scrapes /metrics, loads the twelve alerts and their setting and evaluates them: healthy, nothing pending or firing', async () => {
+it("Prometheus finds the handlers' pod with the shipped scrape config, scrapes /metrics, loads the shipped rules and evaluates them: healthy, nothing pending or firing", async () => {
   const target = await until('the scrape target up', async () => {
-    const data = await api<{ activeTargets: { health: string; lastError: string }[] }>('/api/v1/targets');
+    const data = await api<{
+      activeTargets: {
+        health: string;
+        lastError: string;
+        labels: Record<string, string>;
+        scrapeUrl: string;
+      }[];
+    }>('/api/v1/targets');
     return data.activeTargets[0]?.health === 'up' ? data.activeTargets[0] : undefined;
   });
   expect(target.lastError).toBe('');
+  // Found by discovery, not configured: the pod's name and namespace are the target's labels.
+  expect(target.labels).toMatchObject({ job: 'captf', namespace, pod: 'captf-00001-deployment-scrape' });
+  expect(target.scrapeUrl).toBe(`${server.url}/metrics`);
 
   // Evaluated at least once after the first scrape: every rule has a last evaluation.
   const rules = await until('every rule evaluated', async () => {
@@ -189,7 +265,10 @@ it('Prometheus scrapes /metrics, loads the twelve alerts and their setting and e
     const all = data.groups.flatMap((group) => group.rules);
     return all.length > 0 && all.every((rule) => !rule.lastEvaluation.startsWith('0001')) ? all : undefined;
   });
-  expect(rules).toHaveLength(12);
+  const shipped = ruleGroupsOf(PROMETHEUS_RULE).flatMap((group) => group.rules);
+  expect(rules.map((rule) => rule.name).sort()).toEqual(
+    shipped.flatMap((rule) => (rule.alert ? [rule.alert] : [])).sort(),
+  );
   for (const rule of rules) {
     expect(rule.lastError ?? '', rule.name).toBe('');
     expect(rule.health, rule.name).toBe('ok');
@@ -215,33 +294,24 @@ it('the per-object figures the alerts join on arrive from the running step', asy
   expect(await single('captf_reconcile_steps_total{action="error"}')).toBe(0);
 });
 
-it('every query of the Grafana dashboard is valid PromQL and the five views of issue 15 are there', async () => {
-  const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as {
-    panels: { title: string; targets: { expr: string }[] }[];
-  };
-  const titles = dashboard.panels.map((panel) => panel.title).join('\n');
-  for (const view of [
-    /Jobs finished by result/,
-    /Job duration/,
-    /Active Jobs/,
-    /waiting, by reason/,
-    /Age of the last success/,
-  ])
-    expect(titles).toMatch(view);
-  for (const panel of dashboard.panels)
-    for (const { expr } of panel.targets) {
-      // Grafana's own variable, as it would fill it in.
-      const query = expr.replaceAll('$__rate_interval', '1m');
-      const response = await fetch(`${prometheusUrl}/api/v1/query?query=${encodeURIComponent(query)}`);
-      const body = (await response.json()) as { status: string; error?: string };
-      expect(body, `${panel.title}: ${expr}`).toMatchObject({ status: 'success' });
-    }
-  // A panel the running step feeds: the object's apply Job runs.
+it('a finished Job reaches the fleet figures: its total, its duration, the last success and the state size', async () => {
+  // The test plays the kubelet: the apply's pod ends with a successful result and the backend's state.
+  await finishJob(env, scrapedJob, { exitCode: 0, result: result('apply', 'succeeded') });
+  await eventually(
+    () => reconcile('scraped'),
+    (outcome) => outcome.action === 'bookkept',
+    30_000,
+    'the apply bookkept',
+  );
+  const object = `kind="TerraformCluster",namespace="${namespace}",name="scraped"`;
   expect(
-    await single(
-      'count by (op) (max by (kind, namespace, name, op) (captf_active_job_start_timestamp_seconds))',
-    ),
-  ).toBeGreaterThan(0);
+    await single('sum(captf_jobs_total{result="succeeded"})', (count) => count >= 1),
+  ).toBeGreaterThanOrEqual(1);
+  expect(await single(`captf_last_success_timestamp_seconds{${object},op="apply"}`)).toBeGreaterThan(0);
+  expect(await single(`captf_state_bytes{${object}}`)).toBeGreaterThan(0);
+  expect(await single('sum(captf_job_duration_seconds_count)', (count) => count >= 1)).toBeGreaterThanOrEqual(
+    1,
+  );
 });
 
 it('CAPTFInputsNearLimit fires from the real step for run inputs near 1 MiB, and not once the object is paused', async () => {
@@ -249,7 +319,7 @@ it('CAPTFInputsNearLimit fires from the real step for run inputs near 1 MiB, and
   const big = { variables: { blob: 'x'.repeat(900_000) } };
   await createCluster('big', big);
   await createCluster('big-paused', big);
-  await untilCreated('big');
+  bigJob = await untilCreated('big');
   await untilCreated('big-paused');
   const { PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
   await custom.patchNamespacedCustomObject(
@@ -279,4 +349,48 @@ it('CAPTFInputsNearLimit fires from the real step for run inputs near 1 MiB, and
     throw new Error(`${error.message.split(';')[0]}; firing for: ${last || 'none'}`);
   });
   expect(firing[0]?.labels).toMatchObject({ kind: 'TerraformCluster', namespace, severity: 'warning' });
+});
+
+it('every query of the Grafana dashboard returns a series, and the five views of issue 15 are there', async () => {
+  // A failed Job too, for the failures panel: `big`'s apply fails at `apply`.
+  await finishJob(env, bigJob, {
+    exitCode: 1,
+    result: result('apply', 'failed', { error: { kind: 'step', step: 'apply', summary: 'quota exceeded' } }),
+  });
+  await eventually(
+    () => reconcile('big'),
+    (outcome) => outcome.action === 'bookkept',
+    30_000,
+    'the failed apply bookkept',
+  );
+  await single('sum(captf_jobs_total{result="failed"})', (count) => count >= 1);
+  // `increase` needs two samples of the new series: one scrape later.
+  await single('count(max by (kind, op) (increase(captf_jobs_total{result="failed"}[1m])))');
+  const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as {
+    panels: { title: string; targets: { expr: string }[] }[];
+  };
+  const titles = dashboard.panels.map((panel) => panel.title).join('\n');
+  for (const view of [
+    /Jobs finished by result/,
+    /Job duration/,
+    /Active Jobs/,
+    /waiting, by reason/,
+    /Age of the last success/,
+  ])
+    expect(titles).toMatch(view);
+  for (const panel of dashboard.panels)
+    for (const { expr } of panel.targets) {
+      // Grafana's own variable, as it would fill it in.
+      const query = expr.replaceAll('$__rate_interval', '1m');
+      const response = await fetch(`${prometheusUrl}/api/v1/query?query=${encodeURIComponent(query)}`);
+      const body = (await response.json()) as {
+        status: string;
+        error?: string;
+        data?: { result: unknown[] };
+      };
+      expect(body, `${panel.title}: ${expr}`).toMatchObject({ status: 'success' });
+      // Every panel shows something for this fleet: a Job ran and finished, Jobs run, objects wait, and
+      // the alert above fires.
+      expect(body.data?.result.length ?? 0, `${panel.title}: ${expr} returned no series`).toBeGreaterThan(0);
+    }
 });

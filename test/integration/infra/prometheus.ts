@@ -1,11 +1,14 @@
 import { accessSync, constants, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { parse } from 'yaml';
+import { readVersions } from '../../../src/local/binaries.ts';
 
 /**
- * Prometheus's own tools for the alert tests (DESIGN.md section 14): `promtool` and `prometheus` from
- * Debian's `prometheus` package, which scripts/setup.sh installs. A missing tool fails the test with what
- * to install, never skips it.
+ * Prometheus's own tools for the alert tests (DESIGN.md section 14): `promtool` from Debian's `prometheus`
+ * package, which scripts/setup.sh installs, and a `prometheus` server that scripts/build-binaries.sh builds
+ * with Kubernetes service discovery (Debian's is built without it, so it cannot run the shipped scrape
+ * config). A missing tool fails the test with what to install or build, never skips it.
  */
 
 const root = join(import.meta.dirname, '..', '..', '..');
@@ -53,7 +56,15 @@ export function findPromtool(): string {
   return findTool('promtool');
 }
 
-/** `prometheus`, or a thrown Error saying how to get it. */
-export function findPrometheus(): string {
-  return findTool('prometheus');
+/** The built `prometheus` (PROMETHEUS_VERSION of scripts/versions.env), or a thrown Error saying how to build it. */
+export function findPrometheus(env: NodeJS.ProcessEnv = process.env): string {
+  const version = readVersions().PROMETHEUS_VERSION;
+  const cache = env.CAPTF_CACHE ?? join(homedir(), '.cache', 'captf');
+  const path = join(cache, 'bin', `prometheus-v${version}`, 'prometheus');
+  try {
+    accessSync(path, constants.X_OK);
+    return path;
+  } catch {
+    throw new Error(`${path} is missing; build it with: bash scripts/build-binaries.sh prometheus`);
+  }
 }

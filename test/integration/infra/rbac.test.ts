@@ -96,6 +96,12 @@ describe('controller ClusterRole', () => {
     { id: 'secret-get', name: 'get a Secret by name', verb: 'get', resource: 'secrets' },
     { id: 'secret-delete', name: 'delete per-run Secrets', verb: 'delete', resource: 'secrets' },
     {
+      id: 'secret-patch',
+      name: 'label a state Secret for clusterctl move',
+      verb: 'patch',
+      resource: 'secrets',
+    },
+    {
       id: 'runner-identity-account',
       name: 'create runner identity ServiceAccounts',
       verb: 'create',

@@ -7,8 +7,10 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../../src/adapters/clock.ts';
 import { createKubeAdapter, type KubeAdapter } from '../../../src/adapters/kube/adapter.ts';
+import { buildOutputsSecret } from '../../../src/core/outputs-secret.ts';
 import { buildRunnerIdentity, type RunnerIdentity } from '../../../src/core/runner-identity.ts';
 import { nameStateSuffix } from '../../../src/core/state-identity.ts';
+import { ensureOutputsSecret } from '../../../src/step/outputs-secret.ts';
 import { ensureRunnerIdentity } from '../../../src/step/runner-identity.ts';
 import { testStack } from '../../env/index.ts';
 
@@ -78,8 +80,11 @@ function controllerAdapter(): KubeAdapter {
   });
 }
 
-/** Creates a TerraformMachine (an owner the garbage collector finds) and returns its identity. */
-async function machine(name: string): Promise<RunnerIdentity> {
+/**
+ * Creates a TerraformMachine (an owner the garbage collector finds) and returns its identity; with
+ * `outputsSecretName`, the identity of a spec naming that outputs Secret.
+ */
+async function machine(name: string, outputsSecretName?: string): Promise<RunnerIdentity> {
   const created = JSON.parse(
     await kubectl(
       ['create', '-o', 'json', '-f', '-'],
@@ -99,7 +104,12 @@ async function machine(name: string): Promise<RunnerIdentity> {
       namespace,
       uid: created.metadata.uid,
     },
-    source: { backend: undefined, namespace, stateSuffix: nameStateSuffix('TerraformMachine', name) },
+    source: {
+      backend: undefined,
+      namespace,
+      stateSuffix: nameStateSuffix('TerraformMachine', name),
+      ...(outputsSecretName ? { outputsSecretName } : {}),
+    },
   });
 }
 
@@ -135,12 +145,15 @@ beforeAll(async () => {
 }, 120_000);
 
 describe('the controller puts a runner identity in place', () => {
-  it('with its own rights, in one pass, then costs one read per Job', async () => {
+  it('with its own rights, in one pass, then costs two reads per Job (its RoleBinding and its lock Lease)', async () => {
     controller.takeRequestCounts();
     expect(await ensureRunnerIdentity(controller, a)).toBe('written');
     expect(controller.takeRequestCounts().total).toBe(6);
     expect(await ensureRunnerIdentity(controller, a)).toBe('in-place');
-    expect(controller.takeRequestCounts()).toMatchObject({ total: 1, byRequest: { 'get rolebindings': 1 } });
+    expect(controller.takeRequestCounts()).toMatchObject({
+      total: 2,
+      byRequest: { 'get rolebindings': 1, 'get leases': 1 },
+    });
     expect(await ensureRunnerIdentity(controller, b)).toBe('written');
     const secret = JSON.parse(
       await kubectl(['-n', namespace, 'get', 'secret', 'tfstate-default-m-m-a', '-o', 'json']),
@@ -189,22 +202,35 @@ describe('the controller puts a runner identity in place', () => {
     expect(owners).toBe(c.serviceAccount.metadata.ownerReferences?.[0]?.uid);
     expect(await ensureRunnerIdentity(controller, c)).toBe('in-place');
   });
-  it('an identity in place gets its deleted state Secret and Lease back only when the start asks (a restore accepted by a person)', async () => {
+  it('an identity in place always gets its deleted lock Lease back, and its state Secret only when the start asks (issue 23 item 8)', async () => {
     const d = await machine('m-d');
     expect(await ensureRunnerIdentity(controller, d)).toBe('written');
     await kubectl(['-n', namespace, 'delete', 'secret', 'tfstate-default-m-m-d']);
     await kubectl(['-n', namespace, 'delete', 'lease', 'lock-tfstate-default-m-m-d']);
-    // The normal start pays one read and puts nothing back: the state's loss is the planner's to judge.
-    expect(await ensureRunnerIdentity(controller, d)).toBe('in-place');
-    const gone = await kubectl(['-n', namespace, 'get', 'secret,lease', '--ignore-not-found', '-o', 'name']);
-    expect(gone).not.toContain('tfstate-default-m-m-d');
+    // The normal start reads the RoleBinding and the Lease it grants: the Lease (it holds nothing) comes
+    // back; the state's loss is the planner's to judge.
     controller.takeRequestCounts();
-    expect(await ensureRunnerIdentity(controller, d, { restoreStateObjects: true })).toBe('written');
-    expect(controller.takeRequestCounts().byRequest).toMatchObject({
+    expect(await ensureRunnerIdentity(controller, d)).toBe('written');
+    expect(controller.takeRequestCounts().byRequest).toEqual({
       'get rolebindings': 1,
-      'create secrets': 1,
+      'get leases': 1,
       'create leases': 1,
     });
+    const leaseOnly = await kubectl([
+      '-n',
+      namespace,
+      'get',
+      'secret,lease',
+      '--ignore-not-found',
+      '-o',
+      'name',
+    ]);
+    expect(leaseOnly).not.toContain('secret/tfstate-default-m-m-d');
+    expect(leaseOnly).toContain('lease.coordination.k8s.io/lock-tfstate-default-m-m-d');
+    controller.takeRequestCounts();
+    expect(await ensureRunnerIdentity(controller, d)).toBe('in-place');
+    expect(controller.takeRequestCounts().byRequest).toEqual({ 'get rolebindings': 1, 'get leases': 1 });
+    expect(await ensureRunnerIdentity(controller, d, { restoreStateSecret: true })).toBe('written');
     const back = await kubectl(['-n', namespace, 'get', 'secret,lease', '-o', 'name']);
     expect(back).toContain('secret/tfstate-default-m-m-d');
     expect(back).toContain('lease.coordination.k8s.io/lock-tfstate-default-m-m-d');
@@ -298,6 +324,27 @@ describe('the admission policy holds the controller to runner identities', () =>
       message: "a runner identity's Role may only get and update named state Secrets",
     },
     {
+      // One name with `update` is the outputs Secret's rule, which the Role cannot tell from a key's: what a
+      // runner may write there is held by runner-secret-writes-policy.yaml (the outputs Secret's marks).
+      what: 'a runner Role granting update of key Secrets (get only; update names at most the one outputs Secret)',
+      body: role('captf-runner-key-update', [
+        {
+          apiGroups: [''],
+          resources: ['secrets'],
+          resourceNames: ['state-key', 'old-state-key'],
+          verbs: ['get', 'update'],
+        },
+      ]),
+      message: "a runner identity's Role may only get and update named state Secrets",
+    },
+    {
+      what: "a runner Role granting get of one of the controller's own Secrets as a key",
+      body: role('captf-runner-key-run', [
+        { apiGroups: [''], resources: ['secrets'], resourceNames: ['captf-run-some-job'], verbs: ['get'] },
+      ]),
+      message: "a runner identity's Role may only get and update named state Secrets",
+    },
+    {
       what: 'a RoleBinding to another Role',
       body: JSON.stringify({
         apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -333,6 +380,19 @@ describe('the admission policy holds the controller to runner identities', () =>
     expect(await errorAs(CONTROLLER, ['delete', 'lease', 'lock-tfstate-default-m-m-gone'])).toBe('');
   });
 
+  it("admits a runner Role that also grants get of the object's state encryption key Secret (issue 25 item 3)", async () => {
+    const body = role('captf-runner-m-m-key', [
+      {
+        apiGroups: [''],
+        resources: ['secrets'],
+        resourceNames: ['tfstate-default-m-m-key'],
+        verbs: ['get', 'update'],
+      },
+      { apiGroups: [''], resources: ['secrets'], resourceNames: ['state-key'], verbs: ['get'] },
+    ]);
+    expect(await errorAs(CONTROLLER, ['create', '-f', '-'], body)).toBe('');
+  });
+
   it('refuses the controller any Secret update, which it holds only to grant', async () => {
     const secret = JSON.parse(
       await kubectl(['-n', namespace, 'get', 'secret', 'tfstate-default-m-m-a', '-o', 'json']),
@@ -340,6 +400,158 @@ describe('the admission policy holds the controller to runner identities', () =>
     secret.metadata.labels.taken = 'yes';
     expect(await errorAs(CONTROLLER, ['replace', '-f', '-'], JSON.stringify(secret))).toContain(
       'the controller updates no Secret',
+    );
+  });
+
+  it('lets the controller add the clusterctl move label to a state Secret, and nothing more (issue 23 item 6)', async () => {
+    const label = (name: string, labels: Record<string, string>) =>
+      errorAs(CONTROLLER, ['label', 'secret', name, ...Object.entries(labels).map(([k, v]) => `${k}=${v}`)]);
+    const move = 'clusterctl.cluster.x-k8s.io/move';
+    // Another label, the move label with a value, or the move label on a Secret that is not a state: refused.
+    expect(await label('tfstate-default-m-m-a', { taken: 'yes' })).toContain(
+      'the controller updates no Secret',
+    );
+    expect(await label('tfstate-default-m-m-a', { [move]: 'x' })).toContain(
+      'the controller updates no Secret',
+    );
+    await kubectl(['-n', namespace, 'create', 'secret', 'generic', 'not-a-state', '--from-literal=k=v']);
+    expect(await label('not-a-state', { [move]: '' })).toContain('the controller updates no Secret');
+    // The move label alone, through the controller's own writer: admitted.
+    const secret = await controller.reader.getSecret(namespace, 'tfstate-default-m-m-a');
+    const written = await controller.writer.patchSecretLabels(
+      { namespace, name: 'tfstate-default-m-m-a', resourceVersion: secret?.metadata?.resourceVersion ?? '' },
+      { [move]: '' },
+    );
+    expect(written.metadata?.labels).toMatchObject({ [move]: '', tfstate: 'true' });
+    // Taking it away again is a change of labels too: refused.
+    expect(await errorAs(CONTROLLER, ['label', 'secret', 'tfstate-default-m-m-a', `${move}-`])).toContain(
+      'the controller updates no Secret',
+    );
+  });
+});
+
+describe('the outputs Secret (issue 24 item 3)', () => {
+  /** The owner of an identity, as the outputs Secret's manifest takes it. */
+  const ownerOf = (identity: RunnerIdentity) => {
+    const ref = identity.serviceAccount.metadata.ownerReferences?.[0];
+    return {
+      apiVersion: `${GROUP}/v1alpha1`,
+      kind: 'TerraformMachine' as const,
+      name: ref?.name ?? '',
+      namespace,
+      uid: ref?.uid ?? '',
+    };
+  };
+  /** A Secret as the admin reads it, for a replace as someone else. */
+  const secretJson = async (name: string) =>
+    JSON.parse(await kubectl(['-n', namespace, 'get', 'secret', name, '-o', 'json'])) as {
+      data?: Record<string, string>;
+      metadata: { labels?: Record<string, string>; ownerReferences?: unknown[] };
+    };
+
+  let o: RunnerIdentity;
+  let x: RunnerIdentity;
+  beforeAll(async () => {
+    o = await machine('m-o', 'm-o-outputs');
+    // m-x names a Secret that is not its own: what a compromised controller could still grant, since the
+    // identity policy cannot see whose a named Secret is.
+    x = await machine('m-x', 'app-credentials');
+    await kubectl(['-n', namespace, 'create', 'secret', 'generic', 'app-credentials', '--from-literal=k=v']);
+    expect(await ensureRunnerIdentity(controller, x)).toBe('written');
+    // The writes policy is installed with the others; wait until the API server enforces it (a dry run).
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const probe = JSON.stringify({
+        ...(await secretJson('app-credentials')),
+        data: { k: Buffer.from('w').toString('base64') },
+      });
+      const error = await errorAs(account(x), ['replace', '--dry-run=server', '-f', '-'], probe);
+      if (error.includes('captf-runner-secret-writes')) break;
+      if (Date.now() > deadline) throw new Error(`the runner writes policy is not enforced: ${error}`);
+      await sleep(500);
+    }
+  }, 90_000);
+
+  it('the controller creates it owned by the object and names it in the Role, with its own rights', async () => {
+    const manifest = buildOutputsSecret({
+      owner: ownerOf(o),
+      secretName: 'm-o-outputs',
+      writer: o.serviceAccount.metadata.name,
+    });
+    expect(await ensureOutputsSecret(controller, manifest, ownerOf(o).uid)).toEqual({ kind: 'ours' });
+    expect(await ensureRunnerIdentity(controller, o)).toBe('written');
+    // One read when it is there.
+    controller.takeRequestCounts();
+    expect(await ensureOutputsSecret(controller, manifest, ownerOf(o).uid)).toEqual({ kind: 'ours' });
+    expect(controller.takeRequestCounts()).toMatchObject({ total: 1, byRequest: { 'get secrets': 1 } });
+    expect(await allowed(account(o), 'get', 'secrets', 'm-o-outputs')).toBe(true);
+    expect(await allowed(account(o), 'update', 'secrets', 'm-o-outputs')).toBe(true);
+    expect(await allowed(account(o), 'delete', 'secrets', 'm-o-outputs')).toBe(false);
+    // Another object's runner identity may not read it, nor write it.
+    expect(await allowed(account(a), 'get', 'secrets', 'm-o-outputs')).toBe(false);
+    expect(await allowed(account(a), 'update', 'secrets', 'm-o-outputs')).toBe(false);
+    expect(await errorAs(account(a), ['get', 'secret', 'm-o-outputs'])).toContain('Forbidden');
+  });
+
+  it('its runner may replace its data, but not detach it from its object', async () => {
+    const secret = await secretJson('m-o-outputs');
+    const written = { ...secret, data: { out: Buffer.from('value').toString('base64') } };
+    expect(await errorAs(account(o), ['replace', '-f', '-'], JSON.stringify(written))).toBe('');
+    const detached = { ...(await secretJson('m-o-outputs')) };
+    detached.metadata = { ...detached.metadata, ownerReferences: [] };
+    expect(await errorAs(account(o), ['replace', '-f', '-'], JSON.stringify(detached))).toContain(
+      'captf-runner-secret-writes',
+    );
+  });
+
+  it("a Secret that is not the object's is never granted; a Role naming it anyway gives its runner no write", async () => {
+    const manifest = buildOutputsSecret({
+      owner: ownerOf(x),
+      secretName: 'app-credentials',
+      writer: x.serviceAccount.metadata.name,
+    });
+    expect(await ensureOutputsSecret(controller, manifest, ownerOf(x).uid)).toMatchObject({
+      kind: 'foreign',
+    });
+    // The Role m-x got in beforeAll names the Secret anyway; the writes policy refuses its runner all the same.
+    expect(await allowed(account(x), 'update', 'secrets', 'app-credentials')).toBe(true);
+    const taken = {
+      ...(await secretJson('app-credentials')),
+      data: { k: Buffer.from('w').toString('base64') },
+    };
+    expect(await errorAs(account(x), ['replace', '-f', '-'], JSON.stringify(taken))).toContain(
+      'a runner identity may only update its state Secret',
+    );
+    expect((await secretJson('app-credentials')).data?.k).toBe(Buffer.from('v').toString('base64'));
+  });
+
+  it("another object's runner, even with a Role naming the outputs Secret, may not write it", async () => {
+    // m-y's spec names m-o's outputs Secret: its starts are refused, but a compromised controller could
+    // still grant the Role; the Secret names its one writer, and the policy holds every other to that.
+    const y = await machine('m-y', 'm-o-outputs');
+    expect(await ensureRunnerIdentity(controller, y)).toBe('written');
+    expect(await allowed(account(y), 'update', 'secrets', 'm-o-outputs')).toBe(true);
+    const taken = {
+      ...(await secretJson('m-o-outputs')),
+      data: { out: Buffer.from('y').toString('base64') },
+    };
+    expect(await errorAs(account(y), ['replace', '-f', '-'], JSON.stringify(taken))).toContain(
+      'captf-runner-secret-writes',
+    );
+    expect((await secretJson('m-o-outputs')).data?.out).toBe(Buffer.from('value').toString('base64'));
+  });
+
+  it('the controller may not name a captf- Secret as an outputs Secret', async () => {
+    const body = JSON.stringify({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: 'captf-runner-m-m-o', namespace },
+      rules: [
+        { apiGroups: [''], resources: ['secrets'], resourceNames: ['captf-plan-key-m-m-o'], verbs: ['get'] },
+      ],
+    });
+    expect(await errorAs(CONTROLLER, ['replace', '-f', '-'], body)).toContain(
+      "a runner identity's Role may only get and update named state Secrets",
     );
   });
 });

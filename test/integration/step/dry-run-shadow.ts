@@ -27,7 +27,6 @@ const PERFORM_TIME: ReadonlySet<StepReason> = new Set<StepReason>([
   'WaitingForMachineOperations',
   'WaitingForJobSlot',
   'WaitingForForeignJob',
-  'JobCreateRejected',
   'WriteRefused',
   'OutputsInvalid',
 ]);

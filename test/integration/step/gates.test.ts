@@ -224,7 +224,8 @@ describe('rejected creates', () => {
       jobs: { nodeSelector: { 'not a/valid/label key': 'x' } },
     });
     const outcome = await stepUntil(env.step(), ref, 'waiting');
-    expect(outcome).toMatchObject({ reason: 'JobCreateRejected' });
+    expect(outcome).toMatchObject({ reason: 'WriteRefused' });
+    expect((await statusOf(env, ref)).waitReason).toBe('WriteRefused');
     expect(outcome.message).toContain('Invalid');
     expect(await jobsOf(env, ref)).toEqual([]);
     expect(await env.redis.runLeases.read({ object: ref })).toEqual({ kind: 'free' });

@@ -40,10 +40,12 @@ describe('API requests per step', () => {
       'Job-creating step (first: also creates the plan HMAC key Secret and the runner identity)',
       create.counts,
     );
-    // get object, list Jobs, list pods, get + create the plan key Secret, create Job, create Secret,
+    // get object, list Jobs, list pods, get + create the plan key Secret, patch the object's metadata
+    // (Cluster API's block-move annotation, before the Job: issue 23 item 6), create Job, create Secret,
     // patch status, create Event; and, once per object, its runner identity (src/step/runner-identity.ts):
     // get the RoleBinding, create the ServiceAccount, state Secret, Lease, Role and RoleBinding.
-    expect(create.counts.total).toBeLessThanOrEqual(15);
+    expect(create.counts.total).toBeLessThanOrEqual(16);
+    expect(create.counts.byRequest['patch terraformmachines']).toBe(1);
     expect(create.counts.byRequest['get rolebindings']).toBe(1);
     expect(create.counts.byRequest['create rolebindings']).toBe(1);
 
@@ -51,17 +53,21 @@ describe('API requests per step', () => {
     const bookkeep = await counted(ref);
     expect(bookkeep.outcome.action).toBe('bookkept');
     print('bookkeeping step', bookkeep.counts);
-    // get object, list Jobs, list pods, patch status, create Event, patch Job (mark), delete Secret; and,
-    // after a successful apply or refresh only, get the state Secret for its size (captf_state_bytes, the
+    // get object, list Jobs, list pods, patch status, create Event, patch Job (mark), delete Secret, patch
+    // the object's metadata (the block-move annotation goes once nothing runs); and, after a successful
+    // apply or refresh only, get the state Secret for its size (captf_state_bytes, the
     // CAPTFStateNearSecretLimit alert, issue 15).
-    expect(bookkeep.counts.total).toBeLessThanOrEqual(8);
+    expect(bookkeep.counts.total).toBeLessThanOrEqual(9);
+    expect(bookkeep.counts.byRequest['patch terraformmachines']).toBe(1);
     expect(bookkeep.counts.byRequest['get secrets'] ?? 0).toBeLessThanOrEqual(1);
 
     const noop = await counted(ref);
     expect(noop.outcome).toMatchObject({ action: 'none', reason: 'UpToDate' });
     print('no-op step', noop.counts);
-    // get object, list Jobs: nothing else is read when nothing runs and nothing is due.
+    // get object, list Jobs: nothing else is read when nothing runs and nothing is due, and nothing written
+    // (the block-move annotation is decided from the object read).
     expect(noop.counts.total).toBeLessThanOrEqual(2);
+    expect(noop.counts.byRequest['patch terraformmachines'] ?? 0).toBe(0);
 
     const { PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
     await env.custom.patchNamespacedCustomObject(
@@ -78,12 +84,16 @@ describe('API requests per step', () => {
     const second = await counted(ref);
     expect(second.outcome.action).toBe('created');
     print('Job-creating step (steady state)', second.counts);
-    // The runner identity in place costs its one read (the RoleBinding's digest) and no write; an apply of
-    // a provisioned object reads its state Secret first (issue 23 item 5: never applied from lost state),
-    // beside the plan key: two Secret reads.
-    expect(second.counts.total).toBeLessThanOrEqual(10);
+    // The runner identity in place costs two reads (the RoleBinding's digest, and the lock Lease it grants,
+    // put back when a person deleted it) and no write; an apply of a provisioned object reads its state
+    // Secret first (never applied from lost state), beside the plan key: two Secret reads; the block-move
+    // annotation is one metadata patch.
+    expect(second.counts.total).toBeLessThanOrEqual(12);
+    expect(second.counts.byRequest['patch terraformmachines']).toBe(1);
     expect(second.counts.byRequest['get secrets']).toBe(2);
     expect(second.counts.byRequest['get rolebindings']).toBe(1);
+    expect(second.counts.byRequest['get leases']).toBe(1);
+    expect(second.counts.byRequest['create secrets']).toBe(1);
     expect(second.counts.byRequest['create rolebindings'] ?? 0).toBe(0);
   });
 });

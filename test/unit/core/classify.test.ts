@@ -139,6 +139,31 @@ const rows: Row[] = [
     expected: { result: 'failed', reason: 'ImageInvalid', counted: true, kind: 'image-layout' },
   },
   {
+    id: 'S7.3b',
+    name: 'result error kind state-decryption (issue 25 item 3) → StateDecryptionFailed, counted',
+    input: {
+      op: 'destroy',
+      job: failedJob,
+      pods: [
+        pod('p1', {
+          exitCode: 1,
+          message: ok(
+            result({
+              op: 'destroy',
+              result: 'failed',
+              error: {
+                kind: 'state-decryption',
+                step: 'init',
+                summary: 'error loading state: decryption failed for all provided methods',
+              },
+            }),
+          ),
+        }),
+      ],
+    },
+    expected: { result: 'failed', reason: 'StateDecryptionFailed', counted: true, kind: 'state-decryption' },
+  },
+  {
     id: 'S7.4',
     name: 'pod waited in ImagePullBackOff until the deadline → ImagePullFailed, counted',
     input: {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { judgeReportedLock } from '../../../src/core/lock-evidence.ts';
 import { judgeLock, lockHolderHost } from '../../../src/core/locks.ts';
 import { type JobNameInput, jobName } from '../../../src/core/names.ts';
 import { pod } from './builders.ts';
@@ -89,5 +90,48 @@ describe('judgeLock: DESIGN.md section 12', () => {
     ]) {
       expect(judgeLock({ id: 'L1', who: `root@${host}` }, prefixes, undefined).kind, host).toBe('foreign');
     }
+  });
+});
+
+describe('judgeReportedLock: a holder whose Job is gone (issue 23 item 8)', () => {
+  const owner = { kind: 'TerraformMachine' as const, name: 'm-a' };
+  const gonePod = `${jobName({ ...base, attempt: 7 })}-q1w2e`;
+  const lock = { id: 'L9', who: `root@${gonePod}` };
+
+  it("named like the object's Jobs but not among them: its pod is read live first", () => {
+    expect(judgeReportedLock(lock, [], [], owner)).toEqual({ kind: 'read', holderPod: gonePod });
+  });
+
+  it('read gone or finished → stale (pruned, or deleted by the deadline enforcement)', () => {
+    expect(
+      judgeReportedLock(lock, [], [], { ...owner, holderRead: { name: gonePod, pod: undefined } }),
+    ).toEqual({
+      kind: 'stale',
+      reason: 'ForceUnlocked',
+      lockId: 'L9',
+      holderPod: gonePod,
+    });
+    const failed = pod(gonePod, { exitCode: 137 }, { phase: 'Failed' });
+    expect(
+      judgeReportedLock(lock, [], [], { ...owner, holderRead: { name: gonePod, pod: failed } }).kind,
+    ).toBe('stale');
+  });
+
+  it('read alive: not one of ours (a predecessor of the same name) → foreign, never unlocked', () => {
+    const running = pod(gonePod, { running: true }, { phase: 'Running' });
+    expect(
+      judgeReportedLock(lock, [], [], { ...owner, holderRead: { name: gonePod, pod: running } }).kind,
+    ).toBe('foreign');
+  });
+
+  it("among the object's own pods (its owner label): judged by that pod, no read", () => {
+    const finished = pod(gonePod, { exitCode: 1 }, { phase: 'Failed' });
+    expect(judgeReportedLock(lock, [], [finished], owner).kind).toBe('stale');
+  });
+
+  it("another object's naming (web vs web-apply) stays foreign without a read", () => {
+    const other = `${jobName({ ...base, name: 'm-a-apply' })}-q1w2e`;
+    expect(judgeReportedLock({ id: 'L', who: `root@${other}` }, [], [], owner).kind).toBe('foreign');
+    expect(judgeReportedLock({ id: 'L', who: 'alice@laptop' }, [], [], owner).kind).toBe('foreign');
   });
 });

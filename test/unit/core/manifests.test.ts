@@ -95,6 +95,17 @@ describe('buildJobManifest: DESIGN.md section 9', () => {
     expect(source?.env).toEqual([{ name: 'HTTPS_PROXY', value: 'p' }]);
   });
 
+  it('S9.token a TF_TOKEN_<host> registry token reaches the source container from its Secret (issue 25 item 3)', () => {
+    const env = [
+      {
+        name: 'TF_TOKEN_registry_example_com',
+        valueFrom: { secretKeyRef: { name: 'registry-token', key: 'token' } },
+      },
+    ];
+    const withToken = buildJobManifest({ ...input, policy: resolveJobsPolicy({ env }) });
+    expect(withToken.spec.template.spec.containers[0]?.env).toEqual(env);
+  });
+
   it('S9.secret mounts the per-run Secret read-only at /captf/config, readable by any non-root USER through fsGroup', () => {
     expect(pod.volumes).toContainEqual({
       name: 'captf-config',

@@ -154,6 +154,28 @@ describe('a deleting object without a recorded apply reads its state before it g
   });
 });
 
+describe('an encrypted state (issue 25 item 3): written by OpenTofu, its resources unknown', () => {
+  const deleting = (status: Snapshot['status'] = {}) =>
+    snapshot({ meta: { ...snapshot().meta, deletionTimestamp: iso(0) }, status });
+
+  it('SE1 a deleting object that records no apply destroys an encrypted state (it may hold resources)', () => {
+    const planned = plan(planFacts(deleting(), { state: 'encrypted' }));
+    expect(planned.move.kind === 'start' && planned.move.start.op).toBe('destroy');
+  });
+  it('SE2 after a successful destroy the encrypted state goes with the finalizer', () => {
+    const destroyed = deleting({ lastSuccess: { apply: iso(-900), destroy: iso(-60) }, lastRun: undefined });
+    expect(plan(planFacts(destroyed, { state: 'encrypted' })).move).toMatchObject({
+      kind: 'finalizers',
+      gone: true,
+      state: { cleanup: { kind: 'delete' } },
+    });
+  });
+  it('SE3 an encrypted state is never a lost one: a provisioned object applies from it', () => {
+    const planned = plan(planFacts(provisioned(), { state: 'encrypted' }));
+    expect(planned.move.kind === 'start' && planned.move.start.op).toBe('apply');
+  });
+});
+
 describe('what a state Secret holds (the kubernetes backend: gzip JSON under tfstate)', () => {
   const secret = (tfstate: Buffer | string | undefined): { data: Record<string, string> } => ({
     data: tfstate === undefined ? {} : { tfstate: Buffer.from(tfstate).toString('base64') },
@@ -167,6 +189,22 @@ describe('what a state Secret holds (the kubernetes backend: gzip JSON under tfs
     expected: StateContent;
   }[] = [
     { id: 'SC1', name: 'no Secret', secret: undefined, expected: 'missing' },
+    {
+      id: 'SC10',
+      name: "OpenTofu's encrypted envelope (issue 25 item 3)",
+      secret: secret(
+        gzipSync(
+          JSON.stringify({
+            serial: 2,
+            lineage: 'l',
+            meta: { 'key_provider.pbkdf2.k_0123456789abcdef': 'e30=' },
+            encrypted_data: 'AAAA',
+            encryption_version: 'v0',
+          }),
+        ),
+      ),
+      expected: 'encrypted',
+    },
     {
       id: 'SC2',
       name: 'the empty Secret the runner identity creates',

@@ -161,6 +161,24 @@ describe('resolveRunInputs holds a run back for a Secret that did not opt in', (
     expect(inputs.kind === 'resolved' && inputs.source.backendSecretData).toEqual({ host: 'h' });
   });
 
+  it('V7 a passphrase Secret the spec names must opt in; the installation default needs not (issue 25 item 3)', () => {
+    const stateEncryption = { passphraseSecretRef: { name: 'state-key', key: 'a' } };
+    const named = snap({ vars: true, aws: true, 'state-key': false }, { stateEncryption });
+    const held = resolveRunInputs(named, 'apply', policy, {});
+    expect(held).toMatchObject({ kind: 'not-opted-in', secret: 'state-key' });
+    expect(held.kind === 'not-opted-in' && held.message).toContain('stateEncryption.passphraseSecretRef');
+    const labelled = resolveRunInputs(
+      snap({ vars: true, aws: true, 'state-key': true }, { stateEncryption }),
+      'apply',
+      policy,
+      {},
+    );
+    expect(labelled.kind === 'resolved' && labelled.source.stateEncryption).toEqual(stateEncryption);
+    const siteDefault = { passphraseSecretRef: { name: 'site-key', key: 'k' } };
+    const byDefault = resolveRunInputs(snap({ vars: true, aws: true }), 'apply', policy, {}, siteDefault);
+    expect(byDefault.kind === 'resolved' && byDefault.source.stateEncryption).toEqual(siteDefault);
+  });
+
   it('V6 an unlabelled Secret is refused before its keys are looked at (no hint which keys it has)', () => {
     const missingKey = snap(
       { vars: false },

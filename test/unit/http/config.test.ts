@@ -297,3 +297,38 @@ describe('CAPTF_WATCH_NAMESPACES', () => {
     },
   );
 });
+
+describe('CAPTF_STATE_ENCRYPTION_SECRET and _FALLBACK: the default state encryption (issue 25 item 3)', () => {
+  it('none by default; a secret/key, with a rotation fallback or unencrypted', () => {
+    const none = readConfig(base);
+    expect(none.ok && none.config.stateEncryption).toBe(undefined);
+    expect(
+      readConfig({
+        ...base,
+        CAPTF_STATE_ENCRYPTION_SECRET: 'site-key/v2',
+        CAPTF_STATE_ENCRYPTION_FALLBACK: 'site-key/v1',
+      }),
+    ).toMatchObject({
+      ok: true,
+      config: {
+        stateEncryption: {
+          passphraseSecretRef: { name: 'site-key', key: 'v2' },
+          fallback: { passphraseSecretRef: { name: 'site-key', key: 'v1' } },
+        },
+      },
+    });
+  });
+
+  it('a malformed setting or a lone fallback stops the start, naming the variable', () => {
+    expect(readConfig({ ...base, CAPTF_STATE_ENCRYPTION_SECRET: 'site-key' })).toEqual({
+      ok: false,
+      message: expect.stringContaining('CAPTF_STATE_ENCRYPTION_SECRET: <secret name>/<key>'),
+    });
+    expect(readConfig({ ...base, CAPTF_STATE_ENCRYPTION_FALLBACK: 'unencrypted' })).toEqual({
+      ok: false,
+      message: expect.stringContaining(
+        'CAPTF_STATE_ENCRYPTION_FALLBACK: only with CAPTF_STATE_ENCRYPTION_SECRET',
+      ),
+    });
+  });
+});

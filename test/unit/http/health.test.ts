@@ -131,6 +131,7 @@ it('GET /metrics exposes every metric of DESIGN.md section 14 with fleet figures
     // Zero from the start, so the alerts' `increase` sees the first error.
     'captf_reconcile_steps_total{action="error"} 0',
     'captf_job_errors_total{error_kind="step",step="init"} 0',
+    'captf_job_errors_total{error_kind="state-decryption",step="init"} 0',
   ])
     expect(response.body).toContain(line);
 });
@@ -149,8 +150,8 @@ it('GET /metrics still answers when the fleet store is down, and reports the out
   const response = await t.app.inject({ method: 'GET', url: '/metrics' });
   expect(response.statusCode).toBe(200);
   expect(response.body).toContain('# TYPE captf_reconcile_steps_total counter');
-  // Once per store read: the per-object gauges share one read of the figures and one of the sizes.
-  expect(errors).toHaveLength(5);
+  // Once per scrape: every fleet series shares one snapshot read (src/metrics/fleet-snapshot.ts).
+  expect(errors).toHaveLength(1);
 });
 
 it('a lease or slot wait counts toward captf_lease_waits_total; other waits do not', async () => {

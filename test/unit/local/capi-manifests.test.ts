@@ -52,7 +52,11 @@ describe('Cluster API manifests on loopback', () => {
         clientConfig: { url: 'https://127.0.0.1:9443/convert', caBundle },
       },
     });
-    expect(patched.metadata.labels).toEqual({ 'cluster.x-k8s.io/provider': 'cluster-api' });
+    expect(patched.metadata.labels).toEqual({
+      'cluster.x-k8s.io/provider': 'cluster-api',
+      // As `clusterctl init` labels them: `clusterctl move` finds the kinds it moves by it.
+      'clusterctl.cluster.x-k8s.io': '',
+    });
     expect(patched.metadata.annotations).toEqual(crd.metadata.annotations);
     expect(patched.spec.versions).toEqual(crd.spec.versions);
   });

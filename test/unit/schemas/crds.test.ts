@@ -93,7 +93,10 @@ describe('CRDs (infra/crds)', () => {
   it('the cross-field rules reach the API server as CEL', () => {
     const text = readFileSync(join(dir, 'infrastructure.cluster.x-k8s.io_terraformmachines.yaml'), 'utf8');
     expect(text).toContain('self.lockTimeoutSeconds < self.activeDeadlineSeconds');
-    expect(text).toContain("!self.name.startsWith('TF_') && !self.name.startsWith('KUBE_')");
+    expect(text).toContain(
+      "!self.name.startsWith('KUBE_') && (!self.name.startsWith('TF_') || self.name.matches('^TF_TOKEN_[A-Za-z0-9_-]+$'))",
+    );
+    expect(text).toContain("!self.name.startsWith('TF_TOKEN_') || (!has(self.value) && has(self.valueFrom)");
     expect(text).toContain('x-kubernetes-preserve-unknown-fields: true');
     expect(text).toContain('x-kubernetes-int-or-string: true');
     const plans = readFileSync(join(dir, 'infrastructure.cluster.x-k8s.io_terraformplans.yaml'), 'utf8');

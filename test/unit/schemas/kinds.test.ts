@@ -128,8 +128,61 @@ describe('cross-field rules: messages a person can act on', () => {
       }),
     );
     expect(found).toEqual([
-      `jobs.env.1.name: env name ${name} is reserved (TF_ and KUBE_ belong to the runner); pass Terraform inputs through spec.variables and backend settings through spec.backend`,
+      `jobs.env.1.name: env name ${name} is reserved (TF_ and KUBE_ belong to the runner, except TF_TOKEN_<host>); pass Terraform inputs through spec.variables and backend settings through spec.backend`,
     ]);
+  });
+
+  it('TF_TOKEN_<host> from a Secret is the one TF_ name admitted (issue 25 item 3)', () => {
+    const token = (valueFrom: Record<string, unknown> | undefined, value?: string) =>
+      machine({
+        jobs: {
+          env: [
+            {
+              name: 'TF_TOKEN_registry_example_com',
+              ...(value !== undefined ? { value } : {}),
+              ...(valueFrom ? { valueFrom } : {}),
+            },
+          ],
+        },
+      });
+    expect(token({ secretKeyRef: { name: 'registry', key: 'token' } }).success).toBe(true);
+    const fromSecretOnly =
+      'jobs.env.0.valueFrom: a TF_TOKEN_<host> registry token takes its value from a Secret only: set valueFrom.secretKeyRef, and neither value nor valueFrom.configMapKeyRef';
+    expect(issues(token(undefined, 'literal-token'))).toEqual([fromSecretOnly]);
+    expect(issues(token({ configMapKeyRef: { name: 'c', key: 'k' } }))).toEqual([fromSecretOnly]);
+    // Only host characters after the prefix; any other TF_ name stays reserved.
+    const dotted = machine({
+      jobs: { env: [{ name: 'TF_TOKEN_a.b', valueFrom: { secretKeyRef: { name: 's', key: 'k' } } }] },
+    });
+    expect(issues(dotted)[0]).toContain('env name TF_TOKEN_a.b is reserved');
+  });
+
+  it('stateEncryption: a fallback is one old passphrase or unencrypted, never the passphrase itself', () => {
+    const ref = (key: string, name = 'state-key') => ({ name, key });
+    const spec = (stateEncryption: unknown) => machine({ stateEncryption });
+    expect(
+      spec({ passphraseSecretRef: ref('new'), fallback: { passphraseSecretRef: ref('old') } }).success,
+    ).toBe(true);
+    expect(spec({ passphraseSecretRef: ref('new'), fallback: { unencrypted: true } }).success).toBe(true);
+    expect(issues(spec({ passphraseSecretRef: ref('new'), fallback: {} }))[0]).toContain(
+      'set fallback.passphraseSecretRef',
+    );
+    expect(
+      issues(
+        spec({
+          passphraseSecretRef: ref('new'),
+          fallback: { passphraseSecretRef: ref('old'), unencrypted: true },
+        }),
+      )[0],
+    ).toContain('one of them');
+    expect(
+      issues(spec({ passphraseSecretRef: ref('new'), fallback: { passphraseSecretRef: ref('new') } })),
+    ).toEqual([
+      'stateEncryption.fallback: fallback.passphraseSecretRef names the passphrase itself: a rotation puts the new passphrase in another Secret key and names the old one as the fallback',
+    ]);
+    expect(issues(spec({ passphraseSecretRef: ref('k', 'captf-plan-key-m-x') }))[0]).toContain(
+      'may not start with captf-',
+    );
   });
 
   it('an env entry with value and valueFrom is rejected', () => {

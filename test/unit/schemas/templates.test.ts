@@ -171,8 +171,38 @@ describe('template kinds: fields the controller writes on each clone are refused
       const cloned = at(version?.schema.openAPIV3Schema, ['spec', 'template', 'spec']);
       expect(cloned?.['x-kubernetes-validations']).toEqual([
         expect.objectContaining({ rule: `!has(self.${field})`, fieldPath: `.${field}` }),
+        expect.objectContaining({ rule: '!has(self.outputs)', fieldPath: '.outputs' }),
       ]);
       expect(at(cloned, ['source', 'image'])?.type).toBe('string');
     },
   );
+
+  it.each(rows)(
+    '$id spec.outputs: allowed on the live object, refused in its template (every clone would name one Secret)',
+    ({ live, template }) => {
+      const spec = { source, outputs: { secretName: 'demo-outputs' } };
+      expect(issues(live.safeParse(spec))).toEqual([]);
+      expect(issues(template.safeParse({ template: { spec } }))).toEqual([
+        'template.spec.outputs: outputs cannot be set in a template: every object cloned from it would name the same Secret, which only one of them can own; set outputs.secretName on each object instead',
+      ]);
+    },
+  );
+});
+
+describe('spec.outputs.secretName', () => {
+  it.each([
+    ['tfstate-default-m-a', 'outputs.secretName may not start with tfstate- or captf-'],
+    ['captf-plan-key-m-a', 'outputs.secretName may not start with tfstate- or captf-'],
+    ['Not_A_Name', 'a Secret name'],
+  ])('refuses %s', (secretName, message) => {
+    const found = issues(TerraformMachineSpecSchema.safeParse({ source, outputs: { secretName } }));
+    expect(found).toHaveLength(1);
+    expect(found[0]).toContain(message);
+  });
+
+  it('admits a Secret name of the object’s choosing', () => {
+    expect(
+      issues(TerraformMachineSpecSchema.safeParse({ source, outputs: { secretName: 'm-a.outputs' } })),
+    ).toEqual([]);
+  });
 });
