@@ -27,6 +27,10 @@ export type PlanChange =
   | {
       kind: 'create';
       job: string;
+      /** The pod whose log carries the readable plan (the pod whose result decided). */
+      pod?: string;
+      /** The target generation the run was made for. */
+      generation: number;
       inputsHash: string;
       plan: NonNullable<Classification['runnerResult']>['plan'] & object;
     }
@@ -285,7 +289,14 @@ export function recordRun(
         message: `superseded by the plan of ${record.name}`,
       });
     }
-    plans.push({ kind: 'create', job: record.name, inputsHash: record.inputsHash, plan });
+    plans.push({
+      kind: 'create',
+      job: record.name,
+      ...(run.pod !== undefined ? { pod: run.pod } : {}),
+      generation,
+      inputsHash: record.inputsHash,
+      plan,
+    });
     next.pendingPlanRef = { name: planName(record.name) };
   }
   if (run.success && run.op === 'apply' && pending) {

@@ -40,6 +40,8 @@ export interface Snapshot {
   generation: number;
   resourceVersion: string;
   meta: PreambleMeta;
+  /** `metadata.managedFields` as read, unchecked: who last changed the spec (src/core/plan-manifest.ts). */
+  managedFields?: unknown;
   /** The parsed spec; `specProblem` says why when it does not parse. */
   spec: TargetSpec | undefined;
   specProblem?: string;

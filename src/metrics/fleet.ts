@@ -46,6 +46,11 @@ export interface ObjectFigures {
   waitReason?: WaitReason;
   /** `status.activeJob`, with the Job's `activeDeadlineSeconds` when the Job was read. */
   activeJob?: { op: Op; startedAtSeconds: number; deadlineSeconds?: number };
+  /**
+   * The TerraformPlan the object waits on for approval (`status.pendingPlanRef` while `waitReason` is
+   * `AwaitingApproval`) and the Unix time it began to wait (its creation).
+   */
+  pendingPlan?: { plan: string; sinceSeconds: number };
 }
 
 /** What a size figure measures: the state Secret, or the per-run Secret's run config. */

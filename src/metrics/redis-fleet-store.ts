@@ -48,6 +48,7 @@ const StoredFiguresSchema = z.object({
   activeJob: z
     .object({ op: OpSchema, startedAtSeconds: z.number(), deadlineSeconds: z.number().optional() })
     .optional(),
+  pendingPlan: z.object({ plan: z.string(), sinceSeconds: z.number() }).optional(),
 });
 
 /** The JSON of an object's figures without its identity (the field name carries it). */

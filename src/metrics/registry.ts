@@ -193,6 +193,15 @@ export function createMetrics(
         gauge.set({ ...objectLabels(row), op: row.activeJob.op }, row.activeJob.deadlineSeconds);
     },
   );
+  objectGauge(
+    'captf_plan_pending_timestamp_seconds',
+    'Unix time the TerraformPlan `plan` began to wait for approval (its creation); present only while the object waits AwaitingApproval.',
+    ['plan'],
+    (gauge, row) => {
+      if (row.pendingPlan !== undefined)
+        gauge.set({ ...objectLabels(row), plan: row.pendingPlan.plan }, row.pendingPlan.sinceSeconds);
+    },
+  );
   sizeGauge(
     'captf_state_bytes',
     "Size of the object's Terraform state Secret (kubernetes backend) after its newest successful run.",

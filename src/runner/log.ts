@@ -1,4 +1,5 @@
 import { createRedactor, type Redactor } from '../core/redaction.ts';
+import { planChangesLogLines } from '../schemas/plan-changes-log.ts';
 
 /**
  * The runner's own output (its pod log). Every line goes through the run's redactor (C15), and Terraform's
@@ -26,6 +27,14 @@ export class RunnerLog {
   /** A line about something that went wrong. */
   error(text: string): void {
     this.#write('stderr', `captf-runner: ${this.#redactor.redact(text)}\n`);
+  }
+
+  /**
+   * The readable plan's lines (src/schemas/plan-changes-log.ts): redacted as one text before it is cut
+   * into lines, so a cut never splits a secret out of reach of the redactor.
+   */
+  planChanges(json: string): void {
+    this.#write('stdout', planChangesLogLines(this.#redactor.redact(json)).join(''));
   }
 
   /** A line of Terraform's own output, prefixed with the step it came from. */

@@ -20,14 +20,16 @@ import { type KubeProxy, startKubeProxy } from './kube-proxy.ts';
 import { checkImageLayout } from './layout.ts';
 import { lockInfoFrom } from './lock-info.ts';
 import type { RunnerLog } from './log.ts';
-import { readUiStream, readValidateDocument, type UiReport, uiMessage } from './machine-ui.ts';
+import { jsonDocument, readUiStream, readValidateDocument, type UiReport, uiMessage } from './machine-ui.ts';
 import { outputsSecretContent, readOutputsDocument } from './outputs-secret.ts';
 import { writeOutputsSecret } from './outputs-secret-write.ts';
+import { readPlanChanges } from './plan-changes.ts';
 import { movesLatchedOutput, readPlanDocument, summarizePlan } from './plan-digest.ts';
 import { fitResult } from './result-document.ts';
 import { readRunConfig } from './run-config-file.ts';
 import { runConfigSecrets } from './run-secrets.ts';
 import { registryTokens, runtimeEnv } from './runtime-env.ts';
+import { secretReach } from './secret-reach.ts';
 import { encryptionConfig, isDecryptionFailure } from './state-encryption.ts';
 import { OP_STEPS, type StepCommand, type StepInputs, stepCommand, type TofuStep } from './steps.ts';
 import { curateSummary } from './summary.ts';
@@ -371,7 +373,15 @@ async function runSteps(
       log.info(
         `plan ${plan.digest}: +${plan.add} ~${plan.change} -${plan.destroy}: ${decision.kind} (${decision.reason})`,
       );
-      if (decision.kind !== 'apply') return finish(decision.kind, { plan });
+      if (decision.kind !== 'apply') {
+        // A plan that waits for approval: the readable plan for its TerraformPlan, in the log (issue 24).
+        const doc = jsonDocument(run.stdout);
+        const secretVariables = [...config.secretInputs, ...config.sensitiveContractInputs];
+        const readable = readPlanChanges(doc, redactor, secretReach(doc, secretVariables));
+        if (readable.ok) log.planChanges(JSON.stringify(readable.changes));
+        else log.error(readable.message);
+        return finish(decision.kind, { plan });
+      }
     }
     if (options.op === 'drift' && step === 'plan') {
       const changes = run.ui.changes;

@@ -1,12 +1,13 @@
 import type { V1Secret } from '@kubernetes/client-node';
 import { isKubeError, type KubeError } from '../adapters/kube/errors.ts';
 import { BLOCK_MOVE_ANNOTATION, type BlockMoveChange, carriesBlockMove } from '../core/block-move.ts';
+import { SOURCE_CONTAINER } from '../core/classify.ts';
 import type { EventObjectRef, RunEvent } from '../core/event-spec.ts';
 import { ownerLabels, POD_RESULT_FINALIZER } from '../core/job-labels.ts';
 import { bookkeptAnnotations } from '../core/job-record.ts';
 import { mergePatchOf } from '../core/merge-patch.ts';
 import { runSecretName } from '../core/names.ts';
-import { buildPlanManifest } from '../core/plan-manifest.ts';
+import { buildPlanManifest, planRequester } from '../core/plan-manifest.ts';
 import { movesWithCluster } from '../core/run-inputs.ts';
 import { stateMoveLabelPatch, stateSecretOf } from '../core/run-secret-manifest.ts';
 import type { Snapshot } from '../core/snapshot.ts';
@@ -17,6 +18,8 @@ import type { Move, PlanWrite, StepPlan } from '../core/step-plan.ts';
 import { withoutRefusal } from '../core/write-refusal.ts';
 import { OUR_API_VERSION } from '../schemas/kinds/registry.ts';
 import type { TargetStatus } from '../schemas/kinds/target.ts';
+import type { PlanChanges } from '../schemas/plan-changes.ts';
+import { PLAN_CHANGES_LOG_TAIL_LINES, readPlanChangesLog } from '../schemas/plan-changes-log.ts';
 import type { StepDeps } from './deps.ts';
 import { healStaleLease, releaseRunGuards, renewRunGuards, runGuard } from './leases.ts';
 import { runConfigOf } from './run-config.ts';
@@ -210,9 +213,41 @@ export async function emitEvents(
   return created;
 }
 
+/**
+ * The readable plan the runner printed last in the `source` container's log (src/schemas/plan-changes-log.ts),
+ * read while the pod is still held by its result finalizer. The log goes through the pod's kubelet, which
+ * may be gone for good (a node lost with the pod still on it): waiting for it would hold the object's
+ * bookkeeping hostage, so a failed read is tried once more and then the plan is made without `changes`
+ * (its digest and counts still bind it; a real API outage fails the plan's own create right after). A
+ * log without the lines (a runner of an earlier release, a log rotated away) also leaves `changes` out.
+ */
+async function readableChanges(
+  performance: Performance,
+  pod: string | undefined,
+): Promise<PlanChanges | undefined> {
+  if (pod === undefined) return undefined;
+  const { deps, snap } = performance;
+  for (let tries = 0; tries < 2; tries += 1) {
+    try {
+      const log = await deps.kube.reader.readPodLog(
+        snap.ref.namespace,
+        pod,
+        SOURCE_CONTAINER,
+        PLAN_CHANGES_LOG_TAIL_LINES,
+      );
+      const read = readPlanChangesLog(log ?? '');
+      return read.ok ? read.changes : undefined;
+    } catch (error) {
+      if (!isKubeError(error) || !error.outage) return undefined;
+    }
+  }
+  return undefined;
+}
+
 async function writePlan(performance: Performance, change: PlanWrite): Promise<void> {
   const { deps, snap } = performance;
   if (change.kind === 'create') {
+    const changes = await readableChanges(performance, change.pod);
     const manifest = buildPlanManifest({
       target: {
         apiVersion: OUR_API_VERSION,
@@ -224,6 +259,8 @@ async function writePlan(performance: Performance, change: PlanWrite): Promise<v
       job: change.job,
       inputsHash: change.inputsHash,
       plan: change.plan,
+      ...(changes ? { changes } : {}),
+      requestedBy: planRequester(snap.managedFields, change.generation),
       labels: ownerLabels({
         kind: snap.ref.kind,
         name: snap.ref.name,

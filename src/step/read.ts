@@ -203,6 +203,7 @@ export async function readSnapshot(reader: KubeReader, ref: ObjectRef): Promise<
       ...(finalizers ? { finalizers } : {}),
       ...(deletionTimestamp ? { deletionTimestamp } : {}),
     },
+    ...(object.metadata.managedFields !== undefined ? { managedFields: object.metadata.managedFields } : {}),
     spec,
     ...(parsedSpec.success ? {} : { specProblem: specProblemOf(parsedSpec.error.issues) }),
     status,

@@ -65,6 +65,7 @@ export function objectFiguresOf(snap: Snapshot, status: TargetStatus): ObjectFig
     (snap.spec
       ? resolveJobsPolicy(snap.spec.jobs, snap.owningCluster?.defaultsJobs).activeDeadlineSeconds
       : undefined);
+  const pendingPlan = pendingPlanFigure(snap, status);
   return {
     ...snap.ref,
     paused: snap.paused,
@@ -84,7 +85,21 @@ export function objectFiguresOf(snap: Snapshot, status: TargetStatus): ObjectFig
           },
         }
       : {}),
+    ...(pendingPlan !== undefined ? { pendingPlan } : {}),
   };
+}
+
+/**
+ * The plan the object waits on for approval and since when: the creation of the plan the step read, or,
+ * for a plan this very step created (not in the snapshot), the end of the run that made it.
+ */
+function pendingPlanFigure(snap: Snapshot, status: TargetStatus): ObjectFigures['pendingPlan'] {
+  const plan = status.pendingPlanRef?.name;
+  if (status.waitReason !== 'AwaitingApproval' || plan === undefined) return undefined;
+  const read =
+    snap.pendingPlan?.metadata.name === plan ? snap.pendingPlan.metadata.creationTimestamp : undefined;
+  const sinceSeconds = seconds(read ?? status.lastRun?.finishedAt);
+  return sinceSeconds === undefined ? undefined : { plan, sinceSeconds };
 }
 
 /** Reports nothing: steps built without metrics (tests, dry tools). */

@@ -14,6 +14,7 @@ import {
 } from '../../src/local/local-controller.ts';
 import { dedicatedToleration } from '../../src/local/node/node-registration.ts';
 import { prepareWorkloadNamespace } from '../../src/local/workload-namespace.ts';
+import type { PlanChanges } from '../../src/schemas/plan-changes.ts';
 import { testStack } from '../env/index.ts';
 
 /**
@@ -99,6 +100,9 @@ export interface ObservedPlan {
     destroy: number;
     approved?: boolean;
     targetRef: { name: string };
+    /** The readable plan (DESIGN.md section 11). */
+    changes?: PlanChanges;
+    requestedBy?: { generation: number; manager?: string; time?: string };
   };
   status?: { phase?: string; appliedBy?: string };
 }

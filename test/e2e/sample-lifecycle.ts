@@ -120,6 +120,21 @@ export function describeSampleLifecycle(
         const plan = await readObject<ObservedPlan>(run, RESOURCE.TerraformPlan, planName);
         expect(plan?.spec).toMatchObject({ targetRef: { name: 'm-b' }, add: 1, destroy: 1 });
         expect(plan?.spec.digest).toMatch(/\S{16,}/);
+        // The readable plan, from the runner's log through the controller (issue 24 item 1): the server
+        // is replaced because its generation changed, and the plan says who asked for which generation.
+        expect(plan?.spec.changes?.destructive).toContain('terraform_data.server');
+        expect(plan?.spec.changes?.resources).toContainEqual(
+          expect.objectContaining({
+            address: 'terraform_data.server',
+            action: 'replace',
+            replacePaths: ['triggers_replace'],
+          }),
+        );
+        expect(plan?.spec.changes?.counts).toMatchObject({ replace: 1 });
+        expect(plan?.spec.changes?.omittedResources).toBe(0);
+        // Made for the generation the variable change wrote (the first apply's providerID wrote one too).
+        expect(plan?.spec.requestedBy?.generation).toBeGreaterThan(1);
+        expect(JSON.stringify(plan)).not.toContain('#cloud-config');
         expect(await eventReasons(run, 'm-b')).toContain('DestructivePlanBlocked');
 
         // As the main job does: any authenticated user may approve; the admission policy checks the name.

@@ -3,8 +3,12 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
+import { buildPlanManifest } from '../../src/core/plan-manifest.ts';
+import { createRedactor } from '../../src/core/redaction.ts';
+import { readPlanChanges } from '../../src/runner/plan-changes.ts';
 import { testStack } from '../env/index.ts';
 
 /**
@@ -234,6 +238,94 @@ describe('CRDs in the real API server', () => {
     expect((await patch({ approved: false })).stderr).toContain('an approval cannot be withdrawn');
     expect((await patch({ digest: 'sha256:d2' })).stderr).toContain('these fields cannot change');
     expect((await patch({ approvedBy: 'mallory' })).stderr).toContain('spec.approvedBy cannot change');
+  });
+
+  it('a readable plan of 303 real changes: -o wide lists what it destroys, describe every change, and it is fixed', async () => {
+    // The real `tofu show -json` of test/fixtures/plans (test/fixtures/plans/generate.sh).
+    const doc = JSON.parse(
+      gunzipSync(readFileSync(join(root, 'test/fixtures/plans/large-plan.show.json.gz'))).toString(),
+    );
+    const read = readPlanChanges(doc, createRedactor(['tok-123-canary-one', 'tok-123-canary-two']));
+    if (!read.ok) throw new Error(read.message);
+    const built = buildPlanManifest({
+      target: {
+        apiVersion: API_VERSION,
+        kind: 'TerraformMachine',
+        name: 'm-a',
+        namespace,
+        uid: 'uid-readable',
+      },
+      job: 'captf-m-m-a-apply-a2-0a1b2c',
+      inputsHash: 'h2',
+      plan: { digest: 'sha256:d9', add: 4, change: 288, destroy: 14, destructive: true },
+      labels: {},
+      changes: read.changes,
+      requestedBy: { generation: 2, manager: 'kubectl-edit', time: '2026-12-03T08:00:00Z' },
+    });
+    const { ownerReferences: _owners, ...metadata } = built.metadata;
+    await kubectlOk(['create', '-f', '-'], stringify({ ...built, metadata }));
+    const name = built.metadata.name;
+
+    const wide = await kubectlOk(['get', 'terraformplan', name, '-n', namespace, '-o', 'wide']);
+    const [header, line] = wide.trim().split('\n');
+    expect(header?.split(/\s+/)).toEqual([
+      'NAME',
+      'TARGET',
+      'PHASE',
+      'ADD',
+      'CHANGE',
+      'DESTROY',
+      'APPROVED',
+      'DESTRUCTIVE',
+      'AGE',
+    ]);
+    expect(line).toContain(
+      '["terraform_data.keyed[(sensitive value)]","terraform_data.node[0]","terraform_data.node[1]"',
+    );
+    expect(line).toContain('"terraform_data.node[299]"]');
+
+    const described = await kubectlOk(['describe', 'terraformplan', name, '-n', namespace]);
+    for (const text of [
+      'Address:  terraform_data.node[0]',
+      'Action:   replace',
+      'Replace Paths:',
+      'triggers_replace',
+      'Address:  terraform_data.node[289]',
+      'input.label',
+      'Omitted Resources:  0',
+      'Manager:     kubectl-edit',
+    ])
+      expect(described).toContain(text);
+    expect(described).not.toContain('tok-123-canary');
+
+    const patch = (spec: object) =>
+      kubectl([
+        'patch',
+        'terraformplan',
+        name,
+        '-n',
+        namespace,
+        '--type=merge',
+        '-p',
+        JSON.stringify({ spec }),
+      ]);
+    const changed = await patch({ changes: { ...read.changes, destructive: [] } });
+    expect(changed.code).not.toBe(0);
+    expect(changed.stderr).toContain('spec.changes is the plan as made; it cannot change');
+    const removed = await kubectl([
+      'patch',
+      'terraformplan',
+      name,
+      '-n',
+      namespace,
+      '--type=json',
+      '-p',
+      '[{"op":"remove","path":"/spec/changes"}]',
+    ]);
+    expect(removed.stderr).toContain('spec.changes is the plan as made; it cannot change');
+    // Approving a large plan stays within the CEL cost budget.
+    const me = (await kubectlOk(['auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}'])).trim();
+    expect((await patch({ approved: true, approvedBy: me })).code).toBe(0);
   });
 
   it('kubectl get shows Ready (the condition), Op, Reason and Age; -o wide adds Provisioned and the Job', async () => {

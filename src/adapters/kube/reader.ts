@@ -34,6 +34,16 @@ export interface KubeReader {
   listJobs(selector?: ListSelector): Promise<V1Job[]>;
   getPod(namespace: string, name: string): Promise<V1Pod | undefined>;
   listPods(selector?: ListSelector): Promise<V1Pod[]>;
+  /**
+   * The last `tailLines` lines of one container's log (the kubelet's, through the API server), or
+   * undefined when the pod is gone.
+   */
+  readPodLog(
+    namespace: string,
+    pod: string,
+    container: string,
+    tailLines: number,
+  ): Promise<string | undefined>;
   /** A Secret, data included (base64): never log it. */
   getSecret(namespace: string, name: string): Promise<V1Secret | undefined>;
   /** A RoleBinding (the marker of a runner identity, src/step/runner-identity.ts). */
@@ -42,6 +52,9 @@ export interface KubeReader {
   getLease(namespace: string, name: string): Promise<V1Lease | undefined>;
   listSecrets(selector?: ListSelector): Promise<V1Secret[]>;
 }
+
+/** What client-node's ObjectSerializer throws for a 2xx answer without a Content-Type. */
+const NO_CONTENT_TYPE = 'Cannot parse content. No Content-Type defined.';
 
 /** Page size of list calls; the API server's own default cap for a consistent page is similar. */
 export const DEFAULT_PAGE_SIZE = 500;
@@ -166,6 +179,24 @@ export class ApiKubeReader implements KubeReader {
     return readOne(`get Pod ${namespace}/${name}`, () =>
       this.#apis.core.readNamespacedPod({ namespace, name }),
     );
+  }
+
+  readPodLog(
+    namespace: string,
+    pod: string,
+    container: string,
+    tailLines: number,
+  ): Promise<string | undefined> {
+    return readOne(`get Pod ${namespace}/${pod} log`, async () => {
+      try {
+        return await this.#apis.core.readNamespacedPodLog({ namespace, name: pod, container, tailLines });
+      } catch (error) {
+        // The API server answers 200 with no body and no Content-Type for a pod no node runs (nothing to
+        // stream), and client-node 2.x then throws while parsing an answer that is not an error: no log.
+        if (error instanceof Error && error.message === NO_CONTENT_TYPE) return '';
+        throw error;
+      }
+    });
   }
 
   listPods(selector: ListSelector = {}): Promise<V1Pod[]> {

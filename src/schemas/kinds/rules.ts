@@ -262,6 +262,15 @@ export const planBindingFixed: TransitionRule = {
 };
 
 /**
+ * The readable plan is what an approver reads (issue 24): fixed once written, and never removed, so no
+ * one with edit rights can show an approver a different plan than the one the digest binds.
+ */
+export const planChangesFixed: TransitionRule = {
+  cel: 'has(self.changes) == has(oldSelf.changes) && (!has(self.changes) || self.changes == oldSelf.changes)',
+  message: 'spec.changes is the plan as made; it cannot change (a new plan is created instead)',
+};
+
+/**
  * Only a `Pending` plan can be approved (DESIGN.md section 11: applied, superseded and failed plans cannot).
  * A transition rule on the whole object, since it reads `status.phase`.
  */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PlanChangesSchema } from '../plan-changes.ts';
 import { API_VERSION, TARGET_KINDS } from './api-group.ts';
 import { ConditionsSchema } from './condition.ts';
 import type { KindDefinition } from './kind-definition.ts';
@@ -9,6 +10,7 @@ import {
   approveOnlyPending,
   approverFixed,
   planBindingFixed,
+  planChangesFixed,
   withRules,
 } from './rules.ts';
 
@@ -38,6 +40,23 @@ export const TerraformPlanSpecSchema = withRules(
       destroy: z.number().int().min(0),
       destructive: z.boolean().default(false).describe('The plan deletes or replaces a resource.'),
       job: z.string().max(63).describe('The Job that made the plan.'),
+      changes: PlanChangesSchema.optional().describe(
+        'The readable plan (DESIGN.md section 11): resource addresses with their action and the attribute paths that change, output changes, exact counts. Paths only, never values. Absent when the Job log that carries it could not be read; the digest and counts still bind the plan.',
+      ),
+      requestedBy: z
+        .object({
+          manager: z
+            .string()
+            .max(128)
+            .optional()
+            .describe(
+              "The field manager that last changed the target's spec (metadata.managedFields: kubectl-edit, kubectl-client-side-apply, a controller's name); Kubernetes keeps no user name on an object, its audit log does.",
+            ),
+          time: z.string().max(64).optional().describe('When that manager last changed the spec.'),
+          generation: z.number().int().min(0).describe('The target generation the plan was made for.'),
+        })
+        .optional()
+        .describe('Who asked for the change that waits: what a notifier names.'),
       approved: withRules(z.boolean().default(false), [approvalIrreversible]).describe(
         'Set to true to approve; cannot be withdrawn.',
       ),
@@ -48,7 +67,7 @@ export const TerraformPlanSpecSchema = withRules(
         .describe('Your own user name; an admission policy checks it.'),
     })
     .describe('The plan and its approval.'),
-  [approvedByWhenApproved, approverFixed, planBindingFixed],
+  [approvedByWhenApproved, approverFixed, planBindingFixed, planChangesFixed],
 );
 export type TerraformPlanSpec = z.infer<typeof TerraformPlanSpecSchema>;
 
@@ -88,6 +107,13 @@ export const terraformPlanKind: KindDefinition = {
     { name: 'Change', type: 'integer', jsonPath: '.spec.change' },
     { name: 'Destroy', type: 'integer', jsonPath: '.spec.destroy' },
     { name: 'Approved', type: 'boolean', jsonPath: '.spec.approved' },
+    {
+      name: 'Destructive',
+      type: 'string',
+      jsonPath: '.spec.changes.destructive',
+      description: 'Addresses the plan deletes or replaces (the first 20).',
+      priority: 1,
+    },
     { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
   ],
 };

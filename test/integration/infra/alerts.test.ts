@@ -16,7 +16,7 @@ const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..', '..');
 const TESTS = join(root, 'infra/monitoring/tests/alerts.test.yaml');
 
-/** The eleven alerts of issue 15 item 6. */
+/** The eleven alerts of issue 15 item 6, and issue 24 item 5's CAPTFPlanAwaitingApproval. */
 const ALERTS = [
   'CAPTFJobFailing',
   'CAPTFDestroyStuck',
@@ -29,7 +29,23 @@ const ALERTS = [
   'CAPTFStateNearSecretLimit',
   'CAPTFInputsNearLimit',
   'CAPTFNoRecentSuccess',
+  'CAPTFPlanAwaitingApproval',
 ];
+
+/** Recording rules: the settings an installation changes (one number each). */
+const RECORDS = ['captf:plan_approval_alert_after_seconds'];
+
+/** The shipped groups with `captf:plan_approval_alert_after_seconds` set to `seconds`. */
+function withApprovalAfter(seconds: number) {
+  return ruleGroupsOf(PROMETHEUS_RULE).map((group) => ({
+    ...group,
+    rules: group.rules.map((rule) =>
+      rule.record === 'captf:plan_approval_alert_after_seconds'
+        ? { ...rule, expr: `vector(${seconds})` }
+        : rule,
+    ),
+  }));
+}
 
 interface RuleTest {
   alertname: string;
@@ -62,13 +78,25 @@ afterAll(() => {
 });
 
 describe('the shipped alerts (promtool)', () => {
-  it('the PrometheusRule carries the eleven alerts and `promtool check rules` accepts them', async () => {
+  it('the PrometheusRule carries the twelve alerts and their setting, and `promtool check rules` accepts them', async () => {
     const groups = ruleGroupsOf(PROMETHEUS_RULE);
-    const alerts = groups.flatMap((group) => group.rules.map((rule) => rule.alert));
+    const alerts = groups.flatMap((group) => group.rules.flatMap((rule) => (rule.alert ? [rule.alert] : [])));
     expect(alerts.sort()).toEqual([...ALERTS].sort());
+    const records = groups.flatMap((group) =>
+      group.rules.flatMap((rule) => (rule.record ? [rule.record] : [])),
+    );
+    expect(records).toEqual(RECORDS);
     writeFileSync(join(dir, 'rules.yaml'), stringify({ groups }));
     const { stdout } = await run(promtool, ['check', 'rules', join(dir, 'rules.yaml')]);
-    expect(stdout).toContain(`SUCCESS: ${ALERTS.length} rules found`);
+    expect(stdout).toContain(`SUCCESS: ${ALERTS.length + RECORDS.length} rules found`);
+  });
+
+  it('CAPTFPlanAwaitingApproval waits as long as its setting says: set to 3 hours, the 2h 5m case stays quiet', async () => {
+    const { ok, output } = await promtoolTest(withApprovalAfter(3 * 3600));
+    expect(ok).toBe(false);
+    expect(output).toContain('alertname: CAPTFPlanAwaitingApproval');
+    expect(output).not.toContain('alertname: CAPTFJobSlow');
+    expect((await promtoolTest(withApprovalAfter(7200))).ok).toBe(true);
   });
 
   it('every alert links its runbook: a file under docs/runbooks/ of this release, at a heading it has', () => {
@@ -79,7 +107,11 @@ describe('the shipped alerts (promtool)', () => {
         .toLowerCase()
         .replace(/[^a-z0-9 -]/g, '')
         .replaceAll(' ', '-');
-    for (const rule of ruleGroupsOf(PROMETHEUS_RULE).flatMap((group) => group.rules)) {
+    // Alerting rules only: a recording rule (a setting) has no annotations.
+    const alerting = ruleGroupsOf(PROMETHEUS_RULE).flatMap((group) =>
+      group.rules.filter((rule) => rule.alert),
+    );
+    for (const rule of alerting) {
       const url = rule.annotations?.runbook_url ?? '';
       expect(url.startsWith(prefix), `${rule.alert}: ${url}`).toBe(true);
       const [file = '', anchor] = url.slice(prefix.length).split('#');
@@ -121,7 +153,13 @@ describe('the shipped alerts (promtool)', () => {
     }));
     const { ok, output } = await promtoolTest(groups);
     expect(ok).toBe(false);
-    for (const alert of ['CAPTFDestroyStuck', 'CAPTFClusterDrift', 'CAPTFJobSlow', 'CAPTFNoRecentSuccess'])
+    for (const alert of [
+      'CAPTFDestroyStuck',
+      'CAPTFClusterDrift',
+      'CAPTFJobSlow',
+      'CAPTFNoRecentSuccess',
+      'CAPTFPlanAwaitingApproval',
+    ])
       expect(output).toContain(`alertname: ${alert}`);
     expect(output).toContain('name="paused"');
   });

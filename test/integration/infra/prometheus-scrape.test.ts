@@ -266,7 +266,9 @@ it("Prometheus finds the handlers' pod with the shipped scrape config, scrapes /
     return all.length > 0 && all.every((rule) => !rule.lastEvaluation.startsWith('0001')) ? all : undefined;
   });
   const shipped = ruleGroupsOf(PROMETHEUS_RULE).flatMap((group) => group.rules);
-  expect(rules.map((rule) => rule.name).sort()).toEqual(shipped.map((rule) => rule.alert).sort());
+  expect(rules.map((rule) => rule.name).sort()).toEqual(
+    shipped.flatMap((rule) => (rule.alert ? [rule.alert] : [])).sort(),
+  );
   for (const rule of rules) {
     expect(rule.lastError ?? '', rule.name).toBe('');
     expect(rule.health, rule.name).toBe('ok');
@@ -274,6 +276,12 @@ it("Prometheus finds the handlers' pod with the shipped scrape config, scrapes /
   }
   const alerts = await api<{ alerts: unknown[] }>('/api/v1/alerts');
   expect(alerts.alerts).toEqual([]);
+  // The setting CAPTFPlanAwaitingApproval compares against (docs/runbooks/plan-awaiting-approval.md).
+  const records = await api<{ groups: { rules: PromRule[] }[] }>('/api/v1/rules?type=record');
+  const setting = records.groups.flatMap((group) => group.rules);
+  expect(setting.map((rule) => [rule.name, rule.health])).toEqual([
+    ['captf:plan_approval_alert_after_seconds', 'ok'],
+  ]);
 });
 
 it('the per-object figures the alerts join on arrive from the running step', async () => {

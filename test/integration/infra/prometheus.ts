@@ -18,7 +18,10 @@ export const PROMETHEUS_RULE = join(root, 'infra/monitoring/prometheusrule.yaml'
 
 /** One rule of a rule group, as far as the tests read it. */
 export interface Rule {
-  alert: string;
+  /** An alerting rule's name; absent on a recording rule. */
+  alert?: string;
+  /** A recording rule's name (the shipped settings); absent on an alerting rule. */
+  record?: string;
   expr: string;
   for?: string;
   labels?: Record<string, string>;

@@ -91,6 +91,7 @@ describe('controller ClusterRole', () => {
     { id: 'job-delete', name: 'delete Jobs (prune, deadline)', verb: 'delete', resource: 'jobs.batch' },
     { id: 'pod-list', name: 'list Pods', verb: 'list', resource: 'pods' },
     { id: 'pod-patch', name: 'patch Pods (release the result finalizer)', verb: 'patch', resource: 'pods' },
+    { id: 'pod-log', name: "read a Job pod's log (the readable plan)", verb: 'get', resource: 'pods/log' },
     { id: 'secret-create', name: 'create per-run Secrets', verb: 'create', resource: 'secrets' },
     { id: 'secret-get', name: 'get a Secret by name', verb: 'get', resource: 'secrets' },
     { id: 'secret-delete', name: 'delete per-run Secrets', verb: 'delete', resource: 'secrets' },

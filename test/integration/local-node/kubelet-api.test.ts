@@ -4,9 +4,18 @@ import { request } from 'node:https';
 import { dirname, join } from 'node:path';
 import { CoreV1Api, type CoreV1Event, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadKubeConfig, makeKubeApis } from '../../../src/adapters/kube/connection.ts';
+import { ApiKubeReader } from '../../../src/adapters/kube/reader.ts';
+import { RequestCounter } from '../../../src/adapters/kube/request-count.ts';
 import { type Kubectl, kubectlFor } from '../../../src/local/kubectl.ts';
 import { type LocalNode, startLocalNode } from '../../../src/local/node/local-node.ts';
 import { httpStatusOf } from '../../../src/local/node/node-api.ts';
+import type { PlanChanges } from '../../../src/schemas/plan-changes.ts';
+import {
+  PLAN_CHANGES_LOG_TAIL_LINES,
+  planChangesLogLines,
+  readPlanChangesLog,
+} from '../../../src/schemas/plan-changes-log.ts';
 import { testStack } from '../../env/index.ts';
 import { container, createJob, eventually, job, podSpec, podUntil } from './cluster.ts';
 
@@ -167,6 +176,68 @@ describe('kubectl logs', () => {
     expect(await logs(podName, '-c', 'prepare')).toBe('prepared\n');
     expect(await logs(podName, '-c', 'source', '--tail=2')).toBe('two\nthree\n');
     expect(await logs(podName, '-c', 'source', '--limit-bytes=5')).toBe('one\nt');
+  });
+
+  it('the readable plan a container prints last reaches the controller through its log (DESIGN.md section 11)', async () => {
+    const resources = Array.from({ length: 1000 }, (_, i) => ({
+      address: `module.pool["zone-${i % 3}"].terraform_data.node[${i}]`,
+      action: i < 40 ? ('replace' as const) : ('update' as const),
+      paths: ['input.label', 'tags["team"]'],
+    }));
+    const changes: PlanChanges = {
+      resources,
+      omittedResources: 0,
+      destructive: resources.slice(0, 20).map((r) => r.address),
+      outputs: [{ name: 'endpoint', action: 'update' }],
+      counts: {
+        resources: 1000,
+        create: 0,
+        update: 960,
+        delete: 0,
+        replace: 40,
+        read: 0,
+        forget: 0,
+        outputs: 1,
+      },
+    };
+    const lines = planChangesLogLines(JSON.stringify(changes)).map((line) => line.trimEnd());
+    // Hundreds of lines before it (the plan step's own), and the runner's result line after it.
+    const before = Array.from({ length: 500 }, (_, i) => `[plan] terraform_data.node[${i}]: Plan to update`);
+    const pod = await createJob(
+      config,
+      core,
+      namespace,
+      job(
+        'plan-log',
+        podSpec({
+          containers: [
+            container('source', [
+              '/bin/sh',
+              '-c',
+              'printf "%s\\n" "$@"',
+              'sh',
+              ...before,
+              ...lines,
+              'captf-runner: result blocked',
+            ]),
+          ],
+        }),
+      ),
+    );
+    const name = pod.metadata?.name ?? '';
+    await podUntil(core, namespace, name, 'Succeeded', (p) => p.status?.phase === 'Succeeded');
+    const reader = new ApiKubeReader(
+      makeKubeApis(loadKubeConfig({ kind: 'file', path: testStack().kubeconfigPath }), {
+        requestTimeoutMs: 10_000,
+        counter: new RequestCounter(),
+      }),
+      { pageSize: 500 },
+    );
+    const log = await reader.readPodLog(namespace, name, 'source', PLAN_CHANGES_LOG_TAIL_LINES);
+    expect(log?.split('\n').length).toBeLessThanOrEqual(PLAN_CHANGES_LOG_TAIL_LINES + 1);
+    expect(log).not.toContain('node[0]: Plan to update');
+    expect(readPlanChangesLog(log ?? '')).toEqual({ ok: true, changes });
+    expect(await reader.readPodLog(namespace, 'no-such-pod', 'source', 10)).toBeUndefined();
   });
 
   it('--previous: the container never restarted, so there is no previous instance (400)', async () => {

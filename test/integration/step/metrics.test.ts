@@ -10,6 +10,7 @@ import {
   createObject,
   createStepEnv,
   finishJob,
+  patchSpec,
   podOf,
   result,
   type StepEnv,
@@ -205,5 +206,34 @@ describe('step metrics', () => {
     for (const name of ['captf_object_paused', 'captf_deletion_timestamp_seconds', 'captf_state_bytes'])
       expect(await sample(name, labels), name).toBeUndefined();
     expect(storeErrors).toEqual([]);
+  });
+
+  it('a plan waiting for approval: captf_plan_pending_timestamp_seconds from its creation, gone once superseded', async () => {
+    const ref = await createObject(env, 'TerraformMachine', 'm-metrics-plan');
+    const labels = objectLabels(ref);
+    const created = await stepUntil(step(), ref, 'created');
+    const job = created.job ?? '';
+    await finishJob(env, job, {
+      exitCode: 3,
+      result: result('apply', 'blocked', {
+        plan: { digest: `sha256:${'e'.repeat(64)}`, add: 0, change: 0, destroy: 1, destructive: true },
+      }),
+    });
+    expect(await step()(ref)).toMatchObject({ reason: 'AwaitingApproval' });
+    const plan = `${job}-plan`;
+    // The step that made the plan did not read it: the run's end stands for its creation until the next.
+    const fromRun = await sample('captf_plan_pending_timestamp_seconds', { ...labels, plan });
+    const finishedAt = Date.parse((await statusOf(env, ref)).lastRun?.finishedAt ?? '') / 1000;
+    expect(fromRun).toBe(Math.floor(finishedAt));
+    await step()(ref);
+    const read = await env.kube.reader.getCustomObject('TerraformPlan', ref.namespace, plan);
+    const createdAt = Date.parse(read?.metadata.creationTimestamp ?? '') / 1000;
+    expect(await sample('captf_plan_pending_timestamp_seconds', { ...labels, plan })).toBe(createdAt);
+    expect(read?.spec).toMatchObject({ requestedBy: { generation: 1 } });
+
+    // An input change supersedes the plan: the object no longer waits for it.
+    await patchSpec(env, ref, { variables: { size: 'large' } });
+    await step()(ref);
+    expect(await sample('captf_plan_pending_timestamp_seconds', labels)).toBeUndefined();
   });
 });

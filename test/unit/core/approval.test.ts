@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { planSituation } from '../../../src/core/approval.ts';
 import { comparePlanDigest } from '../../../src/core/digest.ts';
-import { buildPlanManifest } from '../../../src/core/plan-manifest.ts';
+import { buildPlanManifest, planRequester } from '../../../src/core/plan-manifest.ts';
 import type { TerraformPlan } from '../../../src/schemas/kinds/terraform-plan.ts';
 import { TerraformPlanSchema } from '../../../src/schemas/kinds/terraform-plan.ts';
 
@@ -132,5 +132,54 @@ describe('buildPlanManifest', () => {
       destroy: 3,
       targetRef: { uid: 'uid-1' },
     });
+  });
+});
+
+describe('planRequester: who last changed the spec (issue 24 item 5)', () => {
+  const entry = (manager: string, time: string, fields: object, subresource?: string) => ({
+    manager,
+    operation: 'Update',
+    time,
+    fieldsType: 'FieldsV1',
+    fieldsV1: fields,
+    ...(subresource ? { subresource } : {}),
+  });
+  it('names the newest spec writer, past the controller and status writes', () => {
+    const managedFields = [
+      entry('kubectl-client-side-apply', '2026-01-01T00:00:00Z', { 'f:spec': {} }),
+      entry('kubectl-edit', '2026-01-02T00:00:00Z', { 'f:spec': { 'f:variables': {} } }),
+      entry('captf', '2026-01-03T00:00:00Z', { 'f:spec': { 'f:providerID': {} } }),
+      entry('captf', '2026-01-04T00:00:00Z', { 'f:status': {} }, 'status'),
+      entry('labeller', '2026-01-05T00:00:00Z', { 'f:metadata': {} }),
+    ];
+    expect(planRequester(managedFields, 4)).toEqual({
+      generation: 4,
+      manager: 'kubectl-edit',
+      time: '2026-01-02T00:00:00Z',
+    });
+  });
+  it('is the generation alone when nothing says who', () => {
+    expect(planRequester(undefined, 2)).toEqual({ generation: 2 });
+    expect(planRequester([null, 'x', { manager: 7 }], 2)).toEqual({ generation: 2 });
+  });
+  it('is accepted by the CRD schema with the readable plan', () => {
+    const manifest = buildPlanManifest({
+      target,
+      job: 'j',
+      inputsHash: 'h1',
+      plan: { digest: 'sha256:d1', add: 1, change: 0, destroy: 1, destructive: true },
+      labels: {},
+      requestedBy: { generation: 3, manager: 'kubectl-edit' },
+      changes: {
+        resources: [{ address: 'terraform_data.m', action: 'replace', replacePaths: ['triggers_replace'] }],
+        omittedResources: 0,
+        destructive: ['terraform_data.m'],
+        outputs: [],
+        counts: { resources: 1, create: 0, update: 0, delete: 0, replace: 1, read: 0, forget: 0, outputs: 0 },
+      },
+    });
+    expect(TerraformPlanSchema.safeParse(manifest).success).toBe(true);
+    expect(manifest.spec.requestedBy).toEqual({ generation: 3, manager: 'kubectl-edit' });
+    expect(manifest.spec.changes?.destructive).toEqual(['terraform_data.m']);
   });
 });

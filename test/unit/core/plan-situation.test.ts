@@ -110,6 +110,7 @@ describe('plans after bookkeeping (C19)', () => {
           {
             kind: 'create',
             job: 'j3',
+            generation: 1,
             inputsHash: 'h1',
             plan: { digest: D2, add: 0, change: 0, destroy: 1, destructive: true },
           },
@@ -141,6 +142,7 @@ describe('plans after bookkeeping (C19)', () => {
   it('PS11 a plan replaced by one this step creates is superseded once: by the bookkeeping when it says so', () => {
     const created: PlanChange = {
       kind: 'create',
+      generation: 1,
       job: 'j3',
       inputsHash: 'h1',
       plan: { digest: D2, add: 0, change: 0, destroy: 1, destructive: true },

@@ -47,6 +47,7 @@ const METRIC_NAMES = [
   'captf_object_waiting',
   'captf_active_job_start_timestamp_seconds',
   'captf_active_job_deadline_seconds',
+  'captf_plan_pending_timestamp_seconds',
   'captf_state_bytes',
   'captf_run_inputs_bytes',
 ];
@@ -77,6 +78,16 @@ it('GET /metrics exposes every metric of DESIGN.md section 14 with fleet figures
             schedules: { drift: true, refresh: false },
             waitReason: 'WaitingForJobSlot',
             activeJob: { op: 'apply', startedAtSeconds: 1764417100, deadlineSeconds: 3600 },
+          },
+          {
+            kind: 'TerraformMachine',
+            namespace: 'team-a',
+            name: 'm2',
+            paused: false,
+            driftDetected: false,
+            schedules: { drift: true, refresh: false },
+            waitReason: 'AwaitingApproval',
+            pendingPlan: { plan: 'captf-m-m2-apply-a2-abcdef-plan', sinceSeconds: 1764417200 },
           },
         ],
         sizes: async () => [
@@ -115,6 +126,7 @@ it('GET /metrics exposes every metric of DESIGN.md section 14 with fleet figures
     `captf_active_job_start_timestamp_seconds{${c1},op="apply"} 1764417100`,
     `captf_active_job_deadline_seconds{${c1},op="apply"} 3600`,
     `captf_state_bytes{${c1}} 2048`,
+    'captf_plan_pending_timestamp_seconds{kind="TerraformMachine",namespace="team-a",name="m2",plan="captf-m-m2-apply-a2-abcdef-plan"} 1764417200',
     `captf_run_inputs_bytes{${c1}} 512`,
     // Zero from the start, so the alerts' `increase` sees the first error.
     'captf_reconcile_steps_total{action="error"} 0',
