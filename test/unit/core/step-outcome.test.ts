@@ -13,6 +13,7 @@ describe('the echo column of the reason table', () => {
   it('the finalizer write, a conflict, an outage and a released object: their echo starts the next step', () => {
     expect(reasons.filter(echoStartsNextStep).sort()).toEqual([
       'Conflict',
+      'DeletingForMove',
       'DeletingWithoutState',
       'FinalizerAdded',
       'Unavailable',
