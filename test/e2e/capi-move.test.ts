@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +13,7 @@ import { type LocalController, startLocalController } from '../../src/local/loca
 import type { StackInfo } from '../../src/local/stack.ts';
 import { prepareWorkloadNamespace } from '../../src/local/workload-namespace.ts';
 import { testStack } from '../env/index.ts';
+import { CAPI_GROUP, workloadKubeconfigSecret } from './capi-fixtures.ts';
 import {
   applyObjects,
   conditionOf,
@@ -39,7 +40,6 @@ import {
 // name objects by namespace and name, which the two management clusters share during a move.
 
 const MINUTE = 60_000;
-const CAPI_GROUP = 'cluster.x-k8s.io';
 const INFRA_GROUP = 'infrastructure.cluster.x-k8s.io';
 const INFRA_VERSION = `${INFRA_GROUP}/v1alpha1`;
 const CLUSTER = 'mv';
@@ -121,38 +121,6 @@ function ready(object: ObservedObject): boolean {
   );
 }
 
-/** The `<cluster>-kubeconfig` Secret: the workload cluster is the source API server (its Nodes). */
-function workloadKubeconfigSecret(): Record<string, unknown> {
-  const stack = testStack();
-  const kubeconfig = {
-    apiVersion: 'v1',
-    kind: 'Config',
-    clusters: [
-      {
-        name: CLUSTER,
-        cluster: {
-          server: stack.apiServerUrl,
-          'certificate-authority-data': readFileSync(stack.caPath).toString('base64'),
-        },
-      },
-    ],
-    users: [{ name: 'admin', user: { token: stack.adminToken } }],
-    contexts: [{ name: CLUSTER, context: { cluster: CLUSTER, user: 'admin' } }],
-    'current-context': CLUSTER,
-  };
-  return {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    type: `${CAPI_GROUP}/secret`,
-    metadata: {
-      name: `${CLUSTER}-kubeconfig`,
-      namespace: run.namespace,
-      labels: { [`${CAPI_GROUP}/cluster-name`]: CLUSTER },
-    },
-    data: { value: Buffer.from(JSON.stringify(kubeconfig)).toString('base64') },
-  };
-}
-
 function sourceObjects(): Record<string, unknown>[] {
   const bootstrap = { dataSecretName: BOOTSTRAP_SECRET };
   const machineSpec = (infra: { kind: string; name: string }) => ({
@@ -163,7 +131,7 @@ function sourceObjects(): Record<string, unknown>[] {
   });
   const mdLabels = { [`${CAPI_GROUP}/deployment-name`]: 'mv-md' };
   return [
-    workloadKubeconfigSecret(),
+    workloadKubeconfigSecret(CLUSTER, run.namespace),
     {
       apiVersion: 'v1',
       kind: 'Secret',

@@ -6,6 +6,7 @@ import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nameStateSuffix } from '../../src/core/state-identity.ts';
 import { testStack } from '../env/index.ts';
+import { CAPI_GROUP, workloadKubeconfigSecret } from './capi-fixtures.ts';
 import {
   applyObjects,
   conditionOf,
@@ -35,7 +36,6 @@ import {
 // is valid) and the bootstrap data is a Secret the test makes, as a bootstrap provider would.
 
 const MINUTE = 60_000;
-const CAPI_GROUP = 'cluster.x-k8s.io';
 const INFRA_GROUP = 'infrastructure.cluster.x-k8s.io';
 const INFRA_VERSION = `${INFRA_GROUP}/v1alpha1`;
 const CLUSTER = 'capi';
@@ -345,44 +345,9 @@ function machineDeployment(template: string, replicas: number): Record<string, u
   };
 }
 
-/**
- * The `<cluster>-kubeconfig` Secret Cluster API reads the workload cluster from (its ClusterCache; the
- * MachinePool controller needs it): the local API server itself, with its CA embedded.
- */
-function workloadKubeconfigSecret(): Record<string, unknown> {
-  const stack = testStack();
-  const kubeconfig = {
-    apiVersion: 'v1',
-    kind: 'Config',
-    clusters: [
-      {
-        name: CLUSTER,
-        cluster: {
-          server: stack.apiServerUrl,
-          'certificate-authority-data': readFileSync(stack.caPath).toString('base64'),
-        },
-      },
-    ],
-    users: [{ name: 'admin', user: { token: stack.adminToken } }],
-    contexts: [{ name: CLUSTER, context: { cluster: CLUSTER, user: 'admin' } }],
-    'current-context': CLUSTER,
-  };
-  return {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    type: `${CAPI_GROUP}/secret`,
-    metadata: {
-      name: `${CLUSTER}-kubeconfig`,
-      namespace: run.namespace,
-      labels: { [`${CAPI_GROUP}/cluster-name`]: CLUSTER },
-    },
-    data: { value: Buffer.from(JSON.stringify(kubeconfig)).toString('base64') },
-  };
-}
-
 beforeAll(async () => {
   run = await startE2eRun('capi');
-  await applyObjects(run, [workloadKubeconfigSecret()]);
+  await applyObjects(run, [workloadKubeconfigSecret(CLUSTER, run.namespace)]);
 }, 2 * MINUTE);
 
 afterAll(async () => {
