@@ -36,12 +36,14 @@ const PAUSED = Array.from({ length: 200 }, (_, i) => `fp-${i + 1}`);
  * handler holds; the process dies the first time its point fires (chance 1/2 each time it is reached) and
  * is restarted with the next one, until every point was hit and DEATH_BUDGET deaths are spent. One point
  * per life bounds the deaths: each one stalls the dead process's steps until their 30 s step locks expire.
- * Two points are out of reach of a bounded run and left to test/integration/step: a Job deadline the
+ * Three points are out of reach of a bounded run and left to test/integration/step: a Job deadline the
  * controller enforces itself comes only `deadline + 600 s + 60 s` after the Job starts
  * (`after-deadline-delete`), and a stuck Job (`after-stuck-delete`) needs its per-run Secret missing for a
- * minute, which the watching step re-creates first.
+ * minute, which the watching step re-creates first. The state's move label (`after-state-label`) is written
+ * only for an object Cluster API owns, which the fleet's plain machines are not
+ * (test/integration/step/block-move.test.ts dies there).
  */
-const UNREACHABLE: Failpoint[] = ['after-deadline-delete', 'after-stuck-delete'];
+const UNREACHABLE: Failpoint[] = ['after-deadline-delete', 'after-stuck-delete', 'after-state-label'];
 const REACHABLE = FAILPOINTS.filter((p) => !UNREACHABLE.includes(p));
 const DEATH_BUDGET = 2 * REACHABLE.length;
 /**
