@@ -365,7 +365,9 @@ describe('handlers wired to real Redis and the API server', () => {
   });
 
   it('/metrics shows fleet figures written by any instance', async () => {
-    const app = appWith(redis);
+    // Every scrape reads the store here; the snapshot kept between scrapes (60 s by default) is
+    // test/unit/metrics/fleet-snapshot.test.ts's.
+    const app = appWith(redis, { CAPTF_METRICS_FLEET_MAX_AGE_SECONDS: '0' });
     const { createRedisFleetStore } = await import('../../../src/metrics/redis-fleet-store.ts');
     const store = createRedisFleetStore(redis.client, 'captf');
     const jobName = `metrics-${randomBytes(3).toString('hex')}`;
