@@ -183,7 +183,7 @@ describe('a held pod is released by its own event, not by the sweep', () => {
     120_000,
   );
 
-  it('a namespace holding our applied object, its Job and its pod is deleted: the pod goes at once, the object waits for its destroy as WriteRefused', async () => {
+  it('a namespace holding our applied object, its Job and its pod is deleted: the pod goes at once; its state Secret goes with the namespace, so the object waits StateMissing, never destroying from nothing', async () => {
     await withRelay('ref', async () => {
       const name = 'm-doomed';
       const ref = { kind: 'TerraformMachine' as const, namespace: doomed.namespace, name };
@@ -208,15 +208,25 @@ describe('a held pod is released by its own event, not by the sweep', () => {
         `pod ${pod} released and gone without a sweep`,
       );
       console.log(`[pod-release-events] namespace: pod gone ${Date.now() - deletedAt} ms after its deletion`);
-      // What holds the namespace now is the destroy it refuses to run (docs/runbooks/stuck-destroy.md): the
-      // object says so once a minute, never as an outage retried every 5 s.
+      // The namespace's Secrets go with it, the object's state among them (docs/runbooks/stuck-destroy.md):
+      // a destroy now would succeed destroying nothing and let the finalizer go, leaving the infrastructure
+      // running. The object says its state is lost instead, and starts nothing.
+      const state = 'tfstate-default-m-m-doomed';
+      await eventually(
+        () => doomed.kube.reader.getSecret(doomed.namespace, state),
+        (secret) => secret === undefined,
+        60_000,
+        `${state} deleted with the namespace`,
+      );
+      // The relay's handler steps it too, so a step may first meet its write (Conflict) and read again.
       const outcome = await eventually(
         () => doomed.step()(ref),
-        (answer) => answer.reason === 'WriteRefused',
+        (answer) => answer.reason !== 'Conflict' && answer.reason !== 'StepLockHeld',
         60_000,
-        'the destroy refused by the terminating namespace',
+        'a step of the object that is not turned back by another',
       );
-      expect(outcome).toMatchObject({ action: 'waiting', requeueAfterSeconds: 60 });
+      expect(outcome).toMatchObject({ action: 'waiting', reason: 'StateMissing' });
+      expect(outcome.message).toContain(`${state} is missing`);
     });
   }, 180_000);
 });
