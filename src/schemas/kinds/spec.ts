@@ -130,7 +130,7 @@ export const OutputsSchema = withRules(
           "Secret in the object's namespace that every root output of the module (sensitive ones included) is written to after each successful apply and refresh: one key per output, strings as they are, other values as JSON. The controller creates it empty, owned by this object (deleted with it); a Secret of that name this object does not own stops its Jobs (WriteRefused). Not tfstate-… or captf-….",
         ),
     })
-    .describe('Where the module outputs go (issue 24); absent: they stay in the Terraform state.'),
+    .describe('Where the module outputs go; absent: they stay in the Terraform state.'),
   [outputsSecretNotReserved],
 );
 export type Outputs = z.infer<typeof OutputsSchema>;

@@ -174,7 +174,7 @@ export const commonStatusShape = {
         ),
     })
     .optional()
-    .describe('Where the module outputs are (spec.outputs.secretName; issue 24).'),
+    .describe('Where the module outputs are (spec.outputs.secretName).'),
   stateSuffix: z
     .string()
     .max(63)
