@@ -130,26 +130,45 @@ build_knative() {
   done
 }
 
+# The wrapper module Cluster API's binaries build from (the core manager and clusterctl share it, and so its
+# module download and build cache): enters it, creating it once, and gets package $1 of the release as a tool.
+capi_wrapper_module() {
+  local src="$CACHE/src/capi-v$CAPI_VERSION" mod="sigs.k8s.io/cluster-api"
+  mkdir -p "$src"
+  cd "$src"
+  [[ -f go.mod ]] || go mod init local/capibin >/dev/null 2>&1
+  # cluster-api's go.mod requires its api module at the placeholder v0.0.0-00010101000000-000000000000 and
+  # replaces it with ./api; go ignores a dependency's replace, so the wrapper names the release's api module.
+  go mod edit -replace="$mod/api=$mod/api@v$CAPI_VERSION"
+  go get -tool "$mod/$1@v$CAPI_VERSION"
+}
+
+# Where the go command keeps the release's module source (its CRDs and manifests ship there).
+capi_module_dir() {
+  go mod download -json "sigs.k8s.io/cluster-api@v$CAPI_VERSION" | sed -n 's/.*"Dir": "\(.*\)",*/\1/p'
+}
+
+# The linker flags that stamp Cluster API's release into its binaries (what `version` commands print).
+capi_ldflags() {
+  local v=sigs.k8s.io/cluster-api/version minor=${CAPI_VERSION#*.}
+  minor=${minor%%.*}
+  echo "-s -w -X $v.gitVersion=v$CAPI_VERSION -X $v.gitMajor=${CAPI_VERSION%%.*} -X $v.gitMinor=$minor -X $v.gitTreeState=clean"
+}
+
 build_capi() {
   local out="$CACHE/bin/capi-v$CAPI_VERSION"
   if [[ -x "$out/cluster-api-manager" && -f "$out/webhooks.yaml" && -d "$out/crds" ]]; then
     log "cluster api v$CAPI_VERSION: cached in $out"; return 0
   fi
   local start; start=$(date +%s)
-  local src="$CACHE/src/capi-v$CAPI_VERSION"
   local mod="sigs.k8s.io/cluster-api"
-  mkdir -p "$src" "$out"
-  cd "$src"
-  [[ -f go.mod ]] || go mod init local/capibin >/dev/null 2>&1
-  # cluster-api's go.mod requires its api module at the placeholder v0.0.0-00010101000000-000000000000 and
-  # replaces it with ./api; go ignores a dependency's replace, so the wrapper names the release's api module.
-  go mod edit -replace="$mod/api=$mod/api@v$CAPI_VERSION"
+  mkdir -p "$out"
   log "cluster api v$CAPI_VERSION: downloading modules"
-  go get -tool "$mod/core@v$CAPI_VERSION"
+  capi_wrapper_module core
   # The manager's CRDs and webhook manifests ship in the module, next to the binary they belong to; the
   # local launcher (src/local/capi-manager.ts) points them at the manager on loopback.
   local dir
-  dir=$(go mod download -json "$mod@v$CAPI_VERSION" | sed -n 's/.*"Dir": "\(.*\)",*/\1/p')
+  dir=$(capi_module_dir)
   rm -rf "$out/crds.tmp"
   mkdir -p "$out/crds.tmp"
   cp "$dir"/core/config/crd/bases/*.yaml "$out/crds.tmp/"
@@ -160,10 +179,7 @@ build_capi() {
   mv "$out/webhooks.yaml.tmp" "$out/webhooks.yaml"
   if [[ ! -x "$out/cluster-api-manager" ]]; then
     log "cluster api v$CAPI_VERSION: building the core manager (a cold build takes minutes on 2 cores)"
-    local ldf="-s -w" v=sigs.k8s.io/cluster-api/version
-    local minor=${CAPI_VERSION#*.}; minor=${minor%%.*}
-    ldf="$ldf -X $v.gitVersion=v$CAPI_VERSION -X $v.gitMajor=${CAPI_VERSION%%.*} -X $v.gitMinor=$minor -X $v.gitTreeState=clean"
-    go build -trimpath -ldflags "$ldf" -o "$out/cluster-api-manager.tmp" "$mod/core"
+    go build -trimpath -ldflags "$(capi_ldflags)" -o "$out/cluster-api-manager.tmp" "$mod/core"
     mv "$out/cluster-api-manager.tmp" "$out/cluster-api-manager"
   fi
   log "cluster api v$CAPI_VERSION: built in $(elapsed "$start")"
@@ -177,27 +193,20 @@ build_clusterctl() {
     log "clusterctl v$CAPI_VERSION: cached in $out"; return 0
   fi
   local start; start=$(date +%s)
-  local src="$CACHE/src/capi-v$CAPI_VERSION"
   local mod="sigs.k8s.io/cluster-api"
-  mkdir -p "$src" "$out"
-  cd "$src"
-  [[ -f go.mod ]] || go mod init local/capibin >/dev/null 2>&1
-  go mod edit -replace="$mod/api=$mod/api@v$CAPI_VERSION"
+  mkdir -p "$out"
   log "clusterctl v$CAPI_VERSION: downloading modules"
-  go get -tool "$mod/cmd/clusterctl@v$CAPI_VERSION"
+  capi_wrapper_module cmd/clusterctl
   # The provider inventory's CRD (`providers.clusterctl.cluster.x-k8s.io`), which `clusterctl init` installs
   # and `clusterctl move` lists on both management clusters: the move e2e installs it the same way.
   local dir
-  dir=$(go mod download -json "$mod@v$CAPI_VERSION" | sed -n 's/.*"Dir": "\(.*\)",*/\1/p')
+  dir=$(capi_module_dir)
   cp "$dir/cmd/clusterctl/config/manifest/clusterctl-api.yaml" "$out/clusterctl-api.yaml.tmp"
   chmod 0644 "$out/clusterctl-api.yaml.tmp"
   mv "$out/clusterctl-api.yaml.tmp" "$out/clusterctl-api.yaml"
   [[ -x "$out/clusterctl" ]] && { log "clusterctl v$CAPI_VERSION: cached in $out"; return 0; }
   log "clusterctl v$CAPI_VERSION: building (a cold build takes minutes on 2 cores)"
-  local ldf="-s -w" v=sigs.k8s.io/cluster-api/version
-  local minor=${CAPI_VERSION#*.}; minor=${minor%%.*}
-  ldf="$ldf -X $v.gitVersion=v$CAPI_VERSION -X $v.gitMajor=${CAPI_VERSION%%.*} -X $v.gitMinor=$minor -X $v.gitTreeState=clean"
-  go build -trimpath -ldflags "$ldf" -o "$out/clusterctl.tmp" "$mod/cmd/clusterctl"
+  go build -trimpath -ldflags "$(capi_ldflags)" -o "$out/clusterctl.tmp" "$mod/cmd/clusterctl"
   mv "$out/clusterctl.tmp" "$out/clusterctl"
   log "clusterctl v$CAPI_VERSION: built in $(elapsed "$start")"
 }
