@@ -16,6 +16,7 @@ import {
   finishJob,
   jobsOf,
   podOf,
+  readObject,
   result,
   type StepEnv,
   statusOf,
@@ -217,6 +218,15 @@ describe('a held pod is released by its own event, not by the sweep', () => {
         (secret) => secret === undefined,
         60_000,
         `${state} deleted with the namespace`,
+      );
+      // The namespace controller deletes kinds in no set order: the Secret may go while the object is not
+      // yet marked for deletion, and an applied object that is not deleting is UpToDate without reading
+      // its state (a step about nothing that changed costs nothing).
+      await eventually(
+        () => readObject(doomed, ref),
+        (object) => object.metadata?.deletionTimestamp !== undefined,
+        60_000,
+        `${name} marked for deletion with the namespace`,
       );
       // The relay's handler steps it too, so a step may first meet its write (Conflict) and read again.
       const outcome = await eventually(
