@@ -152,7 +152,7 @@ describe('docs/install.md against the local control plane', () => {
         'needs the Prometheus operator',
       ].sort(),
     );
-    expect(blocks.length - skipped.length).toBe(9);
+    expect(blocks.length - skipped.length).toBe(10);
   });
 
   it('the Knative path is installed with the image references of infra/kustomization.yaml', async () => {
