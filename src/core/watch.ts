@@ -37,6 +37,15 @@ export type WatchDecision =
 /** The kubelet's waiting reason for a container it cannot create from the pod's configuration. */
 const CONFIG_ERROR = 'CreateContainerConfigError';
 
+/**
+ * The kubelet alternates `ErrImagePull` (a pull attempt failed) and `ImagePullBackOff` (waiting for the next
+ * one) on every back-off cycle: naming the phase would rewrite the status twice per cycle for one unchanged
+ * fact. Both read as `ImagePullBackOff`; `InvalidImageName` never turns and stays itself.
+ */
+function stablePullReason(reason: string): string {
+  return reason === 'ErrImagePull' ? 'ImagePullBackOff' : reason;
+}
+
 /** Trouble starting a container of any pod of the Job: which container, and the kubelet's reason. */
 function startTrouble(
   pods: readonly PodView[],
@@ -48,7 +57,7 @@ function startTrouble(
       const container = statuses.find((c) => c.state?.waiting?.reason === pull)?.name ?? 'a container';
       return {
         reason: 'ImagePullBackOff',
-        message: `the image of container ${container} cannot be pulled (${pull})`,
+        message: `the image of container ${container} cannot be pulled (${stablePullReason(pull)})`,
       };
     }
     const config = statuses.find((c) => c.state?.waiting?.reason === CONFIG_ERROR);

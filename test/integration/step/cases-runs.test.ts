@@ -10,6 +10,7 @@ import {
   patchSpec,
   podOf,
   pullTrouble,
+  readObject,
   result,
   runPod,
   type StepEnv,
@@ -207,6 +208,19 @@ describe('runs', () => {
       expect(outcome.reason).toBe('Backoff');
     },
   );
+
+  it("C09: the kubelet's pull/back-off cycle writes nothing: the object's resourceVersion stays", async () => {
+    const { ref, job } = await startedObject(env, 'TerraformMachine', 'm-c09-cycle');
+    const pod = await podOf(env, job);
+    await pullTrouble(env, pod, 'ErrImagePull');
+    expect(await env.step()(ref)).toMatchObject({ reason: 'ImagePullBackOff' });
+    const settled = (await readObject(env, ref)).metadata?.resourceVersion;
+    for (const reason of ['ImagePullBackOff', 'ErrImagePull', 'ImagePullBackOff'] as const) {
+      await pullTrouble(env, await podOf(env, job), reason);
+      expect(await env.step()(ref)).toMatchObject({ reason: 'ImagePullBackOff' });
+    }
+    expect((await readObject(env, ref)).metadata?.resourceVersion).toBe(settled);
+  });
 
   it('C09: a pull that recovers succeeds normally', async () => {
     const { ref, job } = await startedObject(env, 'TerraformMachine', 'm-c09-recover');
