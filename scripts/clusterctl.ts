@@ -1,4 +1,4 @@
-import { parseAllDocuments, stringify } from 'yaml';
+import { parseAllDocuments, parseDocument, stringify } from 'yaml';
 import { CLUSTER_API_CONTRACT, PROVIDER_LABEL_VALUE } from '../src/schemas/kinds/api-group.ts';
 
 /**
@@ -34,22 +34,149 @@ export function metadataYaml(): string {
 }
 
 interface Manifest {
+  apiVersion?: string;
   kind?: string;
-  metadata?: { name?: string; labels?: Record<string, string> };
+  metadata?: { name?: string; namespace?: string; labels?: Record<string, string> };
+}
+
+/** The namespace `kubectl apply -k infra/` installs into, and the components' default target namespace. */
+export const DEFAULT_NAMESPACE = 'captf-system';
+
+/**
+ * The clusterctl variables of the components (`${NAME:=default}`, substituted by `clusterctl init` and
+ * `upgrade` from the environment or clusterctl's config file; every one has a default, so none is required).
+ * clusterctl rewrites every namespaced object's namespace, the Namespace itself and the namespaces of
+ * binding subjects to `--target-namespace`, but no string inside another field: those that name the
+ * namespace are variables here, with namespace-free defaults where one works. The admission policies match
+ * the controller's user name in any namespace (infra/admission/), so they need none.
+ */
+export const CLUSTERCTL_VARIABLES = {
+  /** The handlers' image (the Knative Service and the captf-images ConfigMap). */
+  CAPTF_CONTROLLER_IMAGE: 'CAPTF_CONTROLLER_IMAGE',
+  /** The runner image every Job's init container copies the runner from (CAPTF_RUNNER_IMAGE). */
+  CAPTF_RUNNER_IMAGE: 'CAPTF_RUNNER_IMAGE',
+  /** The handlers' Redis; the default is the bundled one by its short name, which resolves in any namespace. */
+  CAPTF_REDIS_URL: 'CAPTF_REDIS_URL',
+  /** The OIDC audience the sources mint tokens for and the handlers check: a name, not a namespace. */
+  CAPTF_AUTH_AUDIENCE: 'CAPTF_AUTH_AUDIENCE',
+  /**
+   * The namespace in the user names of the sources' OIDC ServiceAccounts (Knative makes them in the
+   * sources' namespace): set it to the `--target-namespace`, which clusterctl does not pass on as a variable.
+   */
+  CAPTF_NAMESPACE: 'CAPTF_NAMESPACE',
+} as const;
+
+/** The default of CAPTF_REDIS_URL: the bundled Redis Service (infra/redis/redis.yaml) of the same namespace. */
+export const DEFAULT_REDIS_URL = 'redis://captf-redis:6379';
+/** The default of CAPTF_AUTH_AUDIENCE. */
+export const DEFAULT_AUDIENCE = 'captf';
+
+const variable = (name: keyof typeof CLUSTERCTL_VARIABLES, fallback: string) => `\${${name}:=${fallback}}`;
+
+type Path = (string | number)[];
+interface Edit {
+  path: Path;
+  value: (current: string) => string;
+}
+
+/** The field edits that turn one rendered object into its clusterctl form; none for most objects. */
+function editsOf(doc: Record<string, unknown>): Edit[] {
+  const meta = doc.metadata as { name?: string } | undefined;
+  const key = `${doc.kind}/${meta?.name}`;
+  if (key === 'ConfigMap/captf-images')
+    return [
+      { path: ['data', 'controller'], value: (v) => variable('CAPTF_CONTROLLER_IMAGE', v) },
+      { path: ['data', 'runner'], value: (v) => variable('CAPTF_RUNNER_IMAGE', v) },
+    ];
+  if (
+    (key === 'ApiServerSource/captf-objects' || key === 'PingSource/captf-tick') &&
+    doc.apiVersion === 'sources.knative.dev/v1'
+  )
+    return [
+      { path: ['spec', 'sink', 'audience'], value: () => variable('CAPTF_AUTH_AUDIENCE', DEFAULT_AUDIENCE) },
+    ];
+  if (key !== 'Service/captf' || doc.apiVersion !== 'serving.knative.dev/v1') return [];
+  const containers = (
+    doc as { spec: { template: { spec: { containers: { name: string; env?: { name: string }[] }[] } } } }
+  ).spec.template.spec.containers;
+  const index = containers.findIndex((c) => c.name === 'captf');
+  const container = ['spec', 'template', 'spec', 'containers', index];
+  const env = (name: string, value: (current: string) => string): Edit => ({
+    path: [...container, 'env', containers[index]?.env?.findIndex((e) => e.name === name) ?? -1, 'value'],
+    value,
+  });
+  return [
+    { path: [...container, 'image'], value: (v) => variable('CAPTF_CONTROLLER_IMAGE', v) },
+    env('CAPTF_RUNNER_IMAGE', (v) => variable('CAPTF_RUNNER_IMAGE', v)),
+    env('REDIS_URL', () => variable('CAPTF_REDIS_URL', DEFAULT_REDIS_URL)),
+    env('CAPTF_AUTH_AUDIENCE', () => variable('CAPTF_AUTH_AUDIENCE', DEFAULT_AUDIENCE)),
+    env('CAPTF_AUTH_ALLOWED_USERS', (v) =>
+      v.replaceAll(`:${DEFAULT_NAMESPACE}:`, `:${variable('CAPTF_NAMESPACE', DEFAULT_NAMESPACE)}:`),
+    ),
+  ];
+}
+
+/**
+ * The rendered installation with its clusterctl variables (CLUSTERCTL_VARIABLES) in place. Throws when a
+ * field to edit is missing or not a string (infra/ changed under it).
+ */
+export function withClusterctlVariables(rendered: string): string {
+  // Document by document, so that the objects without variables stay byte for byte as kustomize wrote them.
+  return rendered
+    .split(/^---\n/m)
+    .map((chunk) => {
+      const doc = parseDocument(chunk);
+      const edits = editsOf((doc.toJS() ?? {}) as Record<string, unknown>);
+      if (edits.length === 0) return chunk;
+      for (const edit of edits) {
+        const current = doc.getIn(edit.path);
+        if (typeof current !== 'string' || edit.path.includes(-1))
+          throw new Error(
+            `clusterctl variables: no string at ${edit.path.join('.')} in ${chunk.slice(0, 200)}`,
+          );
+        doc.setIn(edit.path, edit.value(current));
+      }
+      return doc.toString({ lineWidth: 0, indentSeq: false });
+    })
+    .join('---\n');
+}
+
+/**
+ * Where each object names the default namespace outside a `${VAR:=…}` default and outside the fields
+ * clusterctl rewrites to `--target-namespace` (an object's namespace, the Namespace's name, binding
+ * subjects' namespaces): each such place would still point at captf-system after `clusterctl init
+ * --target-namespace`.
+ */
+export function namespaceReferences(text: string): string[] {
+  return parseAllDocuments(text).flatMap((parsed) => {
+    if (parsed.contents === null) return [];
+    const doc = parsed.toJS() as Manifest & { subjects?: { namespace?: string }[] };
+    const copy = structuredClone(doc);
+    if (copy.metadata) {
+      delete copy.metadata.namespace;
+      if (copy.kind === 'Namespace') delete copy.metadata.name;
+    }
+    for (const subject of copy.subjects ?? []) delete subject.namespace;
+    const text = JSON.stringify(copy).replace(/\$\{[A-Z_]+:=[^}]*\}/g, '');
+    return text.includes(DEFAULT_NAMESPACE) ? [`${doc.kind}/${doc.metadata?.name}`] : [];
+  });
 }
 
 /**
  * Why clusterctl would refuse or change a components file: more than one Namespace (it aborts), a
- * `${VAR}` it would substitute (clusterctl init needs no variables for ours), an object without the
- * provider label `clusterctl delete` finds the components by.
+ * `${VAR}` that is not one of CLUSTERCTL_VARIABLES with a default (clusterctl init would require it), an
+ * object without the provider label `clusterctl delete` finds the components by.
  */
 export function componentsProblems(text: string): string[] {
   const docs = parseAllDocuments(text).map((doc) => doc.toJS() as Manifest);
   const problems: string[] = [];
   const namespaces = docs.filter((doc) => doc.kind === 'Namespace');
   if (namespaces.length !== 1) problems.push(`${namespaces.length} Namespace objects; clusterctl needs one`);
-  for (const variable of text.match(/\$\{[^}]*\}/g) ?? [])
-    problems.push(`${variable}: clusterctl would substitute it`);
+  for (const match of text.matchAll(/\$\{([^}]*)\}/g)) {
+    const name = /^([A-Z_]+):=[^}]+$/.exec(match[1] ?? '')?.[1];
+    if (name === undefined || !(name in CLUSTERCTL_VARIABLES))
+      problems.push(`${match[0]}: not a clusterctl variable of ours with a default`);
+  }
   for (const doc of docs) {
     if (doc.metadata?.labels?.['cluster.x-k8s.io/provider'] !== PROVIDER_LABEL_VALUE)
       problems.push(
@@ -59,9 +186,16 @@ export function componentsProblems(text: string): string[] {
   return problems;
 }
 
-/** infrastructure-components.yaml from the output of `kubectl kustomize infra/`; throws on a problem. */
+/**
+ * infrastructure-components.yaml from the output of `kubectl kustomize infra/`: with its clusterctl
+ * variables; throws on a problem (componentsProblems, namespaceReferences).
+ */
 export function componentsYaml(rendered: string): string {
-  const problems = componentsProblems(rendered);
+  const components = withClusterctlVariables(rendered);
+  const problems = [
+    ...componentsProblems(components),
+    ...namespaceReferences(components).map((object) => `${object} names ${DEFAULT_NAMESPACE}`),
+  ];
   if (problems.length > 0) throw new Error(`render clusterctl components: ${problems.join('; ')}`);
-  return HEADER('infra/ (kubectl kustomize infra/)') + rendered;
+  return HEADER('infra/ (kubectl kustomize infra/)') + components;
 }

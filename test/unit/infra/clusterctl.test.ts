@@ -5,8 +5,11 @@ import { parse, parseAllDocuments } from 'yaml';
 import {
   CLUSTERCTL_FILES,
   componentsProblems,
+  DEFAULT_AUDIENCE,
   metadataYaml,
+  namespaceReferences,
   RELEASE_SERIES,
+  withClusterctlVariables,
 } from '../../../scripts/clusterctl.ts';
 import { CRD_LABELS } from '../../../src/schemas/kinds/crd.ts';
 
@@ -22,6 +25,7 @@ interface Manifest {
   apiVersion: string;
   kind: string;
   metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  spec?: { sink?: { audience?: string } };
 }
 
 const documents = (text: string): Manifest[] => parseAllDocuments(text).map((doc) => doc.toJS() as Manifest);
@@ -49,8 +53,44 @@ describe('clusterctl provider files (infra/clusterctl)', () => {
     expect(CRD_LABELS[`cluster.x-k8s.io/${series?.contract}`]).toBe('v1alpha1');
   });
 
-  it('the components are what clusterctl init takes as they are: one Namespace, no variables, every object labelled', () => {
+  it('the components are what clusterctl init takes: one Namespace, only our variables with defaults, every object labelled', () => {
     expect(componentsProblems(committed(CLUSTERCTL_FILES.components))).toEqual([]);
+    // A variable without a default: clusterctl init would refuse to run without it.
+    const required = `\${CAPTF_NAMESPACE}`;
+    expect(
+      componentsProblems(
+        `kind: Namespace\nmetadata: {labels: {cluster.x-k8s.io/provider: infrastructure-terraform}}\nx: ${required}\n`,
+      ),
+    ).toEqual([`${required}: not a clusterctl variable of ours with a default`]);
+  });
+
+  it('nothing names captf-system but the fields clusterctl init rewrites to --target-namespace and the defaults of variables', () => {
+    const components = committed(CLUSTERCTL_FILES.components);
+    expect(namespaceReferences(components)).toEqual([]);
+    // The check sees a namespace in a string clusterctl leaves alone, and only there.
+    const object = (extra: string) =>
+      `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: captf-system}\ndata: {${extra}}\n`;
+    expect(namespaceReferences(object('url: "redis://r.captf-system.svc"'))).toEqual(['ConfigMap/x']);
+    expect(namespaceReferences(object(`url: "\${CAPTF_REDIS_URL:=redis://r.captf-system.svc}"`))).toEqual([]);
+    expect(namespaceReferences(object(''))).toEqual([]);
+    // Every variable of ours is in the components, with a default.
+    for (const name of [
+      'CAPTF_CONTROLLER_IMAGE',
+      'CAPTF_RUNNER_IMAGE',
+      'CAPTF_REDIS_URL',
+      'CAPTF_AUTH_AUDIENCE',
+      'CAPTF_NAMESPACE',
+    ])
+      expect(components, name).toContain(`\${${name}:=`);
+  });
+
+  it('the variables go in document by document, leaving the other objects as kustomize wrote them', () => {
+    const other = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\ndata:\n  list:\n    - a\n';
+    const source =
+      'apiVersion: sources.knative.dev/v1\nkind: PingSource\nmetadata:\n  name: captf-tick\nspec:\n  sink:\n    audience: captf.captf-system\n';
+    expect(withClusterctlVariables(`${other}---\n${source}`)).toBe(
+      `${other}---\n${source.replace('captf.captf-system', `\${CAPTF_AUTH_AUDIENCE:=${DEFAULT_AUDIENCE}}`)}`,
+    );
   });
 
   it('the components hold every object of infra/kustomization.yaml’s files, as written there', () => {
@@ -67,6 +107,11 @@ describe('clusterctl provider files (infra/clusterctl)', () => {
       const rendered = components.get(identity(doc));
       expect(rendered, `${identity(doc)} is missing: ${REGENERATE}`).toBeDefined();
       if (replaced.has(`${doc.kind}/${doc.metadata.name}`)) continue;
+      // The sources' audience is a clusterctl variable (scripts/clusterctl.ts CLUSTERCTL_VARIABLES).
+      if (rendered?.spec?.sink?.audience !== undefined) {
+        expect(rendered.spec.sink.audience).toBe(`\${CAPTF_AUTH_AUDIENCE:=${DEFAULT_AUDIENCE}}`);
+        rendered.spec.sink.audience = doc.spec?.sink?.audience;
+      }
       const labelled = {
         ...doc,
         metadata: { ...doc.metadata, labels: { ...doc.metadata.labels, ...labels } },
