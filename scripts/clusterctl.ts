@@ -55,6 +55,8 @@ export const CLUSTERCTL_VARIABLES = {
   CAPTF_CONTROLLER_IMAGE: 'CAPTF_CONTROLLER_IMAGE',
   /** The runner image every Job's init container copies the runner from (CAPTF_RUNNER_IMAGE). */
   CAPTF_RUNNER_IMAGE: 'CAPTF_RUNNER_IMAGE',
+  /** The bundled Redis's image (infra/redis/redis.yaml), in its canonical form. */
+  CAPTF_REDIS_IMAGE: 'CAPTF_REDIS_IMAGE',
   /** The handlers' Redis; the default is the bundled one by its short name, which resolves in any namespace. */
   CAPTF_REDIS_URL: 'CAPTF_REDIS_URL',
   /** The OIDC audience the sources mint tokens for and the handlers check: a name, not a namespace. */
@@ -73,10 +75,27 @@ export const DEFAULT_AUDIENCE = 'captf';
 
 const variable = (name: keyof typeof CLUSTERCTL_VARIABLES, fallback: string) => `\${${name}:=${fallback}}`;
 
+/**
+ * An image reference in the canonical form clusterctl parses the images of every Deployment in (it refuses
+ * `redis:7` while applying its image overrides, even when none is set): Docker's rules for a reference
+ * without a registry, `docker.io/` before it and `library/` before a single path component.
+ */
+export function canonicalImage(image: string): string {
+  const [first, ...rest] = image.split('/');
+  if (rest.length > 0 && (first?.includes('.') || first?.includes(':') || first === 'localhost'))
+    return image;
+  return rest.length === 0 ? `docker.io/library/${image}` : `docker.io/${image}`;
+}
+
 type Path = (string | number)[];
 interface Edit {
   path: Path;
   value: (current: string) => string;
+}
+
+interface PodSpec {
+  containers?: { name: string }[];
+  initContainers?: { name: string }[];
 }
 
 /** The field edits that turn one rendered object into its clusterctl form; none for most objects. */
@@ -95,6 +114,20 @@ function editsOf(doc: Record<string, unknown>): Edit[] {
     return [
       { path: ['spec', 'sink', 'audience'], value: () => variable('CAPTF_AUTH_AUDIENCE', DEFAULT_AUDIENCE) },
     ];
+  if (doc.kind === 'Deployment') {
+    const pod = (doc as { spec: { template: { spec: PodSpec } } }).spec.template.spec;
+    return (['containers', 'initContainers'] as const).flatMap((field) =>
+      (pod[field] ?? []).map(
+        (container, index): Edit => ({
+          path: ['spec', 'template', 'spec', field, index, 'image'],
+          value: (v) =>
+            key === 'Deployment/captf-redis' && container.name === 'redis'
+              ? variable('CAPTF_REDIS_IMAGE', canonicalImage(v))
+              : canonicalImage(v),
+        }),
+      ),
+    );
+  }
   if (key !== 'Service/captf' || doc.apiVersion !== 'serving.knative.dev/v1') return [];
   const containers = (
     doc as { spec: { template: { spec: { containers: { name: string; env?: { name: string }[] }[] } } } }

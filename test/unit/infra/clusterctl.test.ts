@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import {
   CLUSTERCTL_FILES,
+  canonicalImage,
   componentsProblems,
   DEFAULT_AUDIENCE,
   metadataYaml,
@@ -25,8 +26,20 @@ interface Manifest {
   apiVersion: string;
   kind: string;
   metadata: { name: string; namespace?: string; labels?: Record<string, string> };
-  spec?: { sink?: { audience?: string } };
+  spec?: {
+    sink?: { audience?: string };
+    template?: { spec?: { containers?: { image: string }[]; initContainers?: { image: string }[] } };
+  };
 }
+
+/** The images of a Deployment's pod template, or none. */
+const imagesOf = (doc: Manifest | undefined): { image: string }[] =>
+  doc?.kind === 'Deployment'
+    ? [...(doc.spec?.template?.spec?.containers ?? []), ...(doc.spec?.template?.spec?.initContainers ?? [])]
+    : [];
+
+/** A clusterctl variable's default, or the value itself. */
+const defaultOf = (value: string) => /^\$\{[A-Z_]+:=(.*)\}$/.exec(value)?.[1] ?? value;
 
 const documents = (text: string): Manifest[] => parseAllDocuments(text).map((doc) => doc.toJS() as Manifest);
 const identity = (doc: Manifest) =>
@@ -84,6 +97,17 @@ describe('clusterctl provider files (infra/clusterctl)', () => {
       expect(components, name).toContain(`\${${name}:=`);
   });
 
+  it('every Deployment image is canonical, as clusterctl parses it (it refuses `redis:7`)', () => {
+    expect(canonicalImage('redis:7.4-alpine')).toBe('docker.io/library/redis:7.4-alpine');
+    expect(canonicalImage('valkey/valkey@sha256:ab')).toBe('docker.io/valkey/valkey@sha256:ab');
+    expect(canonicalImage('ghcr.io/captf/captf-runner:0.1.0')).toBe('ghcr.io/captf/captf-runner:0.1.0');
+    expect(canonicalImage('localhost/x:1')).toBe('localhost/x:1');
+    expect(canonicalImage('127.0.0.1:5000/x:1')).toBe('127.0.0.1:5000/x:1');
+    const images = documents(committed(CLUSTERCTL_FILES.components)).flatMap(imagesOf);
+    expect(images.length).toBeGreaterThan(0);
+    for (const { image } of images) expect(defaultOf(image)).toBe(canonicalImage(defaultOf(image)));
+  });
+
   it('the variables go in document by document, leaving the other objects as kustomize wrote them', () => {
     const other = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\ndata:\n  list:\n    - a\n';
     const source =
@@ -107,6 +131,12 @@ describe('clusterctl provider files (infra/clusterctl)', () => {
       const rendered = components.get(identity(doc));
       expect(rendered, `${identity(doc)} is missing: ${REGENERATE}`).toBeDefined();
       if (replaced.has(`${doc.kind}/${doc.metadata.name}`)) continue;
+      // Images are canonical and the bundled Redis's a variable: compared by their defaults' canonical form.
+      for (const [index, container] of imagesOf(rendered).entries()) {
+        const written = imagesOf(doc)[index]?.image ?? '';
+        expect(defaultOf(container.image)).toBe(canonicalImage(written));
+        container.image = written;
+      }
       // The sources' audience is a clusterctl variable (scripts/clusterctl.ts CLUSTERCTL_VARIABLES).
       if (rendered?.spec?.sink?.audience !== undefined) {
         expect(rendered.spec.sink.audience).toBe(`\${CAPTF_AUTH_AUDIENCE:=${DEFAULT_AUDIENCE}}`);
