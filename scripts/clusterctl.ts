@@ -8,10 +8,24 @@ import { CLUSTER_API_CONTRACT, PROVIDER_LABEL_VALUE } from '../src/schemas/kinds
  * scripts/gen-components.ts renders and writes them; unit and integration tests check the committed ones.
  */
 
-/** Where the files live, relative to the repository root. */
+/**
+ * Where the files live, relative to the repository root. Two flavours of the components: the default one
+ * runs the handlers, relay and timer as an always-on Deployment (infra/deployment/), which any management
+ * cluster runs and clusterctl understands (its `images:` overrides and `--wait-providers` know Deployments,
+ * its contract a `manager` container); the Knative one (infra/, what `kubectl apply -k infra/` installs)
+ * needs Knative Serving and Eventing, whose missing CRDs would fail `clusterctl init` on a plain cluster.
+ * clusterctl takes a provider's components file name from the URL in its `providers:` configuration.
+ */
 export const CLUSTERCTL_FILES = {
   metadata: 'infra/clusterctl/metadata.yaml',
   components: 'infra/clusterctl/infrastructure-components.yaml',
+  componentsKnative: 'infra/clusterctl/infrastructure-components-knative.yaml',
+} as const;
+
+/** The kustomization each components file renders, and the flag it needs (infra/deployment/ lists infra/'s files). */
+export const COMPONENT_SOURCES = {
+  components: { dir: 'infra/deployment', args: ['--load-restrictor', 'LoadRestrictionsNone'] },
+  componentsKnative: { dir: 'infra', args: [] },
 } as const;
 
 /** One row per release series (major.minor) we publish, newest first; a new minor adds its row. */
@@ -94,8 +108,8 @@ interface Edit {
 }
 
 interface PodSpec {
-  containers?: { name: string }[];
-  initContainers?: { name: string }[];
+  containers?: { name: string; env?: { name: string }[] }[];
+  initContainers?: { name: string; env?: { name: string }[] }[];
 }
 
 /** The field edits that turn one rendered object into its clusterctl form; none for most objects. */
@@ -117,15 +131,26 @@ function editsOf(doc: Record<string, unknown>): Edit[] {
   if (doc.kind === 'Deployment') {
     const pod = (doc as { spec: { template: { spec: PodSpec } } }).spec.template.spec;
     return (['containers', 'initContainers'] as const).flatMap((field) =>
-      (pod[field] ?? []).map(
-        (container, index): Edit => ({
-          path: ['spec', 'template', 'spec', field, index, 'image'],
-          value: (v) =>
-            key === 'Deployment/captf-redis' && container.name === 'redis'
-              ? variable('CAPTF_REDIS_IMAGE', canonicalImage(v))
-              : canonicalImage(v),
-        }),
-      ),
+      (pod[field] ?? []).flatMap((container, index): Edit[] => {
+        const at = ['spec', 'template', 'spec', field, index];
+        const image = (v: string) =>
+          key === 'Deployment/captf-redis' && container.name === 'redis'
+            ? variable('CAPTF_REDIS_IMAGE', canonicalImage(v))
+            : key === 'Deployment/captf-controller'
+              ? variable('CAPTF_CONTROLLER_IMAGE', canonicalImage(v))
+              : canonicalImage(v);
+        if (key !== 'Deployment/captf-controller') return [{ path: [...at, 'image'], value: image }];
+        // The always-on controller (infra/deployment/controller.yaml): the Knative Service's settings.
+        const env = (name: string, value: (current: string) => string): Edit[] => {
+          const i = container.env?.findIndex((e) => e.name === name) ?? -1;
+          return i < 0 ? [] : [{ path: [...at, 'env', i, 'value'], value }];
+        };
+        return [
+          { path: [...at, 'image'], value: image },
+          ...env('REDIS_URL', () => variable('CAPTF_REDIS_URL', DEFAULT_REDIS_URL)),
+          ...env('CAPTF_RUNNER_IMAGE', (v) => variable('CAPTF_RUNNER_IMAGE', v)),
+        ];
+      }),
     );
   }
   if (key !== 'Service/captf' || doc.apiVersion !== 'serving.knative.dev/v1') return [];
@@ -223,12 +248,12 @@ export function componentsProblems(text: string): string[] {
  * infrastructure-components.yaml from the output of `kubectl kustomize infra/`: with its clusterctl
  * variables; throws on a problem (componentsProblems, namespaceReferences).
  */
-export function componentsYaml(rendered: string): string {
+export function componentsYaml(rendered: string, source = 'infra/ (kubectl kustomize infra/)'): string {
   const components = withClusterctlVariables(rendered);
   const problems = [
     ...componentsProblems(components),
     ...namespaceReferences(components).map((object) => `${object} names ${DEFAULT_NAMESPACE}`),
   ];
   if (problems.length > 0) throw new Error(`render clusterctl components: ${problems.join('; ')}`);
-  return HEADER('infra/ (kubectl kustomize infra/)') + components;
+  return HEADER(source) + components;
 }

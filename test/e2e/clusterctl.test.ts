@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
@@ -22,6 +22,8 @@ import { applyKnativeCrds } from '../env/knative-crds.ts';
 // image defaults tagged 0.0.9. cert-manager is there as clusterctl's own check of it needs: its CRDs from
 // its module at clusterctl's default version (nothing reconciles them, as nothing runs Knative's CRDs).
 // Nothing runs the installed Deployments: the test is about what clusterctl installs, where, and with what.
+// The default components (the always-on Deployment) go through init, upgrade and delete; the Knative ones
+// are then installed into a second namespace from the same release by their own file name.
 
 const MINUTE = 60_000;
 const run = promisify(execFile);
@@ -30,6 +32,8 @@ const PREVIOUS = 'v0.0.9';
 const CURRENT = `v${(JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version}`;
 /** clusterctl's default cert-manager (cmd/clusterctl/client/config/cert_manager_client.go of v1.14.2). */
 const CERT_MANAGER_VERSION = 'v1.21.1';
+/** clusterctl's `images:` override of our provider's Deployment images (repository only). */
+const MIRROR = 'registry.test/mirror';
 const IMAGES = {
   controller: 'registry.test/captf/controller:e2e',
   runner: 'registry.test/captf/runner:e2e',
@@ -39,7 +43,13 @@ let dir: string;
 let plane: ControlPlane | undefined;
 let kubectl: Kubectl;
 let configPath: string;
+let knativeConfigPath: string;
 const namespace = `captf-cc-${randomBytes(3).toString('hex')}`;
+const knativeNamespace = `${namespace}-kn`;
+
+interface PodSpec {
+  containers: { name: string; image: string; env?: { name: string; value?: string }[] }[];
+}
 
 interface Installed {
   apiVersion: string;
@@ -59,11 +69,11 @@ async function moduleDir(module: string): Promise<string> {
 }
 
 /** Runs clusterctl with our config against the local control plane; throws with its output on failure. */
-async function clusterctl(args: string[]): Promise<string> {
+async function clusterctl(args: string[], config = configPath): Promise<string> {
   try {
     const { stdout, stderr } = await run(
       locateBinaries().capi.clusterctl,
-      [...args, '--config', configPath, '--kubeconfig', plane?.kubeconfigPath ?? '', '-v', '1'],
+      [...args, '--config', config, '--kubeconfig', plane?.kubeconfigPath ?? '', '-v', '1'],
       {
         env: {
           PATH: process.env.PATH ?? '',
@@ -89,11 +99,11 @@ function publish(label: string, version: string, file: string, components: strin
   return `file://${join(versionDir, file)}`;
 }
 
-/** Our components' objects (identity only), as the components file lists them. */
-function componentObjects(): { apiVersion: string; kind: string; name: string; namespaced: boolean }[] {
-  return parseAllDocuments(
-    readFileSync(join(import.meta.dirname, '..', '..', CLUSTERCTL_FILES.components), 'utf8'),
-  )
+/** Our components' objects (identity only), as a components file lists them. */
+function componentObjects(
+  file: string = CLUSTERCTL_FILES.components,
+): { apiVersion: string; kind: string; name: string; namespaced: boolean }[] {
+  return parseAllDocuments(readFileSync(join(import.meta.dirname, '..', '..', file), 'utf8'))
     .map((doc) => doc.toJS() as Installed | null)
     .filter((doc): doc is Installed => doc !== null && doc.kind !== 'Namespace')
     .map((doc) => ({
@@ -105,15 +115,18 @@ function componentObjects(): { apiVersion: string; kind: string; name: string; n
 }
 
 /** Each object of our components as installed (undefined where it is missing), read by kind and name. */
-async function installedObjects(): Promise<Map<string, Installed | undefined>> {
+async function installedObjects(
+  file: string = CLUSTERCTL_FILES.components,
+  ns = namespace,
+): Promise<Map<string, Installed | undefined>> {
   const found = new Map<string, Installed | undefined>();
-  for (const object of componentObjects()) {
+  for (const object of componentObjects(file)) {
     const resource = `${object.kind.toLowerCase()}${object.apiVersion.includes('/') ? `.${object.apiVersion.split('/')[0]}` : ''}`;
     const out = await kubectl.run([
       'get',
       resource,
       object.name,
-      ...(object.namespaced ? ['-n', namespace] : []),
+      ...(object.namespaced ? ['-n', ns] : []),
       '--ignore-not-found',
       '-o',
       'json',
@@ -155,7 +168,7 @@ beforeAll(async () => {
     '--timeout=60s',
     ...certManagerCrds.flatMap((file) => ['-f', file]),
   ]);
-  // Our Knative Service and sources need Knative's CRDs (the components' default flavour, docs/install.md).
+  // The Knative flavour's Service and sources need Knative's CRDs.
   await applyKnativeCrds({ kubectlPath: binaries.kubectl, kubeconfigPath: plane.kubeconfigPath });
 
   const { stdout: core } = await run(
@@ -179,29 +192,38 @@ beforeAll(async () => {
     kind: 'Metadata',
     releaseSeries: [...RELEASE_SERIES, { major: 0, minor: 0, contract: RELEASE_SERIES[0]?.contract }],
   });
-  const components = readFileSync(join(import.meta.dirname, '..', '..', CLUSTERCTL_FILES.components), 'utf8');
-  publish(
-    INFRA,
-    PREVIOUS,
-    'infrastructure-components.yaml',
-    components.replaceAll(`:${CURRENT.slice(1)}}`, `:${PREVIOUS.slice(1)}}`),
-    metadata,
-  );
-  const infraUrl = publish(INFRA, CURRENT, 'infrastructure-components.yaml', components, metadata);
-  configPath = join(dir, 'clusterctl.yaml');
-  writeFileSync(
-    configPath,
+  const urls = (['components', 'componentsKnative'] as const).map((flavour) => {
+    const file = CLUSTERCTL_FILES[flavour];
+    const name = basename(file);
+    const components = readFileSync(join(import.meta.dirname, '..', '..', file), 'utf8');
+    publish(
+      INFRA,
+      PREVIOUS,
+      name,
+      components.replaceAll(`:${CURRENT.slice(1)}}`, `:${PREVIOUS.slice(1)}}`),
+      metadata,
+    );
+    return publish(INFRA, CURRENT, name, components, metadata);
+  });
+  const config = (infraUrl: string | undefined, variables: Record<string, string>) =>
     stringify({
       providers: [
         { name: 'cluster-api', type: 'CoreProvider', url: coreUrl },
         { name: 'terraform', type: 'InfrastructureProvider', url: infraUrl },
       ],
-      // Our variables (scripts/clusterctl.ts CLUSTERCTL_VARIABLES): the images, and the namespace the
-      // sources' OIDC ServiceAccounts live in, which clusterctl does not pass on from --target-namespace.
-      CAPTF_CONTROLLER_IMAGE: IMAGES.controller,
+      images: { [INFRA]: { repository: MIRROR } },
+      // Our variables (scripts/clusterctl.ts CLUSTERCTL_VARIABLES).
       CAPTF_RUNNER_IMAGE: IMAGES.runner,
-      CAPTF_NAMESPACE: namespace,
-    }),
+      ...variables,
+    });
+  configPath = join(dir, 'clusterctl.yaml');
+  writeFileSync(configPath, config(urls[0], {}));
+  // The Knative Service is no Deployment, which clusterctl's `images:` rewrite: its image is a variable,
+  // and so is the namespace of the sources' OIDC ServiceAccounts, which clusterctl does not pass on.
+  knativeConfigPath = join(dir, 'clusterctl-knative.yaml');
+  writeFileSync(
+    knativeConfigPath,
+    config(urls[1], { CAPTF_CONTROLLER_IMAGE: IMAGES.controller, CAPTF_NAMESPACE: knativeNamespace }),
   );
 }, 5 * MINUTE);
 
@@ -258,29 +280,28 @@ describe('clusterctl init, upgrade and delete of the terraform infrastructure pr
         await kubectl.run(['get', 'namespace', DEFAULT_NAMESPACE, '--ignore-not-found', '-o', 'name']),
       ).toBe('');
 
-      // The handlers' image, the runner image, the Redis URL and the allowed users as the variables made them.
-      const service = installed.get('Service/captf') as Installed & {
-        spec: {
-          template: {
-            spec: { containers: { name: string; image: string; env: { name: string; value?: string }[] }[] };
-          };
-        };
+      // clusterctl's `images:` override reaches every container of ours, the runner image is the variable's,
+      // and the Redis URL the namespace-free default.
+      const deployment = installed.get('Deployment/captf-controller') as Installed & {
+        spec: { template: { spec: PodSpec } };
       };
-      const container = service.spec.template.spec.containers.find((c) => c.name === 'captf');
-      const env = Object.fromEntries((container?.env ?? []).map((e) => [e.name, e.value]));
-      expect(container?.image).toBe(IMAGES.controller);
-      expect(env.CAPTF_RUNNER_IMAGE).toBe(IMAGES.runner);
-      expect(env.REDIS_URL).toBe('redis://captf-redis:6379');
-      expect(env.CAPTF_AUTH_AUDIENCE).toBe('captf');
-      expect(env.CAPTF_AUTH_ALLOWED_USERS?.split(',')).toEqual([
-        `system:serviceaccount:${namespace}:captf-objects-oidc-sources.knative.dev-apiserversource`,
-        `system:serviceaccount:${namespace}:captf-tick-oidc-sources.knative.dev-pingsource`,
+      const containers = deployment.spec.template.spec.containers;
+      expect(containers.map((c) => [c.name, c.image])).toEqual([
+        ['manager', `${MIRROR}/captf-controller:${PREVIOUS.slice(1)}`],
+        ['relay', `${MIRROR}/captf-controller:${PREVIOUS.slice(1)}`],
       ]);
-      for (const source of ['ApiServerSource/captf-objects', 'PingSource/captf-tick'])
-        expect(
-          (installed.get(source)?.spec?.sink as { audience?: string } | undefined)?.audience,
-          source,
-        ).toBe('captf');
+      const env = (container: string) =>
+        Object.fromEntries(
+          (containers.find((c) => c.name === container)?.env ?? []).map((e) => [e.name, e.value]),
+        );
+      expect(env('manager').CAPTF_RUNNER_IMAGE).toBe(IMAGES.runner);
+      expect(env('manager').REDIS_URL).toBe('redis://captf-redis:6379');
+      expect(env('relay').REDIS_URL).toBe('redis://captf-redis:6379');
+      expect(env('relay').CAPTF_HANDLER_URL).toBe('http://127.0.0.1:8080');
+      const redis = installed.get('Deployment/captf-redis') as Installed & {
+        spec: { template: { spec: PodSpec } };
+      };
+      expect(redis.spec.template.spec.containers[0]?.image).toMatch(new RegExp(`^${MIRROR}/redis[:@]`));
     },
     5 * MINUTE,
   );
@@ -306,6 +327,14 @@ describe('clusterctl init, upgrade and delete of the terraform infrastructure pr
       expect([...installed].filter(([, object]) => object === undefined).map(([key]) => key)).toEqual([]);
       for (const [key, object] of installed)
         expect(JSON.stringify(object), key).not.toContain(DEFAULT_NAMESPACE);
+      // The new release's image defaults, through the same override.
+      const deployment = installed.get('Deployment/captf-controller') as Installed & {
+        spec: { template: { spec: PodSpec } };
+      };
+      expect(deployment.spec.template.spec.containers.map((c) => c.image)).toEqual([
+        `${MIRROR}/captf-controller:${CURRENT.slice(1)}`,
+        `${MIRROR}/captf-controller:${CURRENT.slice(1)}`,
+      ]);
       // Nothing newer: the plan has no next version for us any more.
       expect(await clusterctl(['upgrade', 'plan'])).toMatch(
         new RegExp(`${INFRA}\\s+${namespace}\\s+InfrastructureProvider\\s+${CURRENT}\\s+Already up to date`),
@@ -333,6 +362,44 @@ describe('clusterctl init, upgrade and delete of the terraform infrastructure pr
         .filter((kind) => ['CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding'].includes(kind));
       expect(kinds(left)).toEqual(kinds(expected));
       expect(await kubectl.run(['get', 'namespace', namespace, '-o', 'name'])).toContain(namespace);
+    },
+    5 * MINUTE,
+  );
+
+  it(
+    'the Knative flavour, by its file name: init into another namespace with its variables, no captf-system left',
+    async () => {
+      const file = CLUSTERCTL_FILES.componentsKnative;
+      const out = await clusterctl(
+        ['init', '--infrastructure', 'terraform', '--target-namespace', knativeNamespace],
+        knativeConfigPath,
+      );
+      expect(out).toContain(
+        `Installing provider="${INFRA}" version="${CURRENT}" targetNamespace="${knativeNamespace}"`,
+      );
+      const installed = await installedObjects(file, knativeNamespace);
+      expect([...installed].filter(([, object]) => object === undefined).map(([key]) => key)).toEqual([]);
+      for (const [key, object] of installed) {
+        if (object?.metadata.namespace !== undefined)
+          expect(object.metadata.namespace, key).toBe(knativeNamespace);
+        expect(JSON.stringify(object), key).not.toContain(DEFAULT_NAMESPACE);
+      }
+      const service = installed.get('Service/captf') as Installed & { spec: { template: { spec: PodSpec } } };
+      const container = service.spec.template.spec.containers.find((c) => c.name === 'captf');
+      const env = Object.fromEntries((container?.env ?? []).map((e) => [e.name, e.value]));
+      expect(container?.image).toBe(IMAGES.controller);
+      expect(env.CAPTF_RUNNER_IMAGE).toBe(IMAGES.runner);
+      expect(env.REDIS_URL).toBe('redis://captf-redis:6379');
+      expect(env.CAPTF_AUTH_AUDIENCE).toBe('captf');
+      expect(env.CAPTF_AUTH_ALLOWED_USERS?.split(',')).toEqual([
+        `system:serviceaccount:${knativeNamespace}:captf-objects-oidc-sources.knative.dev-apiserversource`,
+        `system:serviceaccount:${knativeNamespace}:captf-tick-oidc-sources.knative.dev-pingsource`,
+      ]);
+      for (const source of ['ApiServerSource/captf-objects', 'PingSource/captf-tick'])
+        expect(
+          (installed.get(source)?.spec?.sink as { audience?: string } | undefined)?.audience,
+          source,
+        ).toBe('captf');
     },
     5 * MINUTE,
   );

@@ -12,6 +12,8 @@ import {
   RELEASE_SERIES,
   withClusterctlVariables,
 } from '../../../scripts/clusterctl.ts';
+import { readConfig } from '../../../src/config.ts';
+import { readRelayConfig } from '../../../src/relay/config.ts';
 import { CRD_LABELS } from '../../../src/schemas/kinds/crd.ts';
 
 // clusterctl's provider files (issue 11 item 5). infra/clusterctl/infrastructure-components.yaml is
@@ -68,6 +70,7 @@ describe('clusterctl provider files (infra/clusterctl)', () => {
 
   it('the components are what clusterctl init takes: one Namespace, only our variables with defaults, every object labelled', () => {
     expect(componentsProblems(committed(CLUSTERCTL_FILES.components))).toEqual([]);
+    expect(componentsProblems(committed(CLUSTERCTL_FILES.componentsKnative))).toEqual([]);
     // A variable without a default: clusterctl init would refuse to run without it.
     const required = `\${CAPTF_NAMESPACE}`;
     expect(
@@ -78,8 +81,9 @@ describe('clusterctl provider files (infra/clusterctl)', () => {
   });
 
   it('nothing names captf-system but the fields clusterctl init rewrites to --target-namespace and the defaults of variables', () => {
-    const components = committed(CLUSTERCTL_FILES.components);
-    expect(namespaceReferences(components)).toEqual([]);
+    const components = committed(CLUSTERCTL_FILES.components) + committed(CLUSTERCTL_FILES.componentsKnative);
+    expect(namespaceReferences(committed(CLUSTERCTL_FILES.components))).toEqual([]);
+    expect(namespaceReferences(committed(CLUSTERCTL_FILES.componentsKnative))).toEqual([]);
     // The check sees a namespace in a string clusterctl leaves alone, and only there.
     const object = (extra: string) =>
       `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: captf-system}\ndata: {${extra}}\n`;
@@ -103,7 +107,9 @@ describe('clusterctl provider files (infra/clusterctl)', () => {
     expect(canonicalImage('ghcr.io/captf/captf-runner:0.1.0')).toBe('ghcr.io/captf/captf-runner:0.1.0');
     expect(canonicalImage('localhost/x:1')).toBe('localhost/x:1');
     expect(canonicalImage('127.0.0.1:5000/x:1')).toBe('127.0.0.1:5000/x:1');
-    const images = documents(committed(CLUSTERCTL_FILES.components)).flatMap(imagesOf);
+    const images = [CLUSTERCTL_FILES.components, CLUSTERCTL_FILES.componentsKnative].flatMap((file) =>
+      documents(committed(file)).flatMap(imagesOf),
+    );
     expect(images.length).toBeGreaterThan(0);
     for (const { image } of images) expect(defaultOf(image)).toBe(canonicalImage(defaultOf(image)));
   });
@@ -117,9 +123,9 @@ describe('clusterctl provider files (infra/clusterctl)', () => {
     );
   });
 
-  it('the components hold every object of infra/kustomization.yaml’s files, as written there', () => {
+  it('the Knative components hold every object of infra/kustomization.yaml’s files, as written there', () => {
     const components = new Map(
-      documents(committed(CLUSTERCTL_FILES.components)).map((d) => [identity(d), d]),
+      documents(committed(CLUSTERCTL_FILES.componentsKnative)).map((d) => [identity(d), d]),
     );
     // kustomize rewrites the targets of its replacements (the image references): only their presence counts.
     const replaced = new Set(
@@ -150,5 +156,78 @@ describe('clusterctl provider files (infra/clusterctl)', () => {
     }
     // The rest is what kustomize generates itself (the captf-images ConfigMap).
     expect(components.size - expected.length).toBe(1);
+  });
+
+  it('the default components are the Knative ones with the always-on Deployment for the Knative Service and sources', () => {
+    const deployment = parse(committed('infra/deployment/kustomization.yaml')) as typeof kustomization & {
+      configMapGenerator: unknown;
+    };
+    // The same files but knative/, and the same image references.
+    expect(deployment.resources).toEqual([
+      ...kustomization.resources.filter((file) => !file.startsWith('knative/')).map((file) => `../${file}`),
+      'controller.yaml',
+    ]);
+    expect(deployment.configMapGenerator).toEqual(
+      (parse(committed('infra/kustomization.yaml')) as { configMapGenerator: unknown }).configMapGenerator,
+    );
+    const keys = (file: string) =>
+      new Set(documents(committed(file)).map((d) => `${d.kind}/${d.metadata.name}`));
+    const knative = keys(CLUSTERCTL_FILES.componentsKnative);
+    const always = keys(CLUSTERCTL_FILES.components);
+    expect([...knative].filter((key) => !always.has(key)).sort()).toEqual([
+      'ApiServerSource/captf-objects',
+      'NetworkPolicy/captf-handlers',
+      'PingSource/captf-tick',
+      'Service/captf',
+    ]);
+    expect([...always].filter((key) => !knative.has(key)).sort()).toEqual([
+      'ClusterRoleBinding/captf-controller-events',
+      'Deployment/captf-controller',
+    ]);
+  });
+
+  it('the always-on Deployment’s containers start with their environment: the handlers’ and the relay’s configuration read', () => {
+    const deployment = documents(committed(CLUSTERCTL_FILES.components)).find(
+      (d) => d.kind === 'Deployment' && d.metadata.name === 'captf-controller',
+    ) as unknown as {
+      spec: {
+        template: {
+          spec: {
+            containers: {
+              name: string;
+              args?: string[];
+              env: { name: string; value?: string; valueFrom?: unknown }[];
+            }[];
+          };
+        };
+      };
+    };
+    // Values as the kubelet and clusterctl would give them: a variable's default, a Secret's or the pod's
+    // name a stand-in.
+    const envOf = (name: string) =>
+      Object.fromEntries(
+        (deployment.spec.template.spec.containers.find((c) => c.name === name)?.env ?? []).map((e) => [
+          e.name,
+          e.value === undefined ? 'x'.repeat(40) : defaultOf(e.value),
+        ]),
+      );
+    const handlers = readConfig(envOf('manager'));
+    expect(handlers.ok, handlers.ok ? '' : handlers.message).toBe(true);
+    if (handlers.ok) {
+      expect(handlers.config.auth).toMatchObject({ mode: 'bearer', token: 'x'.repeat(40) });
+      expect(handlers.config.port).toBe(8080);
+      expect(handlers.config.kube).toEqual({ mode: 'in-cluster' });
+    }
+    const relay = readRelayConfig(envOf('relay'));
+    expect(relay.ok, relay.ok ? '' : relay.message).toBe(true);
+    if (relay.ok) {
+      // The relay posts to the handlers of its own pod, with the same token, and runs its timer.
+      expect(relay.config.eventsUrl).toBe('http://127.0.0.1:8080/events');
+      expect(relay.config.token).toBe('x'.repeat(40));
+      expect(relay.config.tickIntervalMs).toBeGreaterThan(0);
+    }
+    expect(deployment.spec.template.spec.containers.find((c) => c.name === 'relay')?.args).toEqual([
+      '/app/relay/relay.mjs',
+    ]);
   });
 });
