@@ -137,7 +137,10 @@ function editsOf(doc: Record<string, unknown>): Edit[] {
           key === 'Deployment/captf-redis' && container.name === 'redis'
             ? variable('CAPTF_REDIS_IMAGE', canonicalImage(v))
             : key === 'Deployment/captf-controller'
-              ? variable('CAPTF_CONTROLLER_IMAGE', canonicalImage(v))
+              ? variable(
+                  container.name === 'runner' ? 'CAPTF_RUNNER_IMAGE' : 'CAPTF_CONTROLLER_IMAGE',
+                  canonicalImage(v),
+                )
               : canonicalImage(v);
         if (key !== 'Deployment/captf-controller') return [{ path: [...at, 'image'], value: image }];
         // The always-on controller (infra/deployment/controller.yaml): the Knative Service's settings.
@@ -148,7 +151,6 @@ function editsOf(doc: Record<string, unknown>): Edit[] {
         return [
           { path: [...at, 'image'], value: image },
           ...env('REDIS_URL', () => variable('CAPTF_REDIS_URL', DEFAULT_REDIS_URL)),
-          ...env('CAPTF_RUNNER_IMAGE', (v) => variable('CAPTF_RUNNER_IMAGE', v)),
         ];
       }),
     );

@@ -49,6 +49,7 @@ const knativeNamespace = `${namespace}-kn`;
 
 interface PodSpec {
   containers: { name: string; image: string; env?: { name: string; value?: string }[] }[];
+  initContainers?: { name: string; image: string }[];
 }
 
 interface Installed {
@@ -213,17 +214,20 @@ beforeAll(async () => {
       ],
       images: { [INFRA]: { repository: MIRROR } },
       // Our variables (scripts/clusterctl.ts CLUSTERCTL_VARIABLES).
-      CAPTF_RUNNER_IMAGE: IMAGES.runner,
       ...variables,
     });
   configPath = join(dir, 'clusterctl.yaml');
   writeFileSync(configPath, config(urls[0], {}));
-  // The Knative Service is no Deployment, which clusterctl's `images:` rewrite: its image is a variable,
+  // The Knative Service is no Deployment, which clusterctl's `images:` rewrite: its images are variables,
   // and so is the namespace of the sources' OIDC ServiceAccounts, which clusterctl does not pass on.
   knativeConfigPath = join(dir, 'clusterctl-knative.yaml');
   writeFileSync(
     knativeConfigPath,
-    config(urls[1], { CAPTF_CONTROLLER_IMAGE: IMAGES.controller, CAPTF_NAMESPACE: knativeNamespace }),
+    config(urls[1], {
+      CAPTF_CONTROLLER_IMAGE: IMAGES.controller,
+      CAPTF_RUNNER_IMAGE: IMAGES.runner,
+      CAPTF_NAMESPACE: knativeNamespace,
+    }),
   );
 }, 5 * MINUTE);
 
@@ -280,8 +284,9 @@ describe('clusterctl init, upgrade and delete of the terraform infrastructure pr
         await kubectl.run(['get', 'namespace', DEFAULT_NAMESPACE, '--ignore-not-found', '-o', 'name']),
       ).toBe('');
 
-      // clusterctl's `images:` override reaches every container of ours, the runner image is the variable's,
-      // and the Redis URL the namespace-free default.
+      // clusterctl's `images:` override reaches every container of ours, the runner's among them (the
+      // handlers read it from their pod, CAPTF_RUNNER_IMAGE_CONTAINER), and the Redis URL is the
+      // namespace-free default.
       const deployment = installed.get('Deployment/captf-controller') as Installed & {
         spec: { template: { spec: PodSpec } };
       };
@@ -294,7 +299,10 @@ describe('clusterctl init, upgrade and delete of the terraform infrastructure pr
         Object.fromEntries(
           (containers.find((c) => c.name === container)?.env ?? []).map((e) => [e.name, e.value]),
         );
-      expect(env('manager').CAPTF_RUNNER_IMAGE).toBe(IMAGES.runner);
+      expect(deployment.spec.template.spec.initContainers?.map((c) => [c.name, c.image])).toEqual([
+        ['runner', `${MIRROR}/captf-runner:${PREVIOUS.slice(1)}`],
+      ]);
+      expect(env('manager').CAPTF_RUNNER_IMAGE_CONTAINER).toBe('runner');
       expect(env('manager').REDIS_URL).toBe('redis://captf-redis:6379');
       expect(env('relay').REDIS_URL).toBe('redis://captf-redis:6379');
       expect(env('relay').CAPTF_HANDLER_URL).toBe('http://127.0.0.1:8080');

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
+import { withRunnerImageFromPod } from '../../../functions/runner-image.ts';
 import {
   CLUSTERCTL_FILES,
   canonicalImage,
@@ -186,7 +187,7 @@ describe('clusterctl provider files (infra/clusterctl)', () => {
     ]);
   });
 
-  it('the always-on Deployment’s containers start with their environment: the handlers’ and the relay’s configuration read', () => {
+  it('the always-on Deployment’s containers start with their environment: the handlers’ and the relay’s configuration read', async () => {
     const deployment = documents(committed(CLUSTERCTL_FILES.components)).find(
       (d) => d.kind === 'Deployment' && d.metadata.name === 'captf-controller',
     ) as unknown as {
@@ -198,6 +199,7 @@ describe('clusterctl provider files (infra/clusterctl)', () => {
               args?: string[];
               env: { name: string; value?: string; valueFrom?: unknown }[];
             }[];
+            initContainers: { name: string; image: string }[];
           };
         };
       };
@@ -211,7 +213,23 @@ describe('clusterctl provider files (infra/clusterctl)', () => {
           e.value === undefined ? 'x'.repeat(40) : defaultOf(e.value),
         ]),
       );
-    const handlers = readConfig(envOf('manager'));
+    // The runner image is the init container's, read from the pod as clusterctl installed it.
+    const { initContainers } = deployment.spec.template.spec;
+    const pod = {
+      spec: { initContainers: initContainers.map((c) => ({ ...c, image: defaultOf(c.image) })) },
+    };
+    const managerEnv = await withRunnerImageFromPod(
+      { ...envOf('manager'), POD_NAMESPACE: 'ns', HOSTNAME: 'captf-controller-1' },
+      () => async () => pod,
+    );
+    const { configMapGenerator } = parse(committed('infra/kustomization.yaml')) as {
+      configMapGenerator: { literals: string[] }[];
+    };
+    const runnerImage = configMapGenerator[0]?.literals
+      .find((l) => l.startsWith('runner='))
+      ?.slice('runner='.length);
+    expect(managerEnv.CAPTF_RUNNER_IMAGE).toBe(runnerImage);
+    const handlers = readConfig(managerEnv);
     expect(handlers.ok, handlers.ok ? '' : handlers.message).toBe(true);
     if (handlers.ok) {
       expect(handlers.config.auth).toMatchObject({ mode: 'bearer', token: 'x'.repeat(40) });
