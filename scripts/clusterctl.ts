@@ -2,9 +2,9 @@ import { parseAllDocuments, parseDocument, stringify } from 'yaml';
 import { CLUSTER_API_CONTRACT, PROVIDER_LABEL_VALUE } from '../src/schemas/kinds/api-group.ts';
 
 /**
- * The two files of clusterctl's provider contract (Cluster API docs, "clusterctl Provider Contract"):
- * metadata.yaml maps our release series to the Cluster API contract, and infrastructure-components.yaml is
- * `kubectl kustomize infra/`, the installation `kubectl apply -k infra/` makes. Pure:
+ * The files of clusterctl's provider contract (Cluster API docs, "clusterctl Provider Contract"):
+ * metadata.yaml maps our release series to the Cluster API contract, and the components files are a
+ * kustomization's rendering (COMPONENT_SOURCES) with our clusterctl variables in place. Pure:
  * scripts/gen-components.ts renders and writes them; unit and integration tests check the committed ones.
  */
 
