@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { createHandlers, type StepFactory } from './handlers.ts';
+import { withRunnerImageFromPod } from './runner-image.ts';
 
 /**
  * The Knative / container server (DESIGN.md section 15): builds the handlers once, listens on PORT, and on
@@ -25,7 +26,8 @@ export async function runServer(
   createStep: StepFactory,
   options: { handleSignals: boolean } = { handleSignals: true },
 ): Promise<RunningServer> {
-  const { app, config, logger, ready, close } = createHandlers(env, createStep);
+  // The always-on Deployment names the runner image by a container of its pod (functions/runner-image.ts).
+  const { app, config, logger, ready, close } = createHandlers(await withRunnerImageFromPod(env), createStep);
   await ready();
   const url = await app.listen({ port: config.port, host: config.host });
   const stop = async () => {

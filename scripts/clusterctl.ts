@@ -1,17 +1,31 @@
-import { parseAllDocuments, stringify } from 'yaml';
+import { parseAllDocuments, parseDocument, stringify } from 'yaml';
 import { CLUSTER_API_CONTRACT, PROVIDER_LABEL_VALUE } from '../src/schemas/kinds/api-group.ts';
 
 /**
- * The two files of clusterctl's provider contract (Cluster API docs, "clusterctl Provider Contract"):
- * metadata.yaml maps our release series to the Cluster API contract, and infrastructure-components.yaml is
- * `kubectl kustomize infra/`, the installation `kubectl apply -k infra/` makes. Pure:
+ * The files of clusterctl's provider contract (Cluster API docs, "clusterctl Provider Contract"):
+ * metadata.yaml maps our release series to the Cluster API contract, and the components files are a
+ * kustomization's rendering (COMPONENT_SOURCES) with our clusterctl variables in place. Pure:
  * scripts/gen-components.ts renders and writes them; unit and integration tests check the committed ones.
  */
 
-/** Where the files live, relative to the repository root. */
+/**
+ * Where the files live, relative to the repository root. Two flavours of the components: the default one
+ * runs the handlers, relay and timer as an always-on Deployment (infra/deployment/), which any management
+ * cluster runs and clusterctl understands (its `images:` overrides and `--wait-providers` know Deployments,
+ * its contract a `manager` container); the Knative one (infra/, what `kubectl apply -k infra/` installs)
+ * needs Knative Serving and Eventing, whose missing CRDs would fail `clusterctl init` on a plain cluster.
+ * clusterctl takes a provider's components file name from the URL in its `providers:` configuration.
+ */
 export const CLUSTERCTL_FILES = {
   metadata: 'infra/clusterctl/metadata.yaml',
   components: 'infra/clusterctl/infrastructure-components.yaml',
+  componentsKnative: 'infra/clusterctl/infrastructure-components-knative.yaml',
+} as const;
+
+/** The kustomization each components file renders, and the flag it needs (infra/deployment/ lists infra/'s files). */
+export const COMPONENT_SOURCES = {
+  components: { dir: 'infra/deployment', args: ['--load-restrictor', 'LoadRestrictionsNone'] },
+  componentsKnative: { dir: 'infra', args: [] },
 } as const;
 
 /** One row per release series (major.minor) we publish, newest first; a new minor adds its row. */
@@ -34,22 +48,195 @@ export function metadataYaml(): string {
 }
 
 interface Manifest {
+  apiVersion?: string;
   kind?: string;
-  metadata?: { name?: string; labels?: Record<string, string> };
+  metadata?: { name?: string; namespace?: string; labels?: Record<string, string> };
+}
+
+/** The namespace `kubectl apply -k infra/` installs into, and the components' default target namespace. */
+export const DEFAULT_NAMESPACE = 'captf-system';
+
+/**
+ * The clusterctl variables of the components (`${NAME:=default}`, substituted by `clusterctl init` and
+ * `upgrade` from the environment or clusterctl's config file; every one has a default, so none is required).
+ * clusterctl rewrites every namespaced object's namespace, the Namespace itself and the namespaces of
+ * binding subjects to `--target-namespace`, but no string inside another field: those that name the
+ * namespace are variables here, with namespace-free defaults where one works. The admission policies match
+ * the controller's user name in any namespace (infra/admission/), so they need none.
+ */
+export const CLUSTERCTL_VARIABLES = {
+  /** The handlers' image (the Knative Service and the captf-images ConfigMap). */
+  CAPTF_CONTROLLER_IMAGE: 'CAPTF_CONTROLLER_IMAGE',
+  /** The runner image every Job's init container copies the runner from (CAPTF_RUNNER_IMAGE). */
+  CAPTF_RUNNER_IMAGE: 'CAPTF_RUNNER_IMAGE',
+  /** The bundled Redis's image (infra/redis/redis.yaml), in its canonical form. */
+  CAPTF_REDIS_IMAGE: 'CAPTF_REDIS_IMAGE',
+  /** The handlers' Redis; the default is the bundled one by its short name, which resolves in any namespace. */
+  CAPTF_REDIS_URL: 'CAPTF_REDIS_URL',
+  /** The OIDC audience the sources mint tokens for and the handlers check: a name, not a namespace. */
+  CAPTF_AUTH_AUDIENCE: 'CAPTF_AUTH_AUDIENCE',
+  /**
+   * The namespace in the user names of the sources' OIDC ServiceAccounts (Knative makes them in the
+   * sources' namespace): set it to the `--target-namespace`, which clusterctl does not pass on as a variable.
+   */
+  CAPTF_NAMESPACE: 'CAPTF_NAMESPACE',
+} as const;
+
+/** The default of CAPTF_REDIS_URL: the bundled Redis Service (infra/redis/redis.yaml) of the same namespace. */
+export const DEFAULT_REDIS_URL = 'redis://captf-redis:6379';
+/** The default of CAPTF_AUTH_AUDIENCE. */
+export const DEFAULT_AUDIENCE = 'captf';
+
+const variable = (name: keyof typeof CLUSTERCTL_VARIABLES, fallback: string) => `\${${name}:=${fallback}}`;
+
+/**
+ * An image reference in the canonical form clusterctl parses the images of every Deployment in (it refuses
+ * `redis:7` while applying its image overrides, even when none is set): Docker's rules for a reference
+ * without a registry, `docker.io/` before it and `library/` before a single path component.
+ */
+export function canonicalImage(image: string): string {
+  const [first, ...rest] = image.split('/');
+  if (rest.length > 0 && (first?.includes('.') || first?.includes(':') || first === 'localhost'))
+    return image;
+  return rest.length === 0 ? `docker.io/library/${image}` : `docker.io/${image}`;
+}
+
+type Path = (string | number)[];
+interface Edit {
+  path: Path;
+  value: (current: string) => string;
+}
+
+interface PodSpec {
+  containers?: { name: string; env?: { name: string }[] }[];
+  initContainers?: { name: string; env?: { name: string }[] }[];
+}
+
+/** The field edits that turn one rendered object into its clusterctl form; none for most objects. */
+function editsOf(doc: Record<string, unknown>): Edit[] {
+  const meta = doc.metadata as { name?: string } | undefined;
+  const key = `${doc.kind}/${meta?.name}`;
+  if (key === 'ConfigMap/captf-images')
+    return [
+      { path: ['data', 'controller'], value: (v) => variable('CAPTF_CONTROLLER_IMAGE', v) },
+      { path: ['data', 'runner'], value: (v) => variable('CAPTF_RUNNER_IMAGE', v) },
+    ];
+  if (
+    (key === 'ApiServerSource/captf-objects' || key === 'PingSource/captf-tick') &&
+    doc.apiVersion === 'sources.knative.dev/v1'
+  )
+    return [
+      { path: ['spec', 'sink', 'audience'], value: () => variable('CAPTF_AUTH_AUDIENCE', DEFAULT_AUDIENCE) },
+    ];
+  if (doc.kind === 'Deployment') {
+    const pod = (doc as { spec: { template: { spec: PodSpec } } }).spec.template.spec;
+    return (['containers', 'initContainers'] as const).flatMap((field) =>
+      (pod[field] ?? []).flatMap((container, index): Edit[] => {
+        const at = ['spec', 'template', 'spec', field, index];
+        const image = (v: string) =>
+          key === 'Deployment/captf-redis' && container.name === 'redis'
+            ? variable('CAPTF_REDIS_IMAGE', canonicalImage(v))
+            : key === 'Deployment/captf-controller'
+              ? variable(
+                  container.name === 'runner' ? 'CAPTF_RUNNER_IMAGE' : 'CAPTF_CONTROLLER_IMAGE',
+                  canonicalImage(v),
+                )
+              : canonicalImage(v);
+        if (key !== 'Deployment/captf-controller') return [{ path: [...at, 'image'], value: image }];
+        // The always-on controller (infra/deployment/controller.yaml): the Knative Service's settings.
+        const env = (name: string, value: (current: string) => string): Edit[] => {
+          const i = container.env?.findIndex((e) => e.name === name) ?? -1;
+          return i < 0 ? [] : [{ path: [...at, 'env', i, 'value'], value }];
+        };
+        return [
+          { path: [...at, 'image'], value: image },
+          ...env('REDIS_URL', () => variable('CAPTF_REDIS_URL', DEFAULT_REDIS_URL)),
+        ];
+      }),
+    );
+  }
+  if (key !== 'Service/captf' || doc.apiVersion !== 'serving.knative.dev/v1') return [];
+  const containers = (
+    doc as { spec: { template: { spec: { containers: { name: string; env?: { name: string }[] }[] } } } }
+  ).spec.template.spec.containers;
+  const index = containers.findIndex((c) => c.name === 'captf');
+  const container = ['spec', 'template', 'spec', 'containers', index];
+  const env = (name: string, value: (current: string) => string): Edit => ({
+    path: [...container, 'env', containers[index]?.env?.findIndex((e) => e.name === name) ?? -1, 'value'],
+    value,
+  });
+  return [
+    { path: [...container, 'image'], value: (v) => variable('CAPTF_CONTROLLER_IMAGE', v) },
+    env('CAPTF_RUNNER_IMAGE', (v) => variable('CAPTF_RUNNER_IMAGE', v)),
+    env('REDIS_URL', () => variable('CAPTF_REDIS_URL', DEFAULT_REDIS_URL)),
+    env('CAPTF_AUTH_AUDIENCE', () => variable('CAPTF_AUTH_AUDIENCE', DEFAULT_AUDIENCE)),
+    env('CAPTF_AUTH_ALLOWED_USERS', (v) =>
+      v.replaceAll(`:${DEFAULT_NAMESPACE}:`, `:${variable('CAPTF_NAMESPACE', DEFAULT_NAMESPACE)}:`),
+    ),
+  ];
+}
+
+/**
+ * The rendered installation with its clusterctl variables (CLUSTERCTL_VARIABLES) in place. Throws when a
+ * field to edit is missing or not a string (infra/ changed under it).
+ */
+export function withClusterctlVariables(rendered: string): string {
+  // Document by document, so that the objects without variables stay byte for byte as kustomize wrote them.
+  return rendered
+    .split(/^---\n/m)
+    .map((chunk) => {
+      const doc = parseDocument(chunk);
+      const edits = editsOf((doc.toJS() ?? {}) as Record<string, unknown>);
+      if (edits.length === 0) return chunk;
+      for (const edit of edits) {
+        const current = doc.getIn(edit.path);
+        if (typeof current !== 'string' || edit.path.includes(-1))
+          throw new Error(
+            `clusterctl variables: no string at ${edit.path.join('.')} in ${chunk.slice(0, 200)}`,
+          );
+        doc.setIn(edit.path, edit.value(current));
+      }
+      return doc.toString({ lineWidth: 0, indentSeq: false });
+    })
+    .join('---\n');
+}
+
+/**
+ * Where each object names the default namespace outside a `${VAR:=…}` default and outside the fields
+ * clusterctl rewrites to `--target-namespace` (an object's namespace, the Namespace's name, binding
+ * subjects' namespaces): each such place would still point at captf-system after `clusterctl init
+ * --target-namespace`.
+ */
+export function namespaceReferences(text: string): string[] {
+  return parseAllDocuments(text).flatMap((parsed) => {
+    if (parsed.contents === null) return [];
+    const doc = parsed.toJS() as Manifest & { subjects?: { namespace?: string }[] };
+    const copy = structuredClone(doc);
+    if (copy.metadata) {
+      delete copy.metadata.namespace;
+      if (copy.kind === 'Namespace') delete copy.metadata.name;
+    }
+    for (const subject of copy.subjects ?? []) delete subject.namespace;
+    const text = JSON.stringify(copy).replace(/\$\{[A-Z_]+:=[^}]*\}/g, '');
+    return text.includes(DEFAULT_NAMESPACE) ? [`${doc.kind}/${doc.metadata?.name}`] : [];
+  });
 }
 
 /**
  * Why clusterctl would refuse or change a components file: more than one Namespace (it aborts), a
- * `${VAR}` it would substitute (clusterctl init needs no variables for ours), an object without the
- * provider label `clusterctl delete` finds the components by.
+ * `${VAR}` that is not one of CLUSTERCTL_VARIABLES with a default (clusterctl init would require it), an
+ * object without the provider label `clusterctl delete` finds the components by.
  */
 export function componentsProblems(text: string): string[] {
   const docs = parseAllDocuments(text).map((doc) => doc.toJS() as Manifest);
   const problems: string[] = [];
   const namespaces = docs.filter((doc) => doc.kind === 'Namespace');
   if (namespaces.length !== 1) problems.push(`${namespaces.length} Namespace objects; clusterctl needs one`);
-  for (const variable of text.match(/\$\{[^}]*\}/g) ?? [])
-    problems.push(`${variable}: clusterctl would substitute it`);
+  for (const match of text.matchAll(/\$\{([^}]*)\}/g)) {
+    const name = /^([A-Z_]+):=[^}]+$/.exec(match[1] ?? '')?.[1];
+    if (name === undefined || !(name in CLUSTERCTL_VARIABLES))
+      problems.push(`${match[0]}: not a clusterctl variable of ours with a default`);
+  }
   for (const doc of docs) {
     if (doc.metadata?.labels?.['cluster.x-k8s.io/provider'] !== PROVIDER_LABEL_VALUE)
       problems.push(
@@ -59,9 +246,16 @@ export function componentsProblems(text: string): string[] {
   return problems;
 }
 
-/** infrastructure-components.yaml from the output of `kubectl kustomize infra/`; throws on a problem. */
-export function componentsYaml(rendered: string): string {
-  const problems = componentsProblems(rendered);
+/**
+ * infrastructure-components.yaml from the output of `kubectl kustomize infra/`: with its clusterctl
+ * variables; throws on a problem (componentsProblems, namespaceReferences).
+ */
+export function componentsYaml(rendered: string, source = 'infra/ (kubectl kustomize infra/)'): string {
+  const components = withClusterctlVariables(rendered);
+  const problems = [
+    ...componentsProblems(components),
+    ...namespaceReferences(components).map((object) => `${object} names ${DEFAULT_NAMESPACE}`),
+  ];
   if (problems.length > 0) throw new Error(`render clusterctl components: ${problems.join('; ')}`);
-  return HEADER('infra/ (kubectl kustomize infra/)') + rendered;
+  return HEADER(source) + components;
 }

@@ -4,7 +4,7 @@ import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments, stringify } from 'yaml';
-import { CLUSTERCTL_FILES, componentsYaml } from '../../../scripts/clusterctl.ts';
+import { CLUSTERCTL_FILES, COMPONENT_SOURCES, componentsYaml } from '../../../scripts/clusterctl.ts';
 import { testStack } from '../../env/index.ts';
 
 const run = promisify(execFile);
@@ -54,10 +54,16 @@ describe('infra/ renders', () => {
     }
   });
 
-  it('infra/clusterctl/infrastructure-components.yaml is exactly this rendering (run `npm run gen:components`)', async () => {
-    const { text } = await render();
-    expect(readFileSync(join(root, CLUSTERCTL_FILES.components), 'utf8')).toBe(componentsYaml(text));
-  });
+  it.each(['components', 'componentsKnative'] as const)(
+    'the clusterctl %s file is exactly its kustomization’s rendering (run `npm run gen:components`)',
+    async (flavour) => {
+      const { dir, args } = COMPONENT_SOURCES[flavour];
+      const { stdout } = await run(testStack().kubectlPath, ['kustomize', ...args, join(root, dir)]);
+      expect(readFileSync(join(root, CLUSTERCTL_FILES[flavour]), 'utf8')).toBe(
+        componentsYaml(stdout, `${dir}/ (kubectl kustomize ${[...args, dir].join(' ')})`),
+      );
+    },
+  );
 
   it('the PrometheusRule keeps CAPTFJobFailing (kind, op) and CAPTFNoRecentSuccess (namespace, name, 6 h for 30 m)', async () => {
     const rule = parse(readFileSync(join(root, 'infra/monitoring/prometheusrule.yaml'), 'utf8'));
