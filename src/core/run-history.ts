@@ -57,12 +57,23 @@ function jobResult(job: JobView): string {
   return job.status?.active ? 'Running' : 'Pending';
 }
 
+/** The object's `status.lastRun`, as far as the history reads it. */
+export interface LastRunView {
+  job?: string;
+  result?: string;
+  reason?: string;
+}
+
 /**
  * Merges an object's Jobs with its run-log Secrets (both listed by its owner UID label), newest first
  * (pure). A Job and its Secret make one row; a Secret whose Job is gone makes a row of its own, with the
- * result its Job annotation recorded when the Secret carries it, else `(job gone)`.
+ * result the object's `status.lastRun` records when it is that run, else `(job gone)`.
  */
-export function runHistory(jobs: readonly JobView[], logs: readonly RunLogView[]): RunRow[] {
+export function runHistory(
+  jobs: readonly JobView[],
+  logs: readonly RunLogView[],
+  lastRun?: LastRunView,
+): RunRow[] {
   const logsByJob = new Map(
     logs.map((secret) => [secret.metadata.labels?.[RUN_LOG_KEYS.job] ?? '', secret] as const),
   );
@@ -94,7 +105,10 @@ export function runHistory(jobs: readonly JobView[], logs: readonly RunLogView[]
       attempt: Number.parseInt(labels[LABELS.attempt] ?? '0', 10) || 0,
       startedAtMs: timestampMs(secret.metadata.creationTimestamp) ?? 0,
       ...(finishedAtMs === undefined ? {} : { finishedAtMs }),
-      result: annotations[ANNOTATIONS.outcome] ?? '(job gone)',
+      result:
+        lastRun?.job === job && lastRun.result !== undefined
+          ? `${lastRun.result}${lastRun.reason ? ` (${lastRun.reason})` : ''}`
+          : '(job gone)',
       jobExists: false,
       logKept: true,
     });

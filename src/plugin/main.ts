@@ -100,6 +100,7 @@ async function readTarget(caller: Caller, target: PluginTarget) {
       waitReason?: WaitReason;
       nextAttemptAt?: string;
       activeJob?: { name?: string };
+      lastRun?: { job?: string; result?: string; reason?: string };
     };
   };
 }
@@ -222,7 +223,7 @@ async function history(caller: Caller, target: PluginTarget) {
       ...(secret.metadata?.creationTimestamp ? { creationTimestamp: secret.metadata.creationTimestamp } : {}),
     },
   }));
-  return runHistory(jobs as Parameters<typeof runHistory>[0], logs);
+  return runHistory(jobs as Parameters<typeof runHistory>[0], logs, object.status?.lastRun);
 }
 
 async function runs(caller: Caller, target: PluginTarget): Promise<void> {
