@@ -1,9 +1,11 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { BUNDLES, ensureBundlesBuilt } from '../../functions/bundle.ts';
 import { VARIABLES_SECRET_LABELS } from '../../src/core/variables-opt-in.ts';
 import { grantPlanApprovers } from '../../src/local/workload-namespace.ts';
@@ -61,8 +63,9 @@ function captf(...args: string[]): Promise<{ code: number; stdout: string; stder
 
 beforeAll(async () => {
   await ensureBundlesBuilt(['plugin'], () => undefined);
+  // Installed as krew installs it: the release archive unpacked into a directory on PATH.
   pluginDir = mkdtempSync(join(tmpdir(), 'captf-plugin-path-'));
-  symlinkSync(join(repoRoot, BUNDLES.plugin.outfile), join(pluginDir, 'kubectl-captf'));
+  await exec('tar', ['-xzf', `${join(repoRoot, BUNDLES.plugin.outfile)}.tar.gz`, '-C', pluginDir]);
   run = await startE2eRun('plugin');
   await run.kubectl.run(
     ['apply', '-f', '-'],
@@ -88,6 +91,30 @@ afterAll(async () => {
 }, MINUTE);
 
 describe('kubectl captf against the local run', () => {
+  it('the krew manifest names the release archive by its digest, and its bin is the executable inside', () => {
+    const outfile = join(repoRoot, BUNDLES.plugin.outfile);
+    const manifest = parse(readFileSync(join(dirname(outfile), 'captf.yaml'), 'utf8')) as {
+      apiVersion: string;
+      kind: string;
+      metadata: { name: string };
+      spec: { platforms: { sha256: string; bin: string; files: { from: string }[] }[] };
+    };
+    expect(manifest).toMatchObject({
+      apiVersion: 'krew.googlecontainertools.github.com/v1alpha2',
+      kind: 'Plugin',
+      metadata: { name: 'captf' },
+    });
+    const platform = manifest.spec.platforms[0];
+    expect(platform?.sha256).toBe(
+      createHash('sha256')
+        .update(readFileSync(`${outfile}.tar.gz`))
+        .digest('hex'),
+    );
+    expect(platform?.bin).toBe('kubectl-captf');
+    expect(platform?.files.map((f) => f.from)).toContain('kubectl-captf');
+    expect(statSync(join(pluginDir, 'kubectl-captf')).mode & 0o111).not.toBe(0);
+  });
+
   it('kubectl finds the plugin on PATH; status shows the live table', async () => {
     const list = await kubectl(['plugin', 'list']);
     expect(list.stdout).toContain(join(pluginDir, 'kubectl-captf'));
