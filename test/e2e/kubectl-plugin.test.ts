@@ -10,6 +10,7 @@ import { BUNDLES, ensureBundlesBuilt } from '../../functions/bundle.ts';
 import { VARIABLES_SECRET_LABELS } from '../../src/core/variables-opt-in.ts';
 import { grantPlanApprovers } from '../../src/local/workload-namespace.ts';
 import { testStack } from '../env/index.ts';
+import { bashBlocks, blockOf, type RunbookShell, runbookShell } from '../env/runbook.ts';
 import {
   applyObjects,
   type E2eRun,
@@ -35,6 +36,8 @@ const exec = promisify(execFile);
 
 let run: E2eRun;
 let pluginDir: string;
+let shell: RunbookShell;
+const docBlocks = bashBlocks(readFileSync(join(repoRoot, 'docs', 'kubectl-plugin.md'), 'utf8'));
 /** Everything the plugin printed, to look for the canary in at the end. */
 const printed: string[] = [];
 
@@ -61,11 +64,23 @@ function captf(...args: string[]): Promise<{ code: number; stdout: string; stder
   return kubectl(['captf', ...args, '--kubeconfig', testStack().kubeconfigPath, '-n', run.namespace]);
 }
 
+/** Runs the `index`-th bash block of docs/kubectl-plugin.md's section as written, in this run's namespace. */
+async function doc(section: string, index: number, variables: Record<string, string>): Promise<string> {
+  const { stdout, stderr } = await shell.run(blockOf(docBlocks, section, index), {
+    NS: run.namespace,
+    KIND: 'terraformmachine',
+    ...variables,
+  });
+  printed.push(stdout, stderr);
+  return stdout;
+}
+
 beforeAll(async () => {
   await ensureBundlesBuilt(['plugin'], () => undefined);
   // Installed as krew installs it: the release archive unpacked into a directory on PATH.
   pluginDir = mkdtempSync(join(tmpdir(), 'captf-plugin-path-'));
   await exec('tar', ['-xzf', `${join(repoRoot, BUNDLES.plugin.outfile)}.tar.gz`, '-C', pluginDir]);
+  shell = runbookShell(MINUTE, [pluginDir, dirname(process.execPath)]);
   run = await startE2eRun('plugin');
   await run.kubectl.run(
     ['apply', '-f', '-'],
@@ -86,6 +101,7 @@ beforeAll(async () => {
 }, 2 * MINUTE);
 
 afterAll(async () => {
+  shell?.close();
   await run?.close();
   if (pluginDir) rmSync(pluginDir, { recursive: true, force: true });
 }, MINUTE);
@@ -128,6 +144,9 @@ describe('kubectl captf against the local run', () => {
     expect(why.code).toBe(0);
     expect(why.stdout).toMatch(/^next step: /m);
     expect(why.stdout).toContain('dry run:');
+    // The doc's commands, as written (the doc's variables from the test).
+    expect(await doc('What is going on', 0, { NAME: 'm-p' })).toMatch(/TerraformMachine\/m-p\s+True/);
+    expect(await doc('What is going on', 1, { NAME: 'm-p' })).toMatch(/^next step: none \(UpToDate\)/m);
   });
 
   it('runs and logs: the history with results; a failed run is readable live and, from its kept log, after its pod is gone', async () => {
@@ -190,19 +209,16 @@ describe('kubectl captf against the local run', () => {
       (names) => !names.includes(job),
       MINUTE,
     );
-    const kept = await captf('logs', 'terraformmachine/m-f', '--op', 'apply', '--attempt', '1');
-    expect(kept.code).toBe(0);
-    expect(kept.stdout).toContain(
+    // The doc's runs and logs block: the history, then the kept log under its header.
+    const kept = await doc('Runs and their logs', 0, { NAME: 'm-f' });
+    expect(kept).toMatch(new RegExp(`^${job}\\s+apply\\s+1\\s.*\\sfailed \\(ApplyFailed\\)\\s+kept$`, 'm'));
+    expect(kept).toContain(
       `# log of ${job}, kept after its pod (truncated: the first 512 bytes are not kept)`,
     );
-    expect(kept.stdout).toContain(text.trim().split('\n')[0]);
-    const after = await captf('runs', 'terraformmachine/m-f');
-    expect(after.stdout).toMatch(
-      new RegExp(`^${job}\\s+apply\\s+1\\s.*\\sfailed \\(ApplyFailed\\)\\s+kept$`, 'm'),
-    );
+    expect(kept).toContain(text.trim().split('\n')[0]);
   });
 
-  it('plan and approve: a destructive change reads as a plan; a caller without the right is refused, an approver approves as themself', async () => {
+  it('plan and approve: a destructive change reads as a plan; a caller without the right is refused, an approver approves as themself, bound to the digest', async () => {
     await patchObject(run, RESOURCE.TerraformMachine, 'm-p', { spec: { variables: { generation: 2 } } });
     const blocked = await waitObject(
       run,
@@ -270,16 +286,19 @@ describe('kubectl captf against the local run', () => {
         .approved,
     ).toBe(false);
 
+    // The doc's plan and approve blocks as written, as the stack's admin once approvers are granted.
     await grantPlanApprovers(run.kubectl, run.namespace);
-    const approved = await captf('approve', 'terraformmachine/m-p', '--as=alice', `--digest=${digest}`);
-    expect(approved.code).toBe(0);
-    expect(approved.stdout).toContain(`approved TerraformPlan ${planName} (digest ${digest}) as alice`);
+    expect(await doc('The pending plan', 0, { NAME: 'm-p' })).toContain(`--digest ${digest}`);
+    const admin = await run.kubectl.run(['auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}']);
+    expect(await doc('The pending plan', 1, { NAME: 'm-p', DIGEST: digest })).toContain(
+      `approved TerraformPlan ${planName} (digest ${digest}) as ${admin}`,
+    );
     const planObject = await readObject<{ spec: { approved?: boolean; approvedBy?: string } }>(
       run,
       RESOURCE.TerraformPlan,
       planName,
     );
-    expect(planObject?.spec).toMatchObject({ approved: true, approvedBy: 'alice' });
+    expect(planObject?.spec).toMatchObject({ approved: true, approvedBy: admin });
     await waitObject(
       run,
       RESOURCE.TerraformMachine,
@@ -318,9 +337,9 @@ describe('kubectl captf against the local run', () => {
     expect(unnamed.stderr).toContain('--lock-id foreign-lock-1');
     const wrong = await captf('unlock', 'terraformmachine/m-p', '--lock-id', 'another');
     expect(wrong.code).toBe(1);
-    const done = await captf('unlock', 'terraformmachine/m-p', '--lock-id', 'foreign-lock-1');
-    expect(done.code).toBe(0);
-    expect(done.stdout).toContain('unlocked lock foreign-lock-1');
+    // The doc's unlock block as written.
+    const done = await doc('A stale state lock', 0, { NAME: 'm-p', LOCK_ID: 'foreign-lock-1' });
+    expect(done).toContain('unlocked lock foreign-lock-1');
     const after = JSON.parse(
       await run.kubectl.run(['get', 'lease', lease, '-n', run.namespace, '-o', 'json']),
     ) as {
