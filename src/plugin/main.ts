@@ -132,9 +132,21 @@ async function why(caller: Caller, target: PluginTarget): Promise<void> {
   ]);
 }
 
-async function pendingPlan(caller: Caller, target: PluginTarget): Promise<TerraformPlan> {
+/**
+ * The object's pending plan (`status.pendingPlanRef`). With a digest, a plan of the object with that digest
+ * is found even once it is no longer pending (approved and applied meanwhile), so `approve` says so.
+ */
+async function pendingPlan(caller: Caller, target: PluginTarget, digest?: string): Promise<TerraformPlan> {
   const object = await readTarget(caller, target);
   const name = object.status?.pendingPlanRef?.name;
+  if (!name && digest !== undefined) {
+    const plans = await caller.reader.listCustomObjects('TerraformPlan', {
+      namespace: caller.namespace,
+      labelSelector: { [LABELS.ownerUid]: object.metadata.uid },
+    });
+    const bound = (plans as unknown as TerraformPlan[]).find((p) => p.spec.digest === digest);
+    if (bound) return bound;
+  }
   if (!name) throw new Refusal(`${target.kind} ${caller.namespace}/${target.name} has no pending plan`);
   const plan = await caller.reader.getCustomObject('TerraformPlan', caller.namespace, name);
   if (!plan) throw new Refusal(`TerraformPlan ${caller.namespace}/${name} not found`);
@@ -168,14 +180,16 @@ async function whoami(caller: Caller): Promise<string> {
 }
 
 async function approve(caller: Caller, target: PluginTarget, digest: string | undefined): Promise<void> {
-  const found = await pendingPlan(caller, target);
+  const found = await pendingPlan(caller, target, digest);
   const name = found.metadata.name;
   if (digest !== undefined && digest !== found.spec.digest)
     throw new Refusal(
       `TerraformPlan ${name} has digest ${found.spec.digest}, not ${digest}: the pending plan is not the one you read`,
     );
   if (found.spec.approved) {
-    out(`TerraformPlan ${name} is already approved by ${found.spec.approvedBy ?? '?'}`);
+    out(
+      `TerraformPlan ${name} is already approved by ${found.spec.approvedBy ?? '?'} (phase ${found.status?.phase ?? 'Pending'})`,
+    );
     return;
   }
   const user = await whoami(caller);

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { BUNDLES, ensureBundlesBuilt } from '../../functions/bundle.ts';
 import { VARIABLES_SECRET_LABELS } from '../../src/core/variables-opt-in.ts';
+import { nextCommands } from '../../src/local/try-next.ts';
 import { grantPlanApprovers } from '../../src/local/workload-namespace.ts';
 import { testStack } from '../env/index.ts';
 import { bashBlocks, blockOf, type RunbookShell, runbookShell } from '../env/runbook.ts';
@@ -64,6 +65,15 @@ function captf(...args: string[]): Promise<{ code: number; stdout: string; stder
   return kubectl(['captf', ...args, '--kubeconfig', testStack().kubeconfigPath, '-n', run.namespace]);
 }
 
+/** Runs lines of npm start's banner in bash, as a person pastes them into a terminal. */
+async function pasted(...lines: string[]): Promise<string> {
+  const { stdout, stderr } = await exec('bash', ['-o', 'pipefail', '-c', lines.join('\n')], {
+    env: { ...process.env },
+  });
+  printed.push(stdout, stderr);
+  return stdout;
+}
+
 /** Runs the `index`-th bash block of docs/kubectl-plugin.md's section as written, in this run's namespace. */
 async function doc(section: string, index: number, variables: Record<string, string>): Promise<string> {
   const { stdout, stderr } = await shell.run(blockOf(docBlocks, section, index), {
@@ -92,7 +102,7 @@ beforeAll(async () => {
     }),
   );
   await applyObjects(run, [
-    machine(run, 'm-p', { variables: { size: 'small' } }),
+    machine(run, 'm-b', { variables: { size: 'small' } }),
     // A number variable fed the canary: its plan fails, and OpenTofu's error quotes the value.
     machine(run, 'm-f', {
       variablesFrom: [{ name: 'generation', secretKeyRef: { name: 'canary-vars', key: 'generation' } }],
@@ -134,19 +144,19 @@ describe('kubectl captf against the local run', () => {
   it('kubectl finds the plugin on PATH; status shows the live table', async () => {
     const list = await kubectl(['plugin', 'list']);
     expect(list.stdout).toContain(join(pluginDir, 'kubectl-captf'));
-    await waitReady(run, RESOURCE.TerraformMachine, 'm-p', 2 * MINUTE);
+    await waitReady(run, RESOURCE.TerraformMachine, 'm-b', 2 * MINUTE);
     const status = await captf('status');
     expect(status.code).toBe(0);
     expect(status.stdout).toMatch(/OBJECT\s+READY\s+OP\s+REASON\s+LAST RUN\s+CLUSTER API/);
-    expect(status.stdout).toMatch(/TerraformMachine\/m-p\s+True\s+apply/);
-    expect(status.stdout).toMatch(/captf-local:\/\/m-p\//);
-    const why = await captf('why', 'tfm/m-p');
+    expect(status.stdout).toMatch(/TerraformMachine\/m-b\s+True\s+apply/);
+    expect(status.stdout).toMatch(/captf-local:\/\/m-b\//);
+    const why = await captf('why', 'tfm/m-b');
     expect(why.code).toBe(0);
     expect(why.stdout).toMatch(/^next step: /m);
     expect(why.stdout).toContain('dry run:');
     // The doc's commands, as written (the doc's variables from the test).
-    expect(await doc('What is going on', 0, { NAME: 'm-p' })).toMatch(/TerraformMachine\/m-p\s+True/);
-    expect(await doc('What is going on', 1, { NAME: 'm-p' })).toMatch(/^next step: none \(UpToDate\)/m);
+    expect(await doc('What is going on', 0, { NAME: 'm-b' })).toMatch(/TerraformMachine\/m-b\s+True/);
+    expect(await doc('What is going on', 1, { NAME: 'm-b' })).toMatch(/^next step: none \(UpToDate\)/m);
   });
 
   it('runs and logs: the history with results; a failed run is readable live and, from its kept log, after its pod is gone', async () => {
@@ -219,17 +229,17 @@ describe('kubectl captf against the local run', () => {
   });
 
   it('plan and approve: a destructive change reads as a plan; a caller without the right is refused, an approver approves as themself, bound to the digest', async () => {
-    await patchObject(run, RESOURCE.TerraformMachine, 'm-p', { spec: { variables: { generation: 2 } } });
+    await patchObject(run, RESOURCE.TerraformMachine, 'm-b', { spec: { variables: { generation: 2 } } });
     const blocked = await waitObject(
       run,
       RESOURCE.TerraformMachine,
-      'm-p',
-      'm-p blocked on its destructive plan',
+      'm-b',
+      'm-b blocked on its destructive plan',
       (o) => o.status?.pendingPlanRef?.name !== undefined && o.status.activeJob === undefined,
       2 * MINUTE,
     );
     const planName = blocked.status?.pendingPlanRef?.name ?? '';
-    const plan = await captf('plan', 'terraformmachine/m-p');
+    const plan = await captf('plan', 'terraformmachine/m-b');
     expect(plan.code).toBe(0);
     expect(plan.stdout).toContain(`TerraformPlan ${planName}  phase Pending`);
     expect(plan.stdout).toMatch(/-\/\+\s+terraform_data\.server\s+replace/);
@@ -266,14 +276,14 @@ describe('kubectl captf against the local run', () => {
         ],
       }),
     );
-    const refused = await captf('approve', 'terraformmachine/m-p', '--as', 'mallory', '--digest', digest);
+    const refused = await captf('approve', 'terraformmachine/m-b', '--as', 'mallory', '--digest', digest);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(
       /approve TerraformPlan .* as mallory: Forbidden \(403\): .*User "mallory" cannot patch/,
     );
     const stale = await captf(
       'approve',
-      'terraformmachine/m-p',
+      'terraformmachine/m-b',
       '--as',
       'mallory',
       '--digest',
@@ -286,23 +296,43 @@ describe('kubectl captf against the local run', () => {
         .approved,
     ).toBe(false);
 
-    // The doc's plan and approve blocks as written, as the stack's admin once approvers are granted.
+    // npm start's banner, as printed for this namespace: its PATH line, then its plan and approve lines
+    // (approve as alice, impersonated); then the doc's blocks as written (approving again says by whom).
     await grantPlanApprovers(run.kubectl, run.namespace);
-    expect(await doc('The pending plan', 0, { NAME: 'm-p' })).toContain(`--digest ${digest}`);
-    const admin = await run.kubectl.run(['auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}']);
-    expect(await doc('The pending plan', 1, { NAME: 'm-p', DIGEST: digest })).toContain(
-      `approved TerraformPlan ${planName} (digest ${digest}) as ${admin}`,
+    const stack = testStack();
+    const banner = nextCommands({
+      kubectlPath: stack.kubectlPath,
+      kubeconfigPath: stack.kubeconfigPath,
+      namespace: run.namespace,
+      pluginDir: dirname(join(repoRoot, BUNDLES.plugin.outfile)),
+      nodeDir: dirname(process.execPath),
+    }).map((line) => line.trim());
+    const bannerLine = (prefix: string) => {
+      const line = banner.find((l) => l.startsWith(prefix));
+      if (line === undefined) throw new Error(`the banner has no line starting ${prefix}`);
+      return line;
+    };
+    const pathLine = bannerLine('export PATH=');
+    expect(await doc('The pending plan', 0, { NAME: 'm-b' })).toContain(`--digest ${digest}`);
+    expect(await pasted(pathLine, bannerLine('kubectl captf plan terraformmachine/m-b'))).toContain(
+      `TerraformPlan ${planName}  phase Pending`,
+    );
+    expect(await pasted(pathLine, bannerLine('kubectl captf approve terraformmachine/m-b'))).toContain(
+      `approved TerraformPlan ${planName} (digest ${digest}) as alice`,
+    );
+    expect(await doc('The pending plan', 1, { NAME: 'm-b', DIGEST: digest })).toContain(
+      `TerraformPlan ${planName} is already approved by alice`,
     );
     const planObject = await readObject<{ spec: { approved?: boolean; approvedBy?: string } }>(
       run,
       RESOURCE.TerraformPlan,
       planName,
     );
-    expect(planObject?.spec).toMatchObject({ approved: true, approvedBy: admin });
+    expect(planObject?.spec).toMatchObject({ approved: true, approvedBy: 'alice' });
     await waitObject(
       run,
       RESOURCE.TerraformMachine,
-      'm-p',
+      'm-b',
       'the approved plan applied',
       (o) => o.status?.lastRun?.plan?.digest === digest && o.status.lastRun.result === 'succeeded',
       2 * MINUTE,
@@ -310,7 +340,7 @@ describe('kubectl captf against the local run', () => {
   });
 
   it('unlock: a foreign lock is refused until the caller names its id, then cleared with a test on that id', async () => {
-    const object = await waitReady(run, RESOURCE.TerraformMachine, 'm-p', MINUTE);
+    const object = await waitReady(run, RESOURCE.TerraformMachine, 'm-b', MINUTE);
     const lease = `lock-tfstate-default-${object.status?.stateSuffix ?? ''}`;
     const lockInfo = JSON.stringify({
       ID: 'foreign-lock-1',
@@ -331,14 +361,14 @@ describe('kubectl captf against the local run', () => {
         metadata: { annotations: { 'app.terraform.io/lock-info': lockInfo } },
       }),
     ]);
-    const unnamed = await captf('unlock', 'terraformmachine/m-p');
+    const unnamed = await captf('unlock', 'terraformmachine/m-b');
     expect(unnamed.code).toBe(1);
     expect(unnamed.stderr).toContain('a foreign holder');
     expect(unnamed.stderr).toContain('--lock-id foreign-lock-1');
-    const wrong = await captf('unlock', 'terraformmachine/m-p', '--lock-id', 'another');
+    const wrong = await captf('unlock', 'terraformmachine/m-b', '--lock-id', 'another');
     expect(wrong.code).toBe(1);
     // The doc's unlock block as written.
-    const done = await doc('A stale state lock', 0, { NAME: 'm-p', LOCK_ID: 'foreign-lock-1' });
+    const done = await doc('A stale state lock', 0, { NAME: 'm-b', LOCK_ID: 'foreign-lock-1' });
     expect(done).toContain('unlocked lock foreign-lock-1');
     const after = JSON.parse(
       await run.kubectl.run(['get', 'lease', lease, '-n', run.namespace, '-o', 'json']),
@@ -348,7 +378,7 @@ describe('kubectl captf against the local run', () => {
     };
     expect(after.spec.holderIdentity).toBeUndefined();
     expect(after.metadata.annotations?.['app.terraform.io/lock-info']).toBeUndefined();
-    const again = await captf('unlock', 'terraformmachine/m-p');
+    const again = await captf('unlock', 'terraformmachine/m-b');
     expect(again.code).toBe(0);
     expect(again.stdout).toContain('the state is not locked');
   });
