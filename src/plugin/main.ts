@@ -11,6 +11,7 @@ import {
   pickRun,
   RUN_LOG_DATA_KEY,
   RUN_LOG_KEYS,
+  RUN_LOG_SECRET_TYPE,
   runHistory,
   runLogHeader,
   runLogSecretName,
@@ -272,7 +273,8 @@ async function logs(caller: Caller, target: PluginTarget, op?: string, attempt?:
     }
   }
   const secret = await caller.reader.getSecret(caller.namespace, runLogSecretName(run.job));
-  const data = secret?.data?.[RUN_LOG_DATA_KEY];
+  // Only a run-log Secret is printed: a Secret of another type under that name is not a log.
+  const data = secret?.type === RUN_LOG_SECRET_TYPE ? secret.data?.[RUN_LOG_DATA_KEY] : undefined;
   if (!secret || data === undefined)
     throw new Refusal(`the log of ${run.job} is gone: its pod no longer exists and no run log was kept`);
   out(runLogHeader(run.job, secret.metadata?.annotations ?? {}));

@@ -245,6 +245,10 @@ describe('kubectl captf against the local run', () => {
     expect(plan.stdout).toMatch(/-\/\+\s+terraform_data\.server\s+replace/);
     expect(plan.stdout).toContain('forces replacement: triggers_replace');
     const digest = /--digest (\S+)/.exec(plan.stdout)?.[1] ?? '';
+    // why: the object waits for the approval, and the step's own decision says it would do nothing else.
+    const why = await captf('why', 'terraformmachine/m-b');
+    expect(why.stdout).toMatch(/^waiting: AwaitingApproval: /m);
+    expect(why.stdout).toMatch(/^next step: waiting \(AwaitingApproval\)/m);
     expect(digest).not.toBe('');
 
     // mallory may read the objects and plans, not patch them: refused with the API server's message.
