@@ -1,6 +1,9 @@
-import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { build, type Metafile } from 'esbuild';
+import { parseDocument } from 'yaml';
 
 /**
  * `npm run build:bundles [-- <name>…]`: esbuild bundles of the shipped entry points, each one ES module
@@ -9,6 +12,8 @@ import { build, type Metafile } from 'esbuild';
  *   server  functions/main.ts    → dist/controller/server.mjs  the Knative / container server
  *   relay   functions/relay.ts   → dist/relay/relay.mjs        the watch relay and local timer
  *   lambda  functions/lambda.ts  → dist/lambda/handler.mjs     the AWS Lambda functions (serverless.yml)
+ *   plugin  functions/kubectl-captf.ts → dist/plugin/kubectl-captf  the kubectl plugin (docs/kubectl-plugin.md):
+ *           one executable file with a node shebang, which kubectl finds on PATH (package.json `bin`, krew)
  * A bundle is rebuilt only when stale: esbuild's metafile of the last build (dist/meta/<name>.json) lists
  * every input, and one newer than the bundle (or a change of this file) makes it stale.
  */
@@ -20,7 +25,22 @@ export const BUNDLES = {
   server: { entry: 'functions/main.ts', outfile: 'dist/controller/server.mjs' },
   relay: { entry: 'functions/relay.ts', outfile: 'dist/relay/relay.mjs' },
   lambda: { entry: 'functions/lambda.ts', outfile: 'dist/lambda/handler.mjs' },
-} as const satisfies Record<string, { entry: string; outfile: string }>;
+  plugin: {
+    entry: 'functions/kubectl-captf.ts',
+    outfile: 'dist/plugin/kubectl-captf',
+    executable: true,
+    krewManifest: 'infra/krew/captf.yaml',
+  },
+} as const satisfies Record<string, BundleSpec>;
+
+/** One bundle: its entry and output; an executable gets a shebang, a krew manifest gets a release copy. */
+interface BundleSpec {
+  entry: string;
+  outfile: string;
+  executable?: boolean;
+  /** The krew manifest template (infra/krew/captf.yaml): see {@link packKrewRelease}. */
+  krewManifest?: string;
+}
 export type BundleName = keyof typeof BUNDLES;
 export const BUNDLE_NAMES = Object.keys(BUNDLES) as BundleName[];
 
@@ -70,9 +90,13 @@ export function bundleBuildReason(name: BundleName, root = ROOT): string | undef
 export async function bundleEntry(
   entry: string,
   outfile: string,
-  options: { root?: string; minify?: boolean } = {},
+  options: { root?: string; minify?: boolean; executable?: boolean } = {},
 ): Promise<Metafile> {
   const minify = options.minify ?? false;
+  // An executable starts with the shebang (kubectl runs a plugin as a program); the file has no extension,
+  // so `.mjs` cannot tell node it is an ES module: `--experimental-default-type` is gone, the shebang's
+  // node detects the module syntax itself (Node 22.7+ `--experimental-detect-module`, on by default).
+  const banner = options.executable ? `#!/usr/bin/env node\n${REQUIRE_SHIM}` : REQUIRE_SHIM;
   const result = await build({
     absWorkingDir: options.root ?? ROOT,
     entryPoints: [entry],
@@ -81,7 +105,7 @@ export async function bundleEntry(
     platform: 'node',
     target: 'node24',
     format: 'esm',
-    banner: { js: REQUIRE_SHIM },
+    banner: { js: banner },
     // Whitespace and syntax only: identifiers stay readable in stack traces and logs.
     ...(minify ? { minifyWhitespace: true, minifySyntax: true, legalComments: 'external' as const } : {}),
     metafile: true,
@@ -92,11 +116,37 @@ export async function bundleEntry(
 
 /** Builds one bundle and its build record; returns the bundle's size in bytes. Throws on a build error. */
 export async function buildBundle(name: BundleName, root = ROOT): Promise<number> {
-  const { entry, outfile } = BUNDLES[name];
-  const metafile = await bundleEntry(entry, outfile, { root, minify: true });
+  const bundle: BundleSpec = BUNDLES[name];
+  const { entry, outfile } = bundle;
+  const executable = bundle.executable === true;
+  const metafile = await bundleEntry(entry, outfile, { root, minify: true, executable });
+  if (executable) chmodSync(join(root, outfile), 0o755);
+  if (bundle.krewManifest !== undefined) packKrewRelease(root, outfile, bundle.krewManifest);
   mkdirSync(dirname(metaPath(root, name)), { recursive: true });
   writeFileSync(metaPath(root, name), JSON.stringify(metafile));
   return statSync(join(root, outfile)).size;
+}
+
+/**
+ * Packs an executable bundle as krew installs it: `<outfile>.tar.gz` holding the executable and the
+ * LICENSE, and beside it the manifest `template` with the package version, the archive's sha256 and its
+ * address (`CAPTF_PLUGIN_URI`, else the archive's file name, for `kubectl krew install --archive`).
+ */
+export function packKrewRelease(root: string, outfile: string, template: string): void {
+  const dir = dirname(join(root, outfile));
+  const archive = `${join(root, outfile)}.tar.gz`;
+  copyFileSync(join(root, 'LICENSE'), join(dir, 'LICENSE'));
+  execFileSync('tar', ['-czf', archive, '-C', dir, basename(outfile), 'LICENSE']);
+  const manifest = parseDocument(readFileSync(join(root, template), 'utf8'));
+  const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string })
+    .version;
+  manifest.setIn(['spec', 'version'], `v${version}`);
+  manifest.setIn(['spec', 'platforms', 0, 'uri'], process.env.CAPTF_PLUGIN_URI ?? basename(archive));
+  manifest.setIn(
+    ['spec', 'platforms', 0, 'sha256'],
+    createHash('sha256').update(readFileSync(archive)).digest('hex'),
+  );
+  writeFileSync(join(dir, basename(template)), manifest.toString());
 }
 
 /** Builds the stale bundles among `names`; `log` gets one line per build. Throws on a build error. */

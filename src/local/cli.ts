@@ -9,6 +9,7 @@
 import { rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { BUNDLES, ensureBundlesBuilt } from '../../functions/bundle.ts';
 import { type CapiManager, startCapiManager } from './capi-manager.ts';
 import { kubectlFor } from './kubectl.ts';
 import { runLiveView } from './live-view.ts';
@@ -127,10 +128,14 @@ async function up(options: UpOptions): Promise<void> {
     log(
       `applied ${CAPI_SAMPLE_FILE} (kubectl get clusters,machinedeployments,machines -n ${SAMPLE_NAMESPACE})`,
     );
+    // The kubectl plugin the commands below use, built as it ships (functions/bundle.ts).
+    await ensureBundlesBuilt(['plugin'], log);
     for (const line of nextCommands({
       kubectlPath: info.kubectlPath,
       kubeconfigPath: info.kubeconfigPath,
       namespace: SAMPLE_NAMESPACE,
+      pluginDir: dirname(join(repoRoot, BUNDLES.plugin.outfile)),
+      nodeDir: dirname(process.execPath),
     }))
       console.log(line);
     let readyAfter: string | undefined;

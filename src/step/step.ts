@@ -1,4 +1,6 @@
 import { isKubeError, type KubeError } from '../adapters/kube/errors.ts';
+import type { KubeReader } from '../adapters/kube/reader.ts';
+import type { JobSlotUsage } from '../adapters/redis/job-slots.ts';
 import { describePlan } from '../core/describe-plan.ts';
 import { POD_RESULT_FINALIZER } from '../core/job-labels.ts';
 import type { ObjectRef } from '../core/object-ref.ts';
@@ -80,9 +82,23 @@ async function guarded(ref: ObjectRef, body: () => Promise<StepOutcome>): Promis
   }
 }
 
+/**
+ * What planning reads beyond the snapshot: the API server (the reader only) and the Job slots in use. The
+ * step passes its own; `kubectl captf why` passes the caller's reader and no Redis (src/plugin/why.ts).
+ */
+export interface PlanReads {
+  reader: KubeReader;
+  /** Job slots in use per installation and per the object's Cluster API cluster (Redis, section 5). */
+  slotUsage(cluster?: { namespace: string; name: string }): Promise<JobSlotUsage>;
+}
+
+function planReadsOf(deps: StepDeps): PlanReads {
+  return { reader: deps.kube.reader, slotUsage: (cluster) => deps.redis.jobSlots.usage(cluster) };
+}
+
 /** The facts the planner asks for, read one by one until it has a plan; answers the plan and its facts. */
 async function planWithReads(
-  deps: StepDeps,
+  source: PlanReads,
   facts: PlanFacts,
 ): Promise<{ plan: StepPlan; facts: PlanFacts } | { outcome: StepOutcome }> {
   let current = facts;
@@ -93,10 +109,10 @@ async function planWithReads(
     const { snap } = current;
     switch (planned.read) {
       case 'pods':
-        current = { ...current, pods: await readPods(deps.kube.reader, snap) };
+        current = { ...current, pods: await readPods(source.reader, snap) };
         break;
       case 'slots': {
-        const usage = await deps.redis.jobSlots.usage(
+        const usage = await source.slotUsage(
           snap.clusterName !== undefined
             ? { namespace: snap.ref.namespace, name: snap.clusterName }
             : undefined,
@@ -116,13 +132,13 @@ async function planWithReads(
         // The planner asks only when it knows where; without a place no state can be proven absent.
         current = {
           ...current,
-          state: where ? await readStateContent(deps.kube.reader, where) : 'unreadable',
+          state: where ? await readStateContent(source.reader, where) : 'unreadable',
         };
         break;
       }
       case 'lock-holder': {
         const name = planned.pod ?? '';
-        const pod = await deps.kube.reader.getPod(snap.ref.namespace, name);
+        const pod = await source.reader.getPod(snap.ref.namespace, name);
         current = { ...current, lockHolder: { name, pod: pod ? asPodView(pod) : undefined } };
         break;
       }
@@ -131,7 +147,7 @@ async function planWithReads(
         current = {
           ...current,
           runSecretExists: active
-            ? await runSecretExists(deps.kube.reader, snap.ref.namespace, active.name)
+            ? await runSecretExists(source.reader, snap.ref.namespace, active.name)
             : false,
         };
         break;
@@ -142,7 +158,7 @@ async function planWithReads(
 }
 
 /** The planner's facts; a held pod only when it belongs to this very object (same UID). */
-function factsOf(deps: StepDeps, snapshot: Snapshot, heldPod?: HeldPod): PlanFacts {
+function factsOf(deps: Pick<StepDeps, 'clock' | 'config'>, snapshot: Snapshot, heldPod?: HeldPod): PlanFacts {
   return {
     snap: snapshot,
     now: new Date(deps.clock.nowMs()),
@@ -174,7 +190,7 @@ async function reconcile(
   // Each round past the first follows a refusal (at most MAX_PLANS - 1) or a name taken (at most
   // MAX_SKIPPED_JOB_NAMES: past them the start waits instead of answering `name-taken`).
   for (let round = 0; round < MAX_PLANS + MAX_SKIPPED_JOB_NAMES; round += 1) {
-    const planned = await planWithReads(deps, facts);
+    const planned = await planWithReads(planReadsOf(deps), facts);
     if ('outcome' in planned) return planned.outcome;
     const performance = { deps, snap: snapshot, plan: planned.plan, writes, lock };
     let performed: Performed;
@@ -281,9 +297,22 @@ function observed(outcome: StepOutcome, snapshot: Snapshot, writes: ObjectWrites
 }
 
 /** A dry run: the same reads and plan, no lock and no write. */
-async function explain(deps: StepDeps, ref: ObjectRef, heldPod: HeldPod | undefined): Promise<StepOutcome> {
-  const snapshot = await readSnapshot(deps.kube.reader, ref);
+function explain(deps: StepDeps, ref: ObjectRef, heldPod: HeldPod | undefined): Promise<StepOutcome> {
+  return explainStep({ reads: planReadsOf(deps), clock: deps.clock, config: deps.config }, ref, heldPod);
+}
+
+/**
+ * The dry run over its reads alone (no writer, no step lock): reads the object as the step does, plans it
+ * with the same pure planner (src/core/planner.ts) and describes the plan (src/core/describe-plan.ts).
+ * Answers `ObjectGone` when the object does not exist; API failures throw (the step's `guarded` maps them).
+ */
+export async function explainStep(
+  deps: { reads: PlanReads; clock: StepDeps['clock']; config: StepDeps['config'] },
+  ref: ObjectRef,
+  heldPod?: HeldPod,
+): Promise<StepOutcome> {
+  const snapshot = await readSnapshot(deps.reads.reader, ref);
   if (!snapshot) return outcomeOf(ref, 'ObjectGone');
-  const planned = await planWithReads(deps, factsOf(deps, snapshot, heldPod));
+  const planned = await planWithReads(deps.reads, factsOf(deps, snapshot, heldPod));
   return 'outcome' in planned ? planned.outcome : describePlan(planned.plan);
 }

@@ -48,8 +48,11 @@ export interface RunbookShell {
   close(): void;
 }
 
-/** Makes a {@link RunbookShell}; each block may run for `timeoutMs`. */
-export function runbookShell(timeoutMs = 60_000): RunbookShell {
+/**
+ * Makes a {@link RunbookShell}; each block may run for `timeoutMs`. `pathDirs` go on PATH after the stack's
+ * kubectl (the kubectl plugin's directory, the node it runs on).
+ */
+export function runbookShell(timeoutMs = 60_000, pathDirs: readonly string[] = []): RunbookShell {
   const binDir = mkdtempSync(join(tmpdir(), 'captf-runbook-bin-'));
   symlinkSync(testStack().kubectlPath, join(binDir, 'kubectl'));
   const execFileAsync = promisify(execFile);
@@ -59,7 +62,7 @@ export function runbookShell(timeoutMs = 60_000): RunbookShell {
         return await execFileAsync('bash', ['-o', 'pipefail', '-c', code], {
           env: {
             ...process.env,
-            PATH: `${binDir}:${process.env.PATH ?? ''}`,
+            PATH: [binDir, ...pathDirs, process.env.PATH ?? ''].join(':'),
             KUBECONFIG: testStack().kubeconfigPath,
             ...variables,
           },

@@ -53,7 +53,15 @@ export interface KubeApis {
  */
 export function makeKubeApis(
   config: KubeConfig,
-  options: { requestTimeoutMs: number; counter: RequestCounter },
+  options: {
+    requestTimeoutMs: number;
+    counter: RequestCounter;
+    /**
+     * Headers sent with every request: `kubectl captf --as` impersonates with `Impersonate-User` and
+     * `Impersonate-Group`, as kubectl does (the API server checks the caller may impersonate).
+     */
+    headers?: Readonly<Record<string, string>>;
+  },
 ): KubeApis {
   const cluster = config.getCurrentCluster();
   if (!cluster) throw new Error('make Kubernetes clients: no current cluster');
@@ -74,6 +82,8 @@ export function makeKubeApis(
             sharedDispatcher ??= ownDispatcher;
             context.setDispatcher(sharedDispatcher);
           }
+          for (const [name, value] of Object.entries(options.headers ?? {}))
+            context.setHeaderParam(name, value);
           options.counter.record(requestKeyOf(context.getHttpMethod(), context.getUrl()));
           context.setSignal(AbortSignal.timeout(options.requestTimeoutMs));
           return context;

@@ -1,0 +1,163 @@
+import { ANNOTATIONS, LABELS } from './job-labels.ts';
+import { jobRecord } from './job-record.ts';
+import { type JobView, type MetaView, timestampMs } from './views.ts';
+
+/**
+ * The run history of one object (`kubectl captf runs` and `logs`): its Jobs, read live, merged with the
+ * run-log Secrets kept after a Job and its pod are gone. A run-log Secret is `captf-log-<job name>` in the
+ * object's namespace, of type `captf.io/run-log`, labelled like the Job (owner UID, op, attempt,
+ * `captf.io/job`), holding the redacted text of the run's log (its last 64 KiB) under `log`.
+ */
+
+/** The Secret type of a kept run log. */
+export const RUN_LOG_SECRET_TYPE = 'captf.io/run-log';
+/** Labels and annotations of a run-log Secret beyond the owner labels a Job carries. */
+export const RUN_LOG_KEYS = {
+  job: 'captf.io/job',
+  marker: 'captf.io/run-log',
+  truncatedBytes: 'captf.io/log-truncated-bytes',
+  complete: 'captf.io/log-complete',
+} as const;
+/** The data key of the log text. */
+export const RUN_LOG_DATA_KEY = 'log';
+
+/** The name of the run-log Secret of Job `job`. */
+export function runLogSecretName(job: string): string {
+  return `captf-log-${job}`;
+}
+
+/** A run-log Secret's metadata, as far as the history reads it (no data). */
+export interface RunLogView {
+  metadata: MetaView;
+}
+
+/** One run of the history. */
+export interface RunRow {
+  job: string;
+  op: string;
+  attempt: number;
+  /** When the run started (the Job's creation, else the Secret's), ms since the epoch. */
+  startedAtMs: number;
+  finishedAtMs?: number;
+  /** `Running`, `Pending`, the bookkept outcome (`Succeeded`, `Failed…` evidence) or `Complete`/`Failed`. */
+  result: string;
+  /** The Job still exists (its pod's log may be read live). */
+  jobExists: boolean;
+  /** A run-log Secret keeps its log. */
+  logKept: boolean;
+}
+
+function jobResult(job: JobView): string {
+  const record = jobRecord(job);
+  if (record?.outcome) return record.outcome;
+  const finished = job.status?.conditions?.find(
+    (c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True',
+  );
+  if (finished) return finished.type;
+  return job.status?.active ? 'Running' : 'Pending';
+}
+
+/** The object's `status.lastRun`, as far as the history reads it. */
+export interface LastRunView {
+  job?: string;
+  result?: string;
+  reason?: string;
+}
+
+/**
+ * Merges an object's Jobs with its run-log Secrets (both listed by its owner UID label), newest first
+ * (pure). A Job and its Secret make one row; a Secret whose Job is gone makes a row of its own, with the
+ * result the object's `status.lastRun` records when it is that run, else `(job gone)`.
+ */
+export function runHistory(
+  jobs: readonly JobView[],
+  logs: readonly RunLogView[],
+  lastRun?: LastRunView,
+): RunRow[] {
+  const logsByJob = new Map(
+    logs.map((secret) => [secret.metadata.labels?.[RUN_LOG_KEYS.job] ?? '', secret] as const),
+  );
+  const rows: RunRow[] = jobs.map((job) => {
+    const labels = job.metadata.labels ?? {};
+    const finishedAtMs =
+      timestampMs(job.metadata.annotations?.[ANNOTATIONS.finishedAt]) ??
+      timestampMs(job.status?.completionTime);
+    return {
+      job: job.metadata.name,
+      op: labels[LABELS.op] ?? '?',
+      attempt: Number.parseInt(labels[LABELS.attempt] ?? '0', 10) || 0,
+      startedAtMs: timestampMs(job.metadata.creationTimestamp) ?? 0,
+      ...(finishedAtMs === undefined ? {} : { finishedAtMs }),
+      result: jobResult(job),
+      jobExists: true,
+      logKept: logsByJob.has(job.metadata.name),
+    };
+  });
+  const jobNames = new Set(jobs.map((job) => job.metadata.name));
+  for (const [job, secret] of logsByJob) {
+    if (job === '' || jobNames.has(job)) continue;
+    const labels = secret.metadata.labels ?? {};
+    const annotations = secret.metadata.annotations ?? {};
+    const finishedAtMs = timestampMs(annotations[ANNOTATIONS.finishedAt]);
+    rows.push({
+      job,
+      op: labels[LABELS.op] ?? '?',
+      attempt: Number.parseInt(labels[LABELS.attempt] ?? '0', 10) || 0,
+      startedAtMs: timestampMs(secret.metadata.creationTimestamp) ?? 0,
+      ...(finishedAtMs === undefined ? {} : { finishedAtMs }),
+      result:
+        lastRun?.job === job && lastRun.result !== undefined
+          ? `${lastRun.result}${lastRun.reason ? ` (${lastRun.reason})` : ''}`
+          : '(job gone)',
+      jobExists: false,
+      logKept: true,
+    });
+  }
+  return rows.sort((a, b) => b.startedAtMs - a.startedAtMs || b.attempt - a.attempt);
+}
+
+/** The run `logs` shows: the newest, of `op` when given, of `attempt` when given; undefined when none. */
+export function pickRun(rows: readonly RunRow[], op?: string, attempt?: number): RunRow | undefined {
+  return rows.find(
+    (row) => (op === undefined || row.op === op) && (attempt === undefined || row.attempt === attempt),
+  );
+}
+
+/**
+ * The one-line header `logs` prints over a kept log: which run, and whether the text was cut to its last
+ * bytes or is incomplete (the run's log could not be read to its end). Pure.
+ */
+export function runLogHeader(job: string, annotations: Readonly<Record<string, string>>): string {
+  const notes: string[] = [];
+  const truncated = Number(annotations[RUN_LOG_KEYS.truncatedBytes] ?? '0');
+  if (Number.isFinite(truncated) && truncated > 0)
+    notes.push(`truncated: the first ${truncated} bytes are not kept`);
+  if (annotations[RUN_LOG_KEYS.complete] === 'false')
+    notes.push('incomplete: the log could not be read to its end');
+  return `# log of ${job}, kept after its pod (${notes.length > 0 ? notes.join('; ') : 'complete'})`;
+}
+
+/** The `runs` table (pure). */
+export function runTable(rows: readonly RunRow[]): string[] {
+  const iso = (ms: number | undefined) =>
+    ms === undefined ? '-' : `${new Date(ms).toISOString().slice(0, 19)}Z`;
+  const cells = [
+    ['JOB', 'OP', 'ATTEMPT', 'STARTED', 'FINISHED', 'RESULT', 'LOG'],
+    ...rows.map((row) => [
+      row.job,
+      row.op,
+      String(row.attempt),
+      iso(row.startedAtMs),
+      iso(row.finishedAtMs),
+      row.result,
+      row.jobExists ? (row.logKept ? 'pod, kept' : 'pod') : row.logKept ? 'kept' : '-',
+    ]),
+  ];
+  const widths = cells[0]?.map((_, i) => Math.max(...cells.map((row) => row[i]?.length ?? 0))) ?? [];
+  return cells.map((row) =>
+    row
+      .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd(),
+  );
+}
