@@ -208,7 +208,7 @@ export function waitUntilReady(client: RedisClient, timeoutMs: number): Promise<
  * refusal's `UNABLE_TO_VERIFY_LEAF_SIGNATURE`, `ERR_TLS_CERT_ALTNAME_INVALID`, …). ioredis wraps a
  * Cluster's or Sentinel's failures; the node's own error is then in `lastNodeError` or the message.
  */
-export function describeError(error: Error): string {
+function describeError(error: Error): string {
   const inner = (error as Error & { lastNodeError?: Error }).lastNodeError;
   const code = (error as NodeJS.ErrnoException).code;
   const own =

@@ -109,9 +109,9 @@ export const REDIS_ENV_SHAPE = {
   ),
   REDIS_TLS_CA_FILE: unsetWhenEmpty(
     z.string().transform((path, ctx) => {
-      const pem = readCaFile(path);
-      const problem = typeof pem === 'string' ? caProblem(pem) : pem.problem;
-      if (problem === undefined && typeof pem === 'string') return pem;
+      const read = readCaFile(path);
+      const problem = 'pem' in read ? caProblem(read.pem) : read.problem;
+      if (problem === undefined && 'pem' in read) return read.pem;
       ctx.issues.push({ code: 'custom', input: path, message: `REDIS_TLS_CA_FILE: ${path}: ${problem}` });
       return z.NEVER;
     }),
@@ -131,9 +131,9 @@ const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g;
 
 /** The file's text, or why it cannot be read (the errno code, e.g. ENOENT or EACCES). */
-function readCaFile(path: string): string | { problem: string } {
+function readCaFile(path: string): { pem: string } | { problem: string } {
   try {
-    return readFileSync(path, 'utf8');
+    return { pem: readFileSync(path, 'utf8') };
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     return { problem: `cannot read the CA file (${code ?? (error as Error).message})` };
