@@ -5,6 +5,7 @@ import { installationStateEncryption } from './core/state-encryption.ts';
 import type { WatchNamespaces } from './core/watch-scope.ts';
 import { commaList } from './schemas/comma-list.ts';
 import type { StateEncryption } from './schemas/kinds/state-encryption.ts';
+import { unsetWhenEmpty } from './schemas/unset-when-empty.ts';
 import { WatchNamespacesEnv } from './schemas/watch-namespaces.ts';
 
 /**
@@ -78,11 +79,12 @@ const EnvSchema = z
     CAPTF_BODY_LIMIT_BYTES: positiveInt(1_048_576),
     /**
      * The installation's default state encryption (issue 25 item 3): `<secret>/<key>`, the passphrase Secret
-     * in each object's namespace, for every object whose spec names no `stateEncryption`.
+     * in each object's namespace, for every object whose spec names no `stateEncryption`. Empty: unset
+     * (serverless.yml passes its parameter's empty default).
      */
-    CAPTF_STATE_ENCRYPTION_SECRET: z.string().min(1).optional(),
+    CAPTF_STATE_ENCRYPTION_SECRET: unsetWhenEmpty(z.string()),
     /** Its fallback: the previous `<secret>/<key>` (a rotation), or `unencrypted` (encrypting plain states). */
-    CAPTF_STATE_ENCRYPTION_FALLBACK: z.string().min(1).optional(),
+    CAPTF_STATE_ENCRYPTION_FALLBACK: unsetWhenEmpty(z.string()),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
   .refine(

@@ -25,6 +25,15 @@ export const LOOPBACK_SERVER_EXTENSIONS = [
 ];
 
 /**
+ * Extensions of a loopback certificate that is a server's and a client's at once: a Redis node's, which it
+ * presents on its Cluster bus and replication links too (redis-server asks the bus's peers for a
+ * certificate whatever `tls-auth-clients` says).
+ */
+export const LOOPBACK_PEER_EXTENSIONS = LOOPBACK_SERVER_EXTENSIONS.map((extension) =>
+  extension.startsWith('extendedKeyUsage=') ? 'extendedKeyUsage=serverAuth,clientAuth' : extension,
+);
+
+/**
  * Writes `<dir>/<name>.crt` and `<dir>/<name>.key` (mode 0600), valid ten years: self-signed, or signed by
  * `issuer` when given. Throws with openssl's stderr on failure.
  */

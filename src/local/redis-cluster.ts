@@ -1,12 +1,12 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import type { HostPort } from '../adapters/redis/topology.ts';
+import type { HostPort, RedisTls } from '../adapters/redis/topology.ts';
 import { freePort } from './ports.ts';
-import { type LocalRedis, startRedis } from './redis-server.ts';
+import { type LocalRedis, type LocalRedisTls, startRedis } from './redis-server.ts';
 
 const run = promisify(execFile);
 
@@ -26,7 +26,7 @@ export interface LocalClusterNode {
 
 /** A running local Redis Cluster. */
 export interface LocalRedisCluster {
-  topology: { kind: 'cluster'; nodes: HostPort[] };
+  topology: { kind: 'cluster'; nodes: HostPort[]; tls?: RedisTls };
   nodes: LocalClusterNode[];
   /** The node that serves `key`'s hash slot as master now, as a live node reports it. */
   masterOf(key: string): Promise<LocalClusterNode>;
@@ -43,14 +43,17 @@ export interface RedisClusterOptions {
   masters?: number;
   /** `cluster-node-timeout`, ms: how long a master may be silent before its replica takes over. Default 5000. */
   nodeTimeoutMs?: number;
+  /** TLS only: the clients' ports, the cluster bus and replication (`tls-cluster`), no plaintext port. */
+  tls?: LocalRedisTls;
   log?: (line: string) => void;
 }
 
-/** One admin command to one node, on a short-lived connection. */
-async function ask<T>(port: number, command: (redis: Redis) => Promise<T>): Promise<T> {
+/** One admin command to one node, on a short-lived connection (TLS when `ca` is given). */
+async function ask<T>(port: number, command: (redis: Redis) => Promise<T>, ca?: string): Promise<T> {
   const redis = new Redis({
     port,
     host: '127.0.0.1',
+    ...(ca === undefined ? {} : { tls: { ca } }),
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
@@ -68,14 +71,14 @@ async function ask<T>(port: number, command: (redis: Redis) => Promise<T>): Prom
 }
 
 /** `cluster_state` of one node, or undefined when it does not answer. */
-async function clusterState(port: number): Promise<string | undefined> {
-  const info = await ask(port, (redis) => redis.cluster('INFO')).catch(() => undefined);
+async function clusterState(port: number, ca?: string): Promise<string | undefined> {
+  const info = await ask(port, (redis) => redis.cluster('INFO'), ca).catch(() => undefined);
   return typeof info === 'string' ? /cluster_state:(\w+)/.exec(info)?.[1] : undefined;
 }
 
 /** Masters and replicas as the node on `port` sees them (`CLUSTER NODES`), live ones only. */
-async function liveRoles(port: number): Promise<{ masters: number; replicas: number }> {
-  const nodes = String(await ask(port, (redis) => redis.cluster('NODES')));
+async function liveRoles(port: number, ca?: string): Promise<{ masters: number; replicas: number }> {
+  const nodes = String(await ask(port, (redis) => redis.cluster('NODES'), ca));
   // `<id> <ip:port@bus> <flags> <master> <ping> <pong> <epoch> <link-state> <slots…>`
   const live = nodes
     .split('\n')
@@ -101,8 +104,16 @@ export async function startRedisCluster(options: RedisClusterOptions): Promise<L
   mkdirSync(dir, { recursive: true });
   const nodes: LocalClusterNode[] = [];
   const argsOf = new Map<string, string[]>();
+  const tls = options.tls;
+  const ca = tls === undefined ? undefined : readFileSync(tls.caPath, 'utf8');
   const startNode = async (name: string, port: number): Promise<LocalRedis> =>
-    startRedis({ workDir: options.workDir, port, name, args: argsOf.get(name) ?? [] });
+    startRedis({
+      workDir: options.workDir,
+      port,
+      name,
+      args: argsOf.get(name) ?? [],
+      ...(tls === undefined ? {} : { tls }),
+    });
   const stop = async (): Promise<void> => {
     await Promise.all(nodes.map((node) => node.server.stop()));
   };
@@ -125,17 +136,24 @@ export async function startRedisCluster(options: RedisClusterOptions): Promise<L
         String(nodeTimeoutMs),
         '--cluster-port',
         String(busPort),
+        ...(tls === undefined ? [] : ['--tls-cluster', 'yes']),
       ]);
       nodes.push({ name, port, server: await startNode(name, port) });
     }
-    await run('redis-cli', [
-      '--cluster',
-      'create',
-      ...nodes.map((node) => `127.0.0.1:${node.port}`),
-      '--cluster-replicas',
-      '1',
-      '--cluster-yes',
-    ]).catch((cause: Error & { stdout?: string; stderr?: string }) => {
+    await run(
+      'redis-cli',
+      [
+        ...(tls === undefined ? [] : ['--tls', '--cacert', tls.caPath]),
+        '--cluster',
+        'create',
+        ...nodes.map((node) => `127.0.0.1:${node.port}`),
+        '--cluster-replicas',
+        '1',
+        '--cluster-yes',
+        // It waits for the nodes to meet on their bus, forever if they never do (a refused bus certificate).
+      ],
+      { timeout: 60_000 },
+    ).catch((cause: Error & { stdout?: string; stderr?: string }) => {
       throw new Error(`create Redis Cluster: ${cause.stderr || cause.stdout || cause.message}`, { cause });
     });
   } catch (error) {
@@ -146,7 +164,7 @@ export async function startRedisCluster(options: RedisClusterOptions): Promise<L
     const deadline = Date.now() + timeoutMs;
     let last = '';
     while (Date.now() < deadline) {
-      const states = await Promise.all(nodes.map((node) => clusterState(node.port)));
+      const states = await Promise.all(nodes.map((node) => clusterState(node.port, ca)));
       const answering = states.filter((state) => state !== undefined);
       if (answering.length > 0 && answering.every((state) => state === 'ok')) return;
       last = states.map((state, i) => `${nodes[i]?.port}=${state ?? 'down'}`).join(' ');
@@ -159,7 +177,7 @@ export async function startRedisCluster(options: RedisClusterOptions): Promise<L
     const deadline = Date.now() + 30_000;
     // A replica that has not joined yet could not take over: wait until each master has its replica.
     for (;;) {
-      const roles = await liveRoles(nodes[0]?.port ?? 0);
+      const roles = await liveRoles(nodes[0]?.port ?? 0, ca);
       if (roles.masters === masters && roles.replicas === masters) break;
       if (Date.now() > deadline)
         throw new Error(`Redis Cluster: replicas did not join (${JSON.stringify(roles)})`);
@@ -170,14 +188,22 @@ export async function startRedisCluster(options: RedisClusterOptions): Promise<L
     throw error;
   }
   return {
-    topology: { kind: 'cluster', nodes: nodes.map((node) => ({ host: '127.0.0.1', port: node.port })) },
+    topology: {
+      kind: 'cluster',
+      nodes: nodes.map((node) => ({ host: '127.0.0.1', port: node.port })),
+      ...(ca === undefined ? {} : { tls: { ca } }),
+    },
     nodes,
     async masterOf(key) {
       for (const node of nodes) {
-        const slots = await ask(node.port, async (redis) => ({
-          slot: Number(await redis.cluster('KEYSLOT', key)),
-          ranges: await redis.cluster('SLOTS'),
-        })).catch(() => undefined);
+        const slots = await ask(
+          node.port,
+          async (redis) => ({
+            slot: Number(await redis.cluster('KEYSLOT', key)),
+            ranges: await redis.cluster('SLOTS'),
+          }),
+          ca,
+        ).catch(() => undefined);
         if (slots === undefined) continue;
         // Each range: [from, to, [host, port, id] of the master, …its replicas].
         const range = slots.ranges.find(([from, to]) => slots.slot >= from && slots.slot <= to);

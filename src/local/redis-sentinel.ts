@@ -1,10 +1,10 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import type { HostPort } from '../adapters/redis/topology.ts';
+import type { HostPort, RedisTls } from '../adapters/redis/topology.ts';
 import { freePort } from './ports.ts';
-import { type LocalRedis, startRedis } from './redis-server.ts';
+import { type LocalRedis, type LocalRedisTls, startRedis } from './redis-server.ts';
 
 /**
  * A Redis master with replicas watched by three sentinels on loopback (notes REAL-DRIVERS, "Redis
@@ -25,7 +25,7 @@ export interface LocalSentinelNode {
 
 /** A running Sentinel setup. */
 export interface LocalRedisSentinel {
-  topology: { kind: 'sentinel'; sentinels: HostPort[]; masterName: string };
+  topology: { kind: 'sentinel'; sentinels: HostPort[]; masterName: string; tls?: RedisTls };
   nodes: LocalSentinelNode[];
   /** The sentinels (tests stop one to slow the clients' lookups, or ask one for a failover). */
   sentinels: { port: number; server: LocalRedis }[];
@@ -42,17 +42,20 @@ export interface RedisSentinelOptions {
   downAfterMs?: number;
   /** `failover-timeout`, ms. Default 10000. */
   failoverTimeoutMs?: number;
+  /** TLS only, sentinels and data nodes alike (replication and the sentinels' links too); no plaintext port. */
+  tls?: LocalRedisTls;
   log?: (line: string) => void;
 }
 
 const SENTINELS = 3;
 const QUORUM = 2;
 
-/** One admin command to one sentinel or node, on a short-lived connection. */
-async function ask<T>(port: number, command: (redis: Redis) => Promise<T>): Promise<T> {
+/** One admin command to one sentinel or node, on a short-lived connection (TLS when `ca` is given). */
+async function ask<T>(port: number, command: (redis: Redis) => Promise<T>, ca?: string): Promise<T> {
   const redis = new Redis({
     port,
     host: '127.0.0.1',
+    ...(ca === undefined ? {} : { tls: { ca } }),
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
@@ -72,15 +75,20 @@ async function ask<T>(port: number, command: (redis: Redis) => Promise<T>): Prom
 /** What one sentinel knows: the master's port, and how many replicas and other sentinels it has seen. */
 async function sentinelView(
   port: number,
+  ca?: string,
 ): Promise<{ masterPort: number; replicas: number; sentinels: number } | undefined> {
-  return ask(port, async (redis) => {
-    const address = (await redis.call('SENTINEL', 'get-master-addr-by-name', LOCAL_SENTINEL_MASTER)) as
-      | [string, string]
-      | null;
-    const replicas = (await redis.call('SENTINEL', 'replicas', LOCAL_SENTINEL_MASTER)) as unknown[];
-    const sentinels = (await redis.call('SENTINEL', 'sentinels', LOCAL_SENTINEL_MASTER)) as unknown[];
-    return { masterPort: Number(address?.[1]), replicas: replicas.length, sentinels: sentinels.length };
-  }).catch(() => undefined);
+  return ask(
+    port,
+    async (redis) => {
+      const address = (await redis.call('SENTINEL', 'get-master-addr-by-name', LOCAL_SENTINEL_MASTER)) as
+        | [string, string]
+        | null;
+      const replicas = (await redis.call('SENTINEL', 'replicas', LOCAL_SENTINEL_MASTER)) as unknown[];
+      const sentinels = (await redis.call('SENTINEL', 'sentinels', LOCAL_SENTINEL_MASTER)) as unknown[];
+      return { masterPort: Number(address?.[1]), replicas: replicas.length, sentinels: sentinels.length };
+    },
+    ca,
+  ).catch(() => undefined);
 }
 
 /**
@@ -94,6 +102,8 @@ export async function startRedisSentinel(options: RedisSentinelOptions): Promise
   mkdirSync(dir, { recursive: true });
   const nodes: LocalSentinelNode[] = [];
   const sentinels: { port: number; server: LocalRedis }[] = [];
+  const tls = options.tls;
+  const ca = tls === undefined ? undefined : readFileSync(tls.caPath, 'utf8');
   const stop = async (): Promise<void> => {
     await Promise.all([...sentinels, ...nodes].map((proc) => proc.server.stop()));
   };
@@ -106,7 +116,14 @@ export async function startRedisSentinel(options: RedisSentinelOptions): Promise
       const nodeDir = join(dir, name);
       mkdirSync(nodeDir, { recursive: true });
       const args = ['--dir', nodeDir, ...(i === 0 ? [] : ['--replicaof', '127.0.0.1', String(masterPort)])];
-      nodes.push({ name, port, server: await startRedis({ workDir: options.workDir, port, name, args }) });
+      const server = await startRedis({
+        workDir: options.workDir,
+        port,
+        name,
+        args,
+        ...(tls ? { tls } : {}),
+      });
+      nodes.push({ name, port, server });
     }
     for (let i = 0; i < SENTINELS; i += 1) {
       const port = await freePort();
@@ -115,6 +132,7 @@ export async function startRedisSentinel(options: RedisSentinelOptions): Promise
       writeFileSync(
         conf,
         [
+          // With TLS, startRedis's arguments set `port 0` and the `tls-port`.
           `port ${port}`,
           'bind 127.0.0.1',
           `dir ${dir}`,
@@ -131,12 +149,13 @@ export async function startRedisSentinel(options: RedisSentinelOptions): Promise
         name: `redis-sentinel-${i}`,
         args: ['--sentinel'],
         config: conf,
+        ...(tls === undefined ? {} : { tls }),
       });
       sentinels.push({ port, server });
     }
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const views = await Promise.all(sentinels.map((sentinel) => sentinelView(sentinel.port)));
+      const views = await Promise.all(sentinels.map((sentinel) => sentinelView(sentinel.port, ca)));
       const agreed = views.every(
         (view) =>
           view !== undefined &&
@@ -158,12 +177,13 @@ export async function startRedisSentinel(options: RedisSentinelOptions): Promise
       kind: 'sentinel',
       sentinels: sentinels.map((sentinel) => ({ host: '127.0.0.1', port: sentinel.port })),
       masterName: LOCAL_SENTINEL_MASTER,
+      ...(ca === undefined ? {} : { tls: { ca } }),
     },
     nodes,
     sentinels,
     async master() {
       for (const sentinel of sentinels) {
-        const view = await sentinelView(sentinel.port);
+        const view = await sentinelView(sentinel.port, ca);
         const master = nodes.find((node) => node.port === view?.masterPort);
         if (master) return master;
       }

@@ -1,5 +1,7 @@
+import type { ConnectionOptions } from 'node:tls';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { defineScripts } from './scripts.ts';
+import { firstAddress, tlsHandshakeProblem } from './tls-probe.ts';
 import type { RedisTopology } from './topology.ts';
 
 /**
@@ -40,6 +42,15 @@ export function topologyOf(endpoint: RedisEndpoint): RedisTopology {
 /** Clients closed by `closeRedisClient`: the only ones allowed to stay ended. */
 const closedByUs = new WeakSet<RedisClient>();
 
+/** The newest connection error of each client, for `waitUntilReady`'s message. */
+const lastErrors = new WeakMap<RedisClient, Error>();
+
+/** Each TLS client's handshake check (src/adapters/redis/tls-probe.ts), for `waitUntilReady`'s message. */
+const tlsChecks = new WeakMap<RedisClient, () => Promise<string | undefined>>();
+
+/** Budget of that handshake, ms: on top of the caller's wait, once, when Redis was not reached. */
+const TLS_CHECK_TIMEOUT_MS = 1000;
+
 /**
  * Creates a client (connecting in the background) with our scripts defined. The client never stays ended
  * unless `closeRedisClient` closed it: ioredis gives up on a connection for good in some races (see
@@ -56,10 +67,17 @@ export function createRedisClient(options: RedisClientOptions): RedisClient {
     autoResendUnfulfilledCommands: false,
     commandTimeout: options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
     connectTimeout: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    ...(topology.tls === undefined ? {} : { tls: tlsOptions(topology.tls) }),
   };
   const client = clientOf(topology, connection);
+  const tls = connection.tls;
+  if (tls !== undefined)
+    tlsChecks.set(client, () => tlsHandshakeProblem(firstAddress(topology), tls, TLS_CHECK_TIMEOUT_MS));
   // Without a listener ioredis prints every connection error; the caller decides what to log.
-  client.on('error', (error: Error) => options.onError?.(error));
+  client.on('error', (error: Error) => {
+    lastErrors.set(client, error);
+    options.onError?.(error);
+  });
   reviveWhenEnded(client);
   defineScripts(client);
   return client;
@@ -90,6 +108,14 @@ function reviveWhenEnded(client: RedisClient): void {
   });
 }
 
+/**
+ * Node's TLS options for a topology's `tls`: its CA instead of the bundled roots. Node checks the chain and
+ * that the certificate names the host connected to; nothing here turns either check off.
+ */
+function tlsOptions(tls: NonNullable<RedisTopology['tls']>): ConnectionOptions {
+  return tls.ca === undefined ? {} : { ca: tls.ca };
+}
+
 function clientOf(topology: RedisTopology, connection: RedisOptions): RedisClient {
   switch (topology.kind) {
     case 'single':
@@ -104,6 +130,10 @@ function clientOf(topology: RedisTopology, connection: RedisOptions): RedisClien
         enableOfflineQueue: false,
         retryStrategy: reconnectDelay,
         sentinels: topology.sentinels,
+        // TLS to the sentinels too: they hand out the master's address, so they are as trusted as it.
+        ...(connection.tls === undefined
+          ? {}
+          : { sentinelTLS: connection.tls, enableTLSForSentinelMode: true }),
         name: topology.masterName,
         role: 'master',
         sentinelRetryStrategy: reconnectDelay,
@@ -120,6 +150,15 @@ function clientOf(topology: RedisTopology, connection: RedisOptions): RedisClien
         enableOfflineQueue: false,
         redisOptions: connection,
         clusterRetryStrategy: reconnectDelay,
+        // ioredis resolves a seed node's name to an address before it connects, and the certificate would
+        // then be checked against the address; with TLS it connects by the name given, as the certificate
+        // names it (ioredis's README, "AWS ElastiCache Clusters with TLS").
+        ...(connection.tls === undefined
+          ? {}
+          : {
+              dnsLookup: (address: string, callback: (error: null, address: string) => void) =>
+                callback(null, address),
+            }),
         // By default ioredis resends a command on a timer after a closed connection (it may have run) or
         // CLUSTERDOWN (a failover under way), and the resend may land after the caller gave up on it. 0
         // turns both off: the call fails at once ("unknown", so 503 with Retry-After) and the caller's retry
@@ -134,14 +173,27 @@ function clientOf(topology: RedisTopology, connection: RedisOptions): RedisClien
 
 /**
  * Resolves once the client is connected and ready, or rejects after `timeoutMs` (the client keeps
- * reconnecting in the background either way).
+ * reconnecting in the background either way) with the newest connection error in the message, and with
+ * TLS what a handshake of our own says (up to 1 s more): a refused certificate or AUTH reads there, not
+ * only in the debug log.
  */
 export function waitUntilReady(client: RedisClient, timeoutMs: number): Promise<void> {
   if (client.status === 'ready') return Promise.resolve();
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
+    const timer = setTimeout(async () => {
       client.off('ready', onReady);
-      reject(new Error(`connect to Redis: not ready within ${timeoutMs} ms (status ${client.status})`));
+      const last = lastErrors.get(client);
+      const tlsProblem = await tlsChecks.get(client)?.();
+      const causes = [
+        ...(last === undefined ? [] : [`last error: ${describeError(last)}`]),
+        ...(tlsProblem === undefined ? [] : [tlsProblem]),
+      ];
+      reject(
+        new Error(
+          `connect to Redis: not ready within ${timeoutMs} ms (status ${[client.status, ...causes].join('; ')})`,
+          last === undefined ? {} : { cause: last },
+        ),
+      );
     }, timeoutMs);
     const onReady = (): void => {
       clearTimeout(timer);
@@ -149,4 +201,17 @@ export function waitUntilReady(client: RedisClient, timeoutMs: number): Promise<
     };
     client.once('ready', onReady);
   });
+}
+
+/**
+ * A connection error in one line: its message, and Node's code when the message does not hold it (a TLS
+ * refusal's `UNABLE_TO_VERIFY_LEAF_SIGNATURE`, `ERR_TLS_CERT_ALTNAME_INVALID`, …). ioredis wraps a
+ * Cluster's or Sentinel's failures; the node's own error is then in `lastNodeError` or the message.
+ */
+function describeError(error: Error): string {
+  const inner = (error as Error & { lastNodeError?: Error }).lastNodeError;
+  const code = (error as NodeJS.ErrnoException).code;
+  const own =
+    code === undefined || error.message.includes(code) ? error.message : `${error.message} (${code})`;
+  return inner === undefined ? own : `${own}: ${describeError(inner)}`;
 }

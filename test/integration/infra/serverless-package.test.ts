@@ -1,10 +1,12 @@
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLES } from '../../../functions/bundle.ts';
+import { readConfig } from '../../../src/config.ts';
 
 // `osls package` of serverless.yml (DESIGN.md section 15): run with no network at all (a fresh network
 // namespace), then the generated CloudFormation is read back: the two functions, the tick's schedule, the
@@ -14,8 +16,11 @@ const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..', '..');
 const OSLS = join(root, 'node_modules', 'serverless', 'bin', 'serverless.js');
 
+const CA_PEM = readFileSync(join(root, 'test', 'fixtures', 'redis-tls', 'ca.crt'), 'utf8');
 const PARAMS = {
-  redisUrl: 'redis://captf.abc123.0001.euw1.cache.amazonaws.com:6379',
+  redisUrl: 'rediss://captf.abc123.0001.euw1.cache.amazonaws.com:6379',
+  redisTlsCaData: Buffer.from(CA_PEM).toString('base64'),
+  stateEncryptionSecret: 'site-key/v2',
   authToken: 'a'.repeat(40),
   kubeconfig: '{"apiVersion":"v1","kind":"Config"}',
   securityGroupId: 'sg-0123456789abcdef0',
@@ -122,8 +127,21 @@ describe('osls package of serverless.yml (offline)', () => {
         CAPTF_KEY_PREFIX: 'captf',
         // Every namespace unless the watchNamespaces parameter names some.
         CAPTF_WATCH_NAMESPACES: '',
+        REDIS_TLS_CA_DATA: PARAMS.redisTlsCaData,
+        CAPTF_STATE_ENCRYPTION_SECRET: PARAMS.stateEncryptionSecret,
+        // A parameter left at its empty default reaches the function empty, which reads as unset.
+        CAPTF_STATE_ENCRYPTION_FALLBACK: '',
       });
       expect(fn.Environment.Variables).not.toHaveProperty('CAPTF_AUTH_DISABLED');
+    }
+  });
+
+  it('the functions read that environment as a valid configuration: TLS with the CA, the default encryption', () => {
+    for (const fn of [lambda('ApiLambdaFunction'), lambda('TickLambdaFunction')]) {
+      const read = readConfig(fn.Environment.Variables);
+      if (!read.ok) throw new Error(read.message);
+      expect(read.config.redis).toEqual({ kind: 'single', url: PARAMS.redisUrl, tls: { ca: CA_PEM } });
+      expect(read.config.stateEncryption).toEqual({ passphraseSecretRef: { name: 'site-key', key: 'v2' } });
     }
   });
 

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type RedisTopology, redisEnvOf } from '../../../src/adapters/redis/topology.ts';
 import { readConfig } from '../../../src/config.ts';
@@ -319,6 +321,15 @@ describe('CAPTF_STATE_ENCRYPTION_SECRET and _FALLBACK: the default state encrypt
     });
   });
 
+  it("empty values are unset (serverless.yml passes its parameters' empty defaults)", () => {
+    const result = readConfig({
+      ...base,
+      CAPTF_STATE_ENCRYPTION_SECRET: '',
+      CAPTF_STATE_ENCRYPTION_FALLBACK: '',
+    });
+    expect(result.ok && result.config.stateEncryption).toBe(undefined);
+  });
+
   it('a malformed setting or a lone fallback stops the start, naming the variable', () => {
     expect(readConfig({ ...base, CAPTF_STATE_ENCRYPTION_SECRET: 'site-key' })).toEqual({
       ok: false,
@@ -329,6 +340,156 @@ describe('CAPTF_STATE_ENCRYPTION_SECRET and _FALLBACK: the default state encrypt
       message: expect.stringContaining(
         'CAPTF_STATE_ENCRYPTION_FALLBACK: only with CAPTF_STATE_ENCRYPTION_SECRET',
       ),
+    });
+  });
+});
+
+describe('Redis TLS: rediss:// or REDIS_TLS=true, the CA from REDIS_TLS_CA_FILE or REDIS_TLS_CA_DATA', () => {
+  const { REDIS_URL: _url, ...noRedis } = base;
+  const fixtures = join(import.meta.dirname, '..', '..', 'fixtures', 'redis-tls');
+  const caFile = join(fixtures, 'ca.crt');
+  const caPem = readFileSync(caFile, 'utf8');
+  const caData = Buffer.from(caPem).toString('base64');
+  const cluster = { REDIS_CLUSTER_NODES: 'r1:6379,r2:6379' };
+  const sentinel = { REDIS_SENTINELS: 's1:26379', REDIS_SENTINEL_MASTER: 'captf' };
+
+  it.each([
+    {
+      id: 'T1',
+      name: 'a rediss:// URL is TLS; without a CA setting, Node trusts its public roots',
+      env: { REDIS_URL: 'rediss://r:6380' },
+      tls: {},
+    },
+    {
+      id: 'T2',
+      name: 'a rediss:// URL with the CA file of a mounted Secret',
+      env: { REDIS_URL: 'rediss://r:6380', REDIS_TLS_CA_FILE: caFile },
+      tls: { ca: caPem },
+    },
+    {
+      id: 'T3',
+      name: 'a Cluster with REDIS_TLS=true and the CA as base64 (Lambda)',
+      env: { ...cluster, REDIS_TLS: 'true', REDIS_TLS_CA_DATA: caData },
+      tls: { ca: caPem },
+    },
+    {
+      id: 'T4',
+      name: 'Sentinel with REDIS_TLS=yes and the CA file',
+      env: { ...sentinel, REDIS_TLS: 'yes', REDIS_TLS_CA_FILE: caFile },
+      tls: { ca: caPem },
+    },
+    {
+      id: 'T5',
+      name: 'REDIS_TLS=true beside a rediss:// URL says the same thing',
+      env: { REDIS_URL: 'rediss://r:6380', REDIS_TLS: 'true' },
+      tls: {},
+    },
+  ])('$id: $name', ({ env, tls }) => {
+    const result = readConfig({ ...noRedis, ...env });
+    if (!result.ok) throw new Error(result.message);
+    expect(result.config.redis.tls).toEqual(tls);
+  });
+
+  it.each([
+    { name: 'a redis:// URL', env: { REDIS_URL: 'redis://r:6379' } },
+    { name: 'a Cluster without REDIS_TLS', env: cluster },
+    { name: 'Sentinel with REDIS_TLS=false', env: { ...sentinel, REDIS_TLS: 'false' } },
+    {
+      name: 'empty TLS settings (a template default)',
+      env: { ...cluster, REDIS_TLS: '', REDIS_TLS_CA_FILE: '', REDIS_TLS_CA_DATA: '' },
+    },
+  ])('plaintext: $name', ({ env }) => {
+    const result = readConfig({ ...noRedis, ...env });
+    if (!result.ok) throw new Error(result.message);
+    expect(result.config.redis.tls).toBeUndefined();
+  });
+
+  it.each([
+    {
+      id: 'E1',
+      name: 'a CA file that is not there',
+      env: { REDIS_URL: 'rediss://r:6380', REDIS_TLS_CA_FILE: '/nonexistent/ca.crt' },
+      says: 'REDIS_TLS_CA_FILE: /nonexistent/ca.crt: cannot read the CA file (ENOENT)',
+    },
+    {
+      id: 'E2',
+      name: 'a CA file that cannot be read (a directory: the Secret mount, not its key)',
+      env: { REDIS_URL: 'rediss://r:6380', REDIS_TLS_CA_FILE: fixtures },
+      says: `REDIS_TLS_CA_FILE: ${fixtures}: cannot read the CA file (EISDIR)`,
+    },
+    {
+      id: 'E3',
+      name: 'a CA file without a PEM certificate',
+      env: { REDIS_URL: 'rediss://r:6380', REDIS_TLS_CA_FILE: join(import.meta.dirname, 'config.test.ts') },
+      says: 'no PEM certificate (-----BEGIN CERTIFICATE-----) in it',
+    },
+    {
+      id: 'E4',
+      name: 'a CA file whose certificate does not parse',
+      env: { REDIS_URL: 'rediss://r:6380', REDIS_TLS_CA_FILE: join(fixtures, 'corrupt.crt') },
+      says: `REDIS_TLS_CA_FILE: ${join(fixtures, 'corrupt.crt')}: certificate 1 does not parse`,
+    },
+    {
+      id: 'E5',
+      name: 'CA data that is not base64',
+      env: { ...cluster, REDIS_TLS: 'true', REDIS_TLS_CA_DATA: caPem },
+      says: 'REDIS_TLS_CA_DATA: not base64 (of the PEM file: base64 -w0 ca.crt)',
+    },
+    {
+      id: 'E6',
+      name: 'a CA for a plaintext URL (it would be ignored)',
+      env: { REDIS_URL: 'redis://r:6379', REDIS_TLS_CA_FILE: caFile },
+      says: 'REDIS_TLS_CA_FILE: only with TLS (a rediss:// REDIS_URL, or REDIS_TLS=true for a Cluster or Sentinel)',
+    },
+    {
+      id: 'E7',
+      name: 'a CA for a Cluster without REDIS_TLS',
+      env: { ...cluster, REDIS_TLS_CA_DATA: caData },
+      says: 'REDIS_TLS_CA_DATA: only with TLS',
+    },
+    {
+      id: 'E8',
+      name: 'REDIS_TLS=true with a redis:// URL',
+      env: { REDIS_URL: 'redis://r:6379', REDIS_TLS: 'true' },
+      says: "REDIS_TLS: true but the REDIS_URL is redis://; one node's TLS is its URL's scheme (rediss://)",
+    },
+    {
+      id: 'E9',
+      name: 'REDIS_TLS=false with a rediss:// URL',
+      env: { REDIS_URL: 'rediss://r:6380', REDIS_TLS: 'false' },
+      says: 'REDIS_TLS: false but the REDIS_URL is rediss://',
+    },
+    {
+      id: 'E10',
+      name: 'both CA settings',
+      env: { ...cluster, REDIS_TLS: 'true', REDIS_TLS_CA_FILE: caFile, REDIS_TLS_CA_DATA: caData },
+      says: 'REDIS_TLS_CA_FILE, REDIS_TLS_CA_DATA: set one of them',
+    },
+    {
+      id: 'E11',
+      name: 'a REDIS_TLS that is no boolean word',
+      env: { ...cluster, REDIS_TLS: 'on' },
+      says: 'REDIS_TLS: true or false',
+    },
+  ])('$id: rejects $name, naming the setting', ({ env, says }) => {
+    const result = readConfig({ ...noRedis, ...env });
+    expect(result).toEqual({ ok: false, message: expect.stringContaining(says) });
+  });
+
+  it.each<RedisTopology>([
+    { kind: 'single', url: 'rediss://127.0.0.1:6380', tls: { ca: caPem } },
+    { kind: 'cluster', nodes: [{ host: 'r', port: 7000 }], tls: {} },
+    {
+      kind: 'sentinel',
+      sentinels: [{ host: 's1', port: 26379 }],
+      masterName: 'captf',
+      credentials: { password: 'p' },
+      tls: { ca: caPem },
+    },
+  ])('a child process gets the same TLS $kind topology back (the CA as REDIS_TLS_CA_DATA)', (topology) => {
+    expect(readConfig({ ...noRedis, ...redisEnvOf(topology) })).toEqual({
+      ok: true,
+      config: expect.objectContaining({ redis: topology }),
     });
   });
 });

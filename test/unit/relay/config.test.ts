@@ -22,6 +22,15 @@ it('the relay reads the same Redis topologies as the handlers (issue 12)', () =>
   ).toMatchObject({ ok: true, config: { redis: { kind: 'sentinel', masterName: 'captf' } } });
 });
 
+it('the relay reads Redis TLS as the handlers do, and stops on a CA file it cannot read', () => {
+  const tls = { REDIS_CLUSTER_NODES: '127.0.0.1:7000', REDIS_TLS: 'true' };
+  expect(readRelayConfig({ ...base, ...tls })).toMatchObject({ ok: true, config: { redis: { tls: {} } } });
+  expect(readRelayConfig({ ...base, ...tls, REDIS_TLS_CA_FILE: '/nonexistent/ca.crt' })).toEqual({
+    ok: false,
+    message: 'read relay config: REDIS_TLS_CA_FILE: /nonexistent/ca.crt: cannot read the CA file (ENOENT)',
+  });
+});
+
 it('names each invalid variable once', () => {
   const result = readRelayConfig({ ...base, CAPTF_HANDLER_URL: 'ftp://x', REDIS_URL: 'redis://r:6379' });
   expect(result).toEqual({
