@@ -18,23 +18,34 @@ interface Workload {
   spec?: { template?: { spec?: { containers?: { name: string; image: string }[] } } };
 }
 
+/**
+ * The image a manifest runs when nobody overrides it: the components write it as a clusterctl variable's
+ * default (`${CAPTF_REDIS_IMAGE:=…}`) and in full (`docker.io/…`), because clusterctl refuses short names.
+ */
+function defaultImage(image: string): string {
+  const fallback = /^\$\{[A-Z_]+:=(.+)\}$/.exec(image)?.[1] ?? image;
+  return fallback.replace(/^docker\.io\//, '');
+}
+
 function redisImages(path: string): string[] {
   return parseAllDocuments(readFileSync(join(root, path), 'utf8'))
     .map((doc) => doc.toJS() as Workload)
     .filter((doc) => doc.kind === 'Deployment' && doc.metadata.name === 'captf-redis')
     .flatMap((doc) => doc.spec?.template?.spec?.containers ?? [])
-    .map((container) => container.image);
+    .map((container) => defaultImage(container.image));
 }
 
 it.each([
   { id: 'infra/redis/redis.yaml', path: 'infra/redis/redis.yaml' },
   { id: 'the clusterctl components', path: CLUSTERCTL_FILES.components },
+  { id: 'the Knative clusterctl components', path: CLUSTERCTL_FILES.componentsKnative },
 ])('$id: the Redis Deployment runs valkey/valkey pinned by an @sha256: digest', ({ path }) => {
   const images = redisImages(path);
   expect(images).toHaveLength(1);
   expect(images[0]).toMatch(PINNED_VALKEY);
 });
 
-it('the manifest and the components pin the same digest', () => {
+it('the manifest and both components files pin the same digest', () => {
   expect(redisImages(CLUSTERCTL_FILES.components)).toEqual(redisImages('infra/redis/redis.yaml'));
+  expect(redisImages(CLUSTERCTL_FILES.componentsKnative)).toEqual(redisImages('infra/redis/redis.yaml'));
 });
