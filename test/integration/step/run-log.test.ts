@@ -323,6 +323,19 @@ describe('run logs after the pod', () => {
       ),
     ).toContain('captf-runner-secret-writes');
     expect(await logSecret(failedJob)).toBeDefined();
+    // Its own Job's log past 64 KiB is refused by admission (which counts base64 characters, so in groups
+    // of 3 bytes); at 64 KiB admission lets it through (and the API server answers that it exists: the
+    // runner wrote it already).
+    const ownJob = passedJobs[1] ?? '';
+    const sized = (bytes: number) => ({ ...forged(ownJob), stringData: { log: 'x'.repeat(bytes) } });
+    expect(
+      await denied(() =>
+        core.createNamespacedSecret({ namespace: env.namespace, body: sized(64 * 1024 + 3) }),
+      ),
+    ).toContain('captf-runner-secret-writes');
+    expect(
+      await denied(() => core.createNamespacedSecret({ namespace: env.namespace, body: sized(64 * 1024) })),
+    ).toContain('AlreadyExists');
   });
 
   it('R4 deleting the object removes its logs (the garbage collector, by their owner reference)', async () => {
