@@ -325,6 +325,13 @@ describe('the admission policy holds the controller to runner identities', () =>
       message: "a runner identity's Role may only get and update named state Secrets",
     },
     {
+      what: 'a runner Role that may read Secrets by no name besides creating its run log',
+      body: role('captf-runner-wide', [
+        { apiGroups: [''], resources: ['secrets'], verbs: ['create', 'delete', 'get'] },
+      ]),
+      message: "a runner identity's Role may only get and update named state Secrets",
+    },
+    {
       what: 'a runner Role naming another Secret',
       body: role('captf-runner-other', [
         { apiGroups: [''], resources: ['secrets'], resourceNames: ['captf-plan-key-m-m-b'], verbs: ['get'] },

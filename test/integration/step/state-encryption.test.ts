@@ -83,10 +83,18 @@ async function runJob(job: string): Promise<RunnerRun> {
   if (!parsed.ok) throw new Error(parsed.message);
   // The passphrase never travels in the run config: only where to read it.
   for (const value of Object.values(KEYS)) expect(text).not.toContain(value);
+  // Bound to the Job's pod, as the kubelet's projected volume binds it (the run log's write needs the pod).
+  const pod = await podOf(env, job);
   const token = await env.core.createNamespacedServiceAccountToken({
     namespace: env.namespace,
     name: account,
-    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+    body: {
+      spec: {
+        audiences: [],
+        expirationSeconds: 3600,
+        boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: pod.metadata?.name, uid: pod.metadata?.uid },
+      },
+    },
   });
   const serviceAccountDir = await mkdtemp(join(tmpdir(), 'captf-enc-sa-'));
   await writeFile(join(serviceAccountDir, 'token'), token.status?.token ?? '', { mode: 0o600 });
@@ -98,7 +106,9 @@ async function runJob(job: string): Promise<RunnerRun> {
     flags: [`--op=${op}`, `--service-account-dir=${serviceAccountDir}`],
   });
   logs.push(run.stdout, run.stderr);
-  await endPod(env, await podOf(env, job), {
+  // The runner kept its log (src/core/run-log.ts): its write was admitted.
+  expect(run.stdout).toContain(`run log Secret captf-log-${job}: `);
+  await endPod(env, pod, {
     exitCode: run.exitCode ?? 1,
     result: run.result,
     realBackend: true,
