@@ -43,7 +43,10 @@ const EDITED = 'edited-in-place-horse-battery';
 const NAME = 'enc-m';
 
 let env: StepEnv;
-/** Everything the runners printed: the Job logs, which must not hold a passphrase or the canary. */
+/**
+ * Everything the runners printed and kept: the Job logs and the run log Secrets, which must not hold a
+ * passphrase or the canary.
+ */
 const logs: string[] = [];
 
 beforeAll(async () => {
@@ -106,8 +109,10 @@ async function runJob(job: string): Promise<RunnerRun> {
     flags: [`--op=${op}`, `--service-account-dir=${serviceAccountDir}`],
   });
   logs.push(run.stdout, run.stderr);
-  // The runner kept its log (src/core/run-log.ts): its write was admitted.
+  // The runner kept its log (src/core/run-log.ts): its write was admitted; it is checked as the pod log is.
   expect(run.stdout).toContain(`run log Secret captf-log-${job}: `);
+  const kept = await env.kube.reader.getSecret(env.namespace, `captf-log-${job}`);
+  logs.push(Buffer.from(kept?.data?.log ?? '', 'base64').toString('utf8'));
   await endPod(env, pod, {
     exitCode: run.exitCode ?? 1,
     result: run.result,
