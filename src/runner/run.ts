@@ -102,7 +102,8 @@ function round(seconds: number): number {
 /**
  * Runs the op and returns its result document, redacted and fitted; never throws for expected failures.
  * What the run starts (the loopback proxy) is stopped when it ends, however it ends; the runtime has exited
- * by then, an interrupted one too (it had the proxy to release its lock through).
+ * by then, an interrupted one too (it had the proxy to release its lock through). Last, once the run config
+ * named it, the run log Secret is written, the result line in it.
  */
 export async function runOp(options: RunOptions, deps: RunDeps): Promise<RunnerResult> {
   const setUp: SetUp = {};

@@ -386,7 +386,7 @@ describe.concurrent('each failure through the runbook, on the real stack', () =>
   );
 
   it(
-    'JobDeadlineExceeded: error kind interrupted, no pod or log left, the deadline in the Events',
+    'JobDeadlineExceeded: error kind interrupted, no pod or pod log left but the kept run log, the deadline in the Events',
     async () => {
       const failed = await waitReason(M.deadline, 'JobDeadlineExceeded', 4 * MINUTE);
       expectStep2(failed, 'JobDeadlineExceeded');
@@ -406,6 +406,10 @@ describe.concurrent('each failure through the runbook, on the real stack', () =>
       expect((await step3Retries(M.deadline)).waitReason).toBe('Backoff');
 
       await expectNoPodLeft(M.deadline, lastRun.job);
+      // The runner, stopped with SIGTERM, kept its log before it exited: readable with its pod gone.
+      const kept = (await runbook(block('Step 4', 1), vars(M.deadline))).stdout;
+      expect(kept).toMatch(/captf-runner: step init: .*started/);
+      expect(kept).toMatch(/captf-runner: result interrupted/);
 
       const answer = await step5(M.deadline, lastRun.job);
       expect(answer).toMatch(/No resources found/);
