@@ -8,6 +8,10 @@ export const LABELS = {
   ownerUid: 'captf.io/owner-uid',
   op: 'captf.io/op',
   attempt: 'captf.io/attempt',
+  /** On a run log Secret: the Job whose run it holds (src/core/run-log.ts). */
+  job: 'captf.io/job',
+  /** `"true"` on a run log Secret, so `kubectl get secret -l captf.io/run-log=true` lists them. */
+  runLog: 'captf.io/run-log',
   clusterName: 'cluster.x-k8s.io/cluster-name',
 } as const;
 

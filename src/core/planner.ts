@@ -37,6 +37,7 @@ import { selectJobsToPrune } from './prune.ts';
 import { createRedactor, type Redactor } from './redaction.ts';
 import { decisionAnnotations, decisionsOf, type RunDecisions } from './run-decisions.ts';
 import { inputSecretTexts, type RunInputs, resolveRunInputs } from './run-inputs.ts';
+import { runLogSecretName } from './run-log.ts';
 import type { RunConfigSource } from './run-secret-manifest.ts';
 import { runnerAccountOf } from './runner-identity.ts';
 import type { Snapshot } from './snapshot.ts';
@@ -542,7 +543,7 @@ function finish(base: Base, status: TargetStatus, move: Move, result: StepOutcom
     .filter((name) => name !== holding)
     .flatMap((name) => {
       const job = snap.jobs.find((j) => j.metadata.name === name);
-      return job ? [jobRef(job)] : [];
+      return job ? [{ ...jobRef(job), runLog: runLogSecretName(name) }] : [];
     });
   // Whenever the pods were read (to bookkeep, watch or guard a start), what the rule allows is released:
   // a held pod of a Job deleted by hand would otherwise hold the next start back until the sweep.

@@ -5,6 +5,7 @@ import { type ApplyPolicy, RUN_CONFIG_FILE, type RunConfigInput } from '../schem
 import { type OwnerReference, ownerReference } from './job-manifest.ts';
 import type { ModuleInputs } from './module-inputs.ts';
 import { runSecretName } from './names.ts';
+import { runLogTarget } from './run-log.ts';
 
 /**
  * The per-run Secret `captf-run-<job>` (DESIGN.md section 9): the run config the runner reads from
@@ -161,14 +162,24 @@ export interface RunSecretManifest {
 }
 
 /**
- * The per-run Secret of a created Job (the Job's UID is known only after its create). Carries the Job's
+ * The per-run Secret of a created Job (the Job's UID is known only after its create), its run config naming
+ * the run log Secret the runner writes (src/core/run-log.ts). Carries the Job's
  * labels, so whose it is shows without a read of the Job; its owner reference lets the garbage collector
  * delete it with the Job (or when the Job is gone before it was created).
  */
 export function buildRunSecret(input: {
-  job: { name: string; namespace: string; uid: string; labels: Record<string, string> };
+  job: {
+    name: string;
+    namespace: string;
+    uid: string;
+    labels: Record<string, string>;
+    ownerReferences: readonly OwnerReference[];
+  };
   config: RunConfigInput;
 }): RunSecretManifest {
+  // The log target comes from the created Job: its name, labels and owner are known only now.
+  const runLog = runLogTarget(input.job);
+  const config = runLog === undefined ? input.config : { ...input.config, runLog };
   return {
     apiVersion: 'v1',
     kind: 'Secret',
@@ -186,6 +197,6 @@ export function buildRunSecret(input: {
         ),
       ],
     },
-    stringData: { [RUN_CONFIG_FILE]: JSON.stringify(input.config) },
+    stringData: { [RUN_CONFIG_FILE]: JSON.stringify(config) },
   };
 }

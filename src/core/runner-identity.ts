@@ -106,7 +106,8 @@ export interface RunnerIdentityInput {
  * (`spec.jobs.serviceAccountName`). Another backend than `kubernetes` gets no state rules: its runner
  * reads no state here. With state encryption the Role also lets the runner `get` exactly its passphrase
  * Secret and its fallback's (never `update`, never any other), whatever the backend. A spec that names an
- * outputs Secret (`spec.outputs.secretName`) adds one rule: `get` and `update` of that Secret.
+ * outputs Secret (`spec.outputs.secretName`) adds one rule: `get` and `update` of that Secret. Every Role
+ * lets the runner `create` and `delete` Secrets, which admission narrows to its own run log.
  */
 export function buildRunnerIdentity(input: RunnerIdentityInput): RunnerIdentity {
   const { owner, source } = input;
@@ -159,7 +160,13 @@ export function buildRunnerIdentity(input: RunnerIdentityInput): RunnerIdentity 
         },
       ]
     : [];
-  const rules = [...stateRules, ...keyRules, ...outputsRules];
+  // The run log (src/core/run-log.ts): RBAC cannot bind a create to a name, so the rule names none; admission
+  // holds a runner identity's Secret create and delete to its own Job's `captf-log-<job>`, the Job read from
+  // its pod-bound token (infra/admission/runner-secret-writes-policy.yaml).
+  const runLogRules: PolicyRule[] = [
+    { apiGroups: [''], resources: ['secrets'], resourceNames: [], verbs: ['create', 'delete'] },
+  ];
+  const rules = [...stateRules, ...keyRules, ...outputsRules, ...runLogRules];
   const role = {
     apiVersion: 'rbac.authorization.k8s.io/v1' as const,
     kind: 'Role' as const,

@@ -205,8 +205,11 @@ export interface StepPlan {
   status: TargetStatus | undefined;
   /** Events after the status write (best effort, once per transition). */
   events: RunEvent[];
-  /** Jobs to prune after the marks. */
-  prune: JobRef[];
+  /**
+   * Jobs to prune after the marks, each with its run log Secret (src/core/run-log.ts), deleted first: a step
+   * that dies between the two prunes the Job again, and its log's delete is then a NotFound.
+   */
+  prune: (JobRef & { runLog: string })[];
   /** Pods whose result finalizer goes after the marks (src/core/pod-release.ts). */
   releasePods: string[];
   move: Move;

@@ -1,4 +1,5 @@
 import { createRedactor, type Redactor } from '../core/redaction.ts';
+import { RUN_LOG_MAX_BYTES, type Tail } from '../core/run-log.ts';
 import { planChangesLogLines } from '../schemas/plan-changes-log.ts';
 
 /**
@@ -8,10 +9,44 @@ import { planChangesLogLines } from '../schemas/plan-changes-log.ts';
 export class RunnerLog {
   #redactor: Redactor = createRedactor([]);
   #write: (stream: 'stdout' | 'stderr', text: string) => void;
+  /** What was written, whole lines, for the run log Secret: at least its last RUN_LOG_MAX_BYTES. */
+  #kept: { text: string; bytes: number }[] = [];
+  #keptBytes = 0;
+  #droppedBytes = 0;
 
   /** `write` receives whole lines (with their newline); main passes the process streams. */
   constructor(write: (stream: 'stdout' | 'stderr', text: string) => void) {
-    this.#write = write;
+    this.#write = (stream, text) => {
+      write(stream, text);
+      this.#keep(text);
+    };
+  }
+
+  /** Keeps `text`; drops whole writes from the front while what stays still holds the bound. */
+  #keep(text: string): void {
+    const bytes = Buffer.byteLength(text);
+    this.#kept.push({ text, bytes });
+    this.#keptBytes += bytes;
+    // Twice the bound before trimming: a trim per write would copy the buffer on every line.
+    if (this.#keptBytes <= 2 * RUN_LOG_MAX_BYTES) return;
+    let first = this.#kept[0];
+    while (first !== undefined && this.#keptBytes - first.bytes >= RUN_LOG_MAX_BYTES) {
+      this.#kept.shift();
+      this.#keptBytes -= first.bytes;
+      this.#droppedBytes += first.bytes;
+      first = this.#kept[0];
+    }
+  }
+
+  /**
+   * Everything written so far as one text (stdout and stderr as they came), redacted again with the
+   * newest redactor (sensitive outputs join it late), and how many leading bytes the buffer dropped.
+   */
+  written(): Tail {
+    return {
+      text: this.#redactor.redact(this.#kept.map((k) => k.text).join('')),
+      droppedBytes: this.#droppedBytes,
+    };
   }
 
   /** Sets the redactor once the run config (and so the secrets) is known. */

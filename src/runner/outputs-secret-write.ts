@@ -1,7 +1,4 @@
-import { readFile } from 'node:fs/promises';
-import { Agent, request } from 'node:https';
-import { join } from 'node:path';
-import { apiServerOrigin } from './backend-access.ts';
+import { reasonOf, secretPath, serviceAccountApi } from './service-account-api.ts';
 
 /**
  * Writes the outputs Secret (issue 24 item 3) as the pod's ServiceAccount: a `get` of the Secret the
@@ -31,67 +28,17 @@ function sameData(a: Record<string, string> | undefined, b: Record<string, strin
   return a !== undefined && Object.keys(a).length === keys.length && keys.every((key) => a[key] === b[key]);
 }
 
-interface Answer {
-  status: number;
-  body: string;
-}
-
-/** The `reason` of a Kubernetes Status body (`Forbidden`, `NotFound`…), never its message. */
-function reasonOf(body: string): string {
-  try {
-    const reason = (JSON.parse(body) as { reason?: unknown }).reason;
-    return typeof reason === 'string' ? ` ${reason}` : '';
-  } catch {
-    return '';
-  }
-}
-
 /** Replaces the Secret's data with `data` (base64 values); one get and one update. */
 export async function writeOutputsSecret(
   target: OutputsSecretTarget,
   data: Record<string, string>,
 ): Promise<OutputsSecretWrite> {
   const what = `Secret ${target.namespace}/${target.name}`;
-  const origin = apiServerOrigin(target.env);
-  if (!origin.ok) return { ok: false, message: `write ${what}: ${origin.message}` };
-  let ca: string;
-  let token: string;
-  try {
-    ca = await readFile(join(target.serviceAccountDir, 'ca.crt'), 'utf8');
-    token = (await readFile(join(target.serviceAccountDir, 'token'), 'utf8')).trim();
-  } catch (cause) {
-    const code = (cause as NodeJS.ErrnoException).code ?? 'unreadable';
-    return { ok: false, message: `write ${what}: service account in ${target.serviceAccountDir}: ${code}` };
-  }
-  const agent = new Agent({ ca });
-  const path = `/api/v1/namespaces/${encodeURIComponent(target.namespace)}/secrets/${encodeURIComponent(target.name)}`;
-  const call = (method: 'GET' | 'PUT', body?: string) =>
-    new Promise<Answer>((resolve, reject) => {
-      const req = request({
-        agent,
-        hostname: origin.hostname,
-        port: origin.port,
-        method,
-        path,
-        headers: {
-          authorization: `Bearer ${token}`,
-          accept: 'application/json',
-          ...(body === undefined
-            ? {}
-            : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }),
-        },
-      });
-      req.on('response', (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }),
-        );
-        res.on('error', reject);
-      });
-      req.on('error', reject);
-      req.end(body);
-    });
+  const client = await serviceAccountApi(target.serviceAccountDir, target.env);
+  if (!client.ok) return { ok: false, message: `write ${what}: ${client.message}` };
+  const { api } = client;
+  const path = secretPath(target.namespace, target.name);
+  const call = (method: 'GET' | 'PUT', body?: string) => api.call(method, path, body);
   try {
     const read = await call('GET');
     if (read.status !== 200)
@@ -108,6 +55,6 @@ export async function writeOutputsSecret(
   } catch (cause) {
     return { ok: false, message: `write ${what}: ${(cause as Error).message}` };
   } finally {
-    agent.destroy();
+    api.close();
   }
 }

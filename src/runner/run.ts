@@ -1,5 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { createRedactor, type Redactor } from '../core/redaction.ts';
+import { buildRunLogSecret, type RunLogTarget } from '../core/run-log.ts';
 import type {
   Op,
   OutputsSecretWritten,
@@ -27,6 +28,7 @@ import { readPlanChanges } from './plan-changes.ts';
 import { movesLatchedOutput, readPlanDocument, summarizePlan } from './plan-digest.ts';
 import { fitResult } from './result-document.ts';
 import { readRunConfig } from './run-config-file.ts';
+import { writeRunLog } from './run-log-write.ts';
 import { runConfigSecrets } from './run-secrets.ts';
 import { registryTokens, runtimeEnv } from './runtime-env.ts';
 import { secretReach } from './secret-reach.ts';
@@ -100,25 +102,39 @@ function round(seconds: number): number {
 /**
  * Runs the op and returns its result document, redacted and fitted; never throws for expected failures.
  * What the run starts (the loopback proxy) is stopped when it ends, however it ends; the runtime has exited
- * by then, an interrupted one too (it had the proxy to release its lock through).
+ * by then, an interrupted one too (it had the proxy to release its lock through). Last, once the run config
+ * named it, the run log Secret is written, the result line in it.
  */
 export async function runOp(options: RunOptions, deps: RunDeps): Promise<RunnerResult> {
-  let proxy: KubeProxy | undefined;
+  const setUp: SetUp = {};
   try {
-    return await runSteps(options, deps, (started) => {
-      proxy = started;
-    });
+    return await runSteps(options, deps, setUp);
   } finally {
-    await proxy?.close();
+    await setUp.proxy?.close();
+    if (setUp.runLog !== undefined) await storeRunLog(setUp.runLog, options, deps);
   }
 }
 
-/** The run itself; hands the proxy it starts to `onProxy` at once, so runOp stops it on every path. */
-async function runSteps(
-  options: RunOptions,
-  deps: RunDeps,
-  onProxy: (proxy: KubeProxy) => void,
-): Promise<RunnerResult> {
+/** What the run set up that runOp ends with it, however it ends. */
+interface SetUp {
+  proxy?: KubeProxy;
+  /** Where the run's log goes, once the run config named it. */
+  runLog?: RunLogTarget;
+}
+
+/**
+ * Writes the run log Secret (src/core/run-log.ts) as the run's last act, its result line included. A
+ * failed write changes no result: it is said in the pod log, and the run's outcome stays what it was.
+ */
+async function storeRunLog(target: RunLogTarget, options: RunOptions, deps: RunDeps): Promise<void> {
+  const secret = buildRunLogSecret(target, deps.log.written(), true);
+  const written = await writeRunLog(secret, options.serviceAccountDir, deps.env);
+  if (written.ok) deps.log.info(`run log Secret ${target.name}: ${written.bytes} bytes written`);
+  else deps.log.error(`run log not kept: ${written.message}`);
+}
+
+/** The run itself; records what it sets up in `setUp` at once, so runOp ends it on every path. */
+async function runSteps(options: RunOptions, deps: RunDeps, setUp: SetUp): Promise<RunnerResult> {
   const { log, interruption, nowMs } = deps;
   const steps: StepRecord[] = [];
   let redactor: Redactor = createRedactor([]);
@@ -158,8 +174,11 @@ async function runSteps(
     recordPrepare(1);
     return failure('step', 'prepare', read.message);
   }
-  redactor = createRedactor([...runConfigSecrets(read.config), ...registryTokens(deps.env)]);
+  // Every secret the run knows; sensitive outputs join it after the apply.
+  const known = [...runConfigSecrets(read.config), ...registryTokens(deps.env)];
+  redactor = createRedactor(known);
   log.useRedactor(redactor);
+  if (read.config.runLog !== undefined) setUp.runLog = read.config.runLog;
   // State encryption (issue 25 item 3): the passphrases are read as the pod's ServiceAccount and handed to
   // the runtime in TF_ENCRYPTION only; the redactor knows them before anything could print them.
   let encryption: string | undefined;
@@ -171,12 +190,9 @@ async function runSteps(
       return failure('state-decryption', 'prepare', keys.message);
     }
     const fallback = keys.fallback;
-    redactor = createRedactor([
-      ...runConfigSecrets(read.config),
-      ...registryTokens(deps.env),
-      keys.passphrase.value,
-      ...(fallback !== undefined && fallback !== 'unencrypted' ? [fallback.value] : []),
-    ]);
+    known.push(keys.passphrase.value);
+    if (fallback !== undefined && fallback !== 'unencrypted') known.push(fallback.value);
+    redactor = createRedactor(known);
     log.useRedactor(redactor);
     encryption = encryptionConfig(keys.passphrase, fallback);
   }
@@ -207,7 +223,7 @@ async function runSteps(
       recordPrepare(1);
       return failure('step', 'prepare', started.message);
     }
-    onProxy(started.proxy);
+    setUp.proxy = started.proxy;
     try {
       await writeFile(kubeconfigPath, proxyKubeconfig(started.proxy.url, access.scope.namespace), {
         mode: 0o600,
@@ -315,7 +331,8 @@ async function runSteps(
     const document = readOutputsDocument(run.stdout);
     if (!document.ok) return { ok: false, message: document.message };
     const content = outputsSecretContent(document.outputs);
-    redactor = createRedactor([...runConfigSecrets(read.config), ...content.secrets]);
+    // Added to what the redactor knew, so passphrases and registry tokens stay hidden after the outputs.
+    redactor = createRedactor([...known, ...content.secrets]);
     log.useRedactor(redactor);
     if (content.unfit.length > 0)
       return { ok: false, message: `no Secret key can name output ${content.unfit.join(', ')}` };

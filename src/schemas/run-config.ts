@@ -115,6 +115,27 @@ export const RunConfigSchema = z.object({
    * update it, and nothing else of that name.
    */
   outputsSecret: z.object({ namespace: z.string().min(1), name: z.string().min(1).max(253) }).optional(),
+  /**
+   * Where the runner writes the run's log just before it exits (src/core/run-log.ts): the Secret's name,
+   * namespace, labels and owner references, all set by the controller; the runner adds the log.
+   */
+  runLog: z
+    .object({
+      namespace: z.string().min(1).max(63),
+      name: z.string().min(1).max(253),
+      labels: z.record(z.string().max(317), z.string().max(63)),
+      ownerReferences: z.array(
+        z.object({
+          apiVersion: z.string().min(1),
+          kind: z.string().min(1),
+          name: z.string().min(1),
+          uid: z.string().min(1),
+          controller: z.boolean(),
+          blockOwnerDeletion: z.boolean(),
+        }),
+      ),
+    })
+    .optional(),
 });
 export type RunConfig = z.infer<typeof RunConfigSchema>;
 /** What the controller writes: defaults may be left out. */

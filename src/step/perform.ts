@@ -457,6 +457,8 @@ async function performWrites(performance: Performance): Promise<Performed | unde
     deps.failpoints.hit('after-lease-release');
   }
   for (const job of plan.prune) {
+    // The log first: once the Job is gone nothing selects it again, and its log would stay with the object.
+    await deps.kube.writer.deleteSecret(snap.ref.namespace, job.runLog);
     await deps.kube.writer.deleteJob(snap.ref.namespace, job.name, job.uid ? { uid: job.uid } : {});
     deps.failpoints.hit('after-prune-delete');
   }

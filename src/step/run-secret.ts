@@ -23,6 +23,14 @@ export async function createRunSecret(
       namespace,
       uid: job.metadata?.uid ?? '',
       labels: job.metadata?.labels ?? {},
+      ownerReferences: (job.metadata?.ownerReferences ?? []).map((ref) => ({
+        apiVersion: ref.apiVersion,
+        kind: ref.kind,
+        name: ref.name,
+        uid: ref.uid,
+        controller: ref.controller ?? false,
+        blockOwnerDeletion: ref.blockOwnerDeletion ?? false,
+      })),
     },
     config,
   });

@@ -195,13 +195,14 @@ describe('the runbook text', () => {
       .split(/\s+/)
       .map((word) => word.split('=')[0]);
     expect(assignments).toEqual(['NS', 'KIND', 'NAME']);
-    // Steps 1, 3 (two), 4 (two) and 5 (two); a new block would need its answer checked here.
+    // Steps 1, 3 (two), 4 (three) and 5 (two); a new block would need its answer checked here.
     expect(blocks.map((b) => b.section.split(':')[0])).toEqual([
       'Symptoms',
       'Step 1',
       'Step 1',
       'Step 3',
       'Step 3',
+      'Step 4',
       'Step 4',
       'Step 4',
       'Step 5',
@@ -244,7 +245,19 @@ describe.concurrent('each failure through the runbook, on the real stack', () =>
       expect(log).toMatch(/captf-runner: step init: .*started/);
       expect(log).toMatch(/captf-runner: step plan: exit [1-9]\d* after \d/);
       expect(log).toMatch(/^\[plan\] .*(cidrhost|host number)/m);
-      const jobs = (await runbook(block('Step 4', 1), vars(M.apply))).stdout;
+      // The run log the runner kept (src/core/run-log.ts): the same lines, readable after the pod.
+      const kept = (await runbook(block('Step 4', 1), vars(M.apply))).stdout;
+      expect(kept).toMatch(/captf-runner: step init: .*started/);
+      expect(kept).toMatch(/^\[plan\] .*(cidrhost|host number)/m);
+      expect(kept).toMatch(/captf-runner: result failed/);
+      // Then the object's run logs: name, type, keys, age, Job, op.
+      expect(kept).toMatch(
+        new RegExp(
+          `^captf-log-${lastRun.job}\\s+captf\\.io/run-log\\s+1\\s.*\\s${lastRun.job}\\s+apply\\s*$`,
+          'm',
+        ),
+      );
+      const jobs = (await runbook(block('Step 4', 2), vars(M.apply))).stdout;
       expect(jobs).toMatch(/OWNER-KIND\s+OP\s+ATTEMPT/);
       expect(jobs).toMatch(new RegExp(`^${lastRun.job}\\s.*TerraformMachine\\s+apply\\s+1\\s*$`, 'm'));
 
@@ -373,7 +386,7 @@ describe.concurrent('each failure through the runbook, on the real stack', () =>
   );
 
   it(
-    'JobDeadlineExceeded: error kind interrupted, no pod or log left, the deadline in the Events',
+    'JobDeadlineExceeded: error kind interrupted, no pod or pod log left but the kept run log, the deadline in the Events',
     async () => {
       const failed = await waitReason(M.deadline, 'JobDeadlineExceeded', 4 * MINUTE);
       expectStep2(failed, 'JobDeadlineExceeded');
@@ -393,6 +406,10 @@ describe.concurrent('each failure through the runbook, on the real stack', () =>
       expect((await step3Retries(M.deadline)).waitReason).toBe('Backoff');
 
       await expectNoPodLeft(M.deadline, lastRun.job);
+      // The runner, stopped with SIGTERM, kept its log before it exited: readable with its pod gone.
+      const kept = (await runbook(block('Step 4', 1), vars(M.deadline))).stdout;
+      expect(kept).toMatch(/captf-runner: step init: .*started/);
+      expect(kept).toMatch(/captf-runner: result interrupted/);
 
       const answer = await step5(M.deadline, lastRun.job);
       expect(answer).toMatch(/No resources found/);

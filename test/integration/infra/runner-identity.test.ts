@@ -267,13 +267,6 @@ describe("object A's runner identity reaches only A's state", () => {
       name: 'captf-run-captf-m-m-b-apply-a1-abcdef',
     },
     { what: 'any Secret by list', verb: 'list', resource: 'secrets' },
-    { what: 'a new Secret', verb: 'create', resource: 'secrets' },
-    {
-      what: 'its own state Secret (delete)',
-      verb: 'delete',
-      resource: 'secrets',
-      name: 'tfstate-default-m-m-a',
-    },
     { what: 'a new Lease', verb: 'create', resource: 'leases.coordination.k8s.io' },
     {
       what: 'its own Role (update)',
@@ -283,6 +276,21 @@ describe("object A's runner identity reaches only A's state", () => {
     },
   ])('is refused $what', async ({ verb, resource, name }) => {
     expect(await allowed(account(a), verb, resource, name)).toBe(false);
+  });
+
+  it("may create and delete Secrets by RBAC (its run log), and admission refuses any but its own pod's run log", async () => {
+    expect(await allowed(account(a), 'create', 'secrets')).toBe(true);
+    expect(await allowed(account(a), 'delete', 'secrets', 'tfstate-default-m-m-a')).toBe(true);
+    // Impersonated, the account has no pod in its token: it has no run log to write.
+    expect(
+      await errorAs(account(a), ['create', 'secret', 'generic', 'anything', '--from-literal=a=b']),
+    ).toContain('captf-runner-secret-writes');
+    expect(
+      await errorAs(account(a), ['create', 'secret', 'generic', 'captf-log-captf-m-m-a-apply-a1-abcdef']),
+    ).toContain('captf-runner-secret-writes');
+    expect(await errorAs(account(a), ['delete', 'secret', 'tfstate-default-m-m-a'])).toContain(
+      'captf-runner-secret-writes',
+    );
   });
 
   it('and the API server refuses those reads and writes for real', async () => {
@@ -314,6 +322,13 @@ describe('the admission policy holds the controller to runner identities', () =>
     {
       what: 'a runner Role without resourceNames',
       body: role('captf-runner-wide', [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }]),
+      message: "a runner identity's Role may only get and update named state Secrets",
+    },
+    {
+      what: 'a runner Role that may read Secrets by no name besides creating its run log',
+      body: role('captf-runner-wide', [
+        { apiGroups: [''], resources: ['secrets'], verbs: ['create', 'delete', 'get'] },
+      ]),
       message: "a runner identity's Role may only get and update named state Secrets",
     },
     {
@@ -486,7 +501,10 @@ describe('the outputs Secret (issue 24 item 3)', () => {
     expect(controller.takeRequestCounts()).toMatchObject({ total: 1, byRequest: { 'get secrets': 1 } });
     expect(await allowed(account(o), 'get', 'secrets', 'm-o-outputs')).toBe(true);
     expect(await allowed(account(o), 'update', 'secrets', 'm-o-outputs')).toBe(true);
-    expect(await allowed(account(o), 'delete', 'secrets', 'm-o-outputs')).toBe(false);
+    // RBAC lets it delete Secrets (its run log's leftover); admission holds that to its own run log.
+    expect(await errorAs(account(o), ['delete', 'secret', 'm-o-outputs'])).toContain(
+      'captf-runner-secret-writes',
+    );
     // Another object's runner identity may not read it, nor write it.
     expect(await allowed(account(a), 'get', 'secrets', 'm-o-outputs')).toBe(false);
     expect(await allowed(account(a), 'update', 'secrets', 'm-o-outputs')).toBe(false);

@@ -43,7 +43,10 @@ const EDITED = 'edited-in-place-horse-battery';
 const NAME = 'enc-m';
 
 let env: StepEnv;
-/** Everything the runners printed: the Job logs, which must not hold a passphrase or the canary. */
+/**
+ * Everything the runners printed and kept: the Job logs and the run log Secrets, which must not hold a
+ * passphrase or the canary.
+ */
 const logs: string[] = [];
 
 beforeAll(async () => {
@@ -83,10 +86,18 @@ async function runJob(job: string): Promise<RunnerRun> {
   if (!parsed.ok) throw new Error(parsed.message);
   // The passphrase never travels in the run config: only where to read it.
   for (const value of Object.values(KEYS)) expect(text).not.toContain(value);
+  // Bound to the Job's pod, as the kubelet's projected volume binds it (the run log's write needs the pod).
+  const pod = await podOf(env, job);
   const token = await env.core.createNamespacedServiceAccountToken({
     namespace: env.namespace,
     name: account,
-    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+    body: {
+      spec: {
+        audiences: [],
+        expirationSeconds: 3600,
+        boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: pod.metadata?.name, uid: pod.metadata?.uid },
+      },
+    },
   });
   const serviceAccountDir = await mkdtemp(join(tmpdir(), 'captf-enc-sa-'));
   await writeFile(join(serviceAccountDir, 'token'), token.status?.token ?? '', { mode: 0o600 });
@@ -98,7 +109,11 @@ async function runJob(job: string): Promise<RunnerRun> {
     flags: [`--op=${op}`, `--service-account-dir=${serviceAccountDir}`],
   });
   logs.push(run.stdout, run.stderr);
-  await endPod(env, await podOf(env, job), {
+  // The runner kept its log (src/core/run-log.ts): its write was admitted; it is checked as the pod log is.
+  expect(run.stdout).toContain(`run log Secret captf-log-${job}: `);
+  const kept = await env.kube.reader.getSecret(env.namespace, `captf-log-${job}`);
+  logs.push(Buffer.from(kept?.data?.log ?? '', 'base64').toString('utf8'));
+  await endPod(env, pod, {
     exitCode: run.exitCode ?? 1,
     result: run.result,
     realBackend: true,

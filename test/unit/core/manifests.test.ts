@@ -216,7 +216,7 @@ describe('buildRunConfig and buildRunSecret', () => {
 
   it('the per-run Secret is owned by its Job and carries its labels', () => {
     const secret = buildRunSecret({
-      job: { name: 'J1', namespace: 'team-a', uid: 'job-uid', labels: { a: 'b' } },
+      job: { name: 'J1', namespace: 'team-a', uid: 'job-uid', labels: { a: 'b' }, ownerReferences: [] },
       config,
     });
     expect(secret.metadata).toMatchObject({

@@ -84,21 +84,22 @@ describe('the runner identity and the run config', () => {
       owner,
       source: { ...source, outputsSecretName: 'm-a-outputs' },
     });
-    expect(withOutputs.role.rules.at(-1)).toEqual({
+    // Last but the run log's rule, which every identity has.
+    expect(withOutputs.role.rules.at(-2)).toEqual({
       apiGroups: [''],
       resources: ['secrets'],
       resourceNames: ['m-a-outputs'],
       verbs: ['get', 'update'],
     });
-    expect(withOutputs.role.rules).toHaveLength(3);
+    expect(withOutputs.role.rules).toHaveLength(4);
     const s3 = buildRunnerIdentity({
       owner,
       source: { ...source, backend: { type: 's3' }, outputsSecretName: 'm-a-outputs' },
     });
-    expect(s3.role.rules).toEqual([withOutputs.role.rules.at(-1)]);
+    expect(s3.role.rules).toEqual(withOutputs.role.rules.slice(-2));
     // A new name is a new identity: the RoleBinding's digest changes, so the Role is rewritten.
     const without = buildRunnerIdentity({ owner, source });
-    expect(without.role.rules).toHaveLength(2);
+    expect(without.role.rules).toHaveLength(3);
     expect(without.roleBinding.metadata.annotations).not.toEqual(
       withOutputs.roleBinding.metadata.annotations,
     );

@@ -10,6 +10,14 @@ import {
 import { SERVICE_ACCOUNT_DIR } from '../../../src/schemas/job-contract.ts';
 import { JobsPolicySchema, resolveJobsPolicy } from '../../../src/schemas/kinds/jobs-policy.ts';
 
+/** The run log's rule (src/core/run-log.ts): by no name, which admission narrows to the runner's own. */
+const RUN_LOG_RULE = {
+  apiGroups: [''],
+  resources: ['secrets'],
+  resourceNames: [],
+  verbs: ['create', 'delete'],
+};
+
 // Issue 16 item 3: each object's runner reaches only its own state (src/core/runner-identity.ts).
 
 const input: RunnerIdentityInput = {
@@ -48,7 +56,7 @@ describe('buildRunnerIdentity', () => {
     ]);
   });
 
-  it('grants get and update of exactly its state Secret and lock Lease, by name: no list, create or delete', () => {
+  it('grants get and update of exactly its state Secret and lock Lease, by name, and create and delete of Secrets by no name (its run log, held by admission): no list', () => {
     expect(identity.role.rules).toEqual([
       {
         apiGroups: [''],
@@ -62,6 +70,7 @@ describe('buildRunnerIdentity', () => {
         resourceNames: ['lock-tfstate-default-m-m-a'],
         verbs: ['get', 'update'],
       },
+      RUN_LOG_RULE,
     ]);
   });
 
@@ -104,12 +113,12 @@ describe('buildRunnerIdentity', () => {
     expect(pointed).toEqual(identity);
   });
 
-  it('another backend gets an account with an empty Role and no state objects', () => {
+  it('another backend gets an account with a Role for its run log alone and no state objects', () => {
     const s3 = buildRunnerIdentity({
       ...input,
       source: { ...input.source, backend: { type: 's3', config: { bucket: 'b' } } },
     });
-    expect(s3.role.rules).toEqual([]);
+    expect(s3.role.rules).toEqual([RUN_LOG_RULE]);
     expect(s3.stateSecret).toBeUndefined();
     expect(s3.lockLease).toBeUndefined();
   });

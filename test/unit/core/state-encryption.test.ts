@@ -116,13 +116,12 @@ describe('which encryption a run uses (src/core/state-encryption.ts)', () => {
       });
     const plain = identity();
     const encrypted = identity(rotation);
-    expect(encrypted.role.rules.slice(0, 2)).toEqual(plain.role.rules);
-    expect(encrypted.role.rules[2]).toEqual({
-      apiGroups: [''],
-      resources: ['secrets'],
-      resourceNames: ['state-key'],
-      verbs: ['get'],
-    });
+    // The key rule after the state's two, before the run log's.
+    expect(encrypted.role.rules).toEqual([
+      ...plain.role.rules.slice(0, 2),
+      { apiGroups: [''], resources: ['secrets'], resourceNames: ['state-key'], verbs: ['get'] },
+      ...plain.role.rules.slice(2),
+    ]);
     // A new Role is a new identity: the step replaces it (its RoleBinding digest changes).
     expect(encrypted.roleBinding.metadata.annotations).not.toEqual(plain.roleBinding.metadata.annotations);
   });
