@@ -427,7 +427,7 @@ describe.each(topologies)('on $name', ({ endpoint: endpointOf }) => {
       const adapter = adapterFor(sharedEndpoint, COMMAND_TIMEOUT_MS);
       await adapter.waitUntilReady(5000);
       const object: ObjectId = { ...mB, name: `slow-${randomBytes(3).toString('hex')}` };
-      // The node serving the lease's hash slot is alive but busy for 1 s (a script with a key of that slot
+      // The node serving the lease's hash slot is alive but busy for 2 s (a script with a key of that slot
       // blocks it): the take is sent, then times out here.
       const blocker = createRedisClient({ ...sharedEndpoint, commandTimeoutMs: 5000 });
       await waitUntilReady(blocker, 5000);
@@ -436,22 +436,29 @@ describe.each(topologies)('on $name', ({ endpoint: endpointOf }) => {
       const warm = await adapter.runLeases.take({ object }, 'J-warm', 'solo', 600);
       if (warm.kind !== 'acquired') throw new Error(`warm-up take: ${warm.kind}`);
       await adapter.runLeases.release({ object }, warm.token);
+      const fence = adapter.keys.leaseGroup(object, undefined).fence;
+      // A Cluster client opens its connection to a node on its first command for that node's slots: open it
+      // now, so the script below is on the wire at once rather than behind a connect on a loaded machine
+      // (the take would then reach the node first and land).
+      await blocker.exists(fence);
       const busy = blocker.eval(
         `local start = redis.call('TIME')
-repeat local now = redis.call('TIME') until (now[1] - start[1]) * 1000000 + (now[2] - start[2]) > 1000000
+repeat local now = redis.call('TIME') until (now[1] - start[1]) * 1000000 + (now[2] - start[2]) > 2000000
 return 1`,
         1,
-        adapter.keys.leaseGroup(object, undefined).fence,
+        fence,
       );
       let busyEnded = false;
       void busy.then(() => {
         busyEnded = true;
       });
-      await sleep(50);
+      // Time for the node to read the script and start it; the take's 300 ms timeout still ends well inside
+      // the script's 2 s.
+      await sleep(200);
       const take = await adapter.runLeases.take({ object }, 'J-slow', 'solo', 600);
       expect(take.kind).toBe('unknown');
       // Answered by the timeout while the node was still busy, not by the node once it was free: an order,
-      // which a loaded machine cannot turn around (the 300 ms timer fires before the 1 s script's reply).
+      // which a loaded machine cannot turn around (the 300 ms timer fires before the 2 s script's reply).
       expect(busyEnded).toBe(false);
       await busy;
       // The timed-out command ran after all, once: the caller could not have known, which is why it is
