@@ -188,6 +188,49 @@ describe.concurrent('the life of an object on the real stack (issue 23)', () => 
   );
 
   it(
+    'item 2: a running Job deleted by a user: its pod is released and goes, and the object runs again to Ready',
+    async () => {
+      const name = 'lc-release-running';
+      // The apply sleeps, so the Job is deleted while its pod runs.
+      await applyObjects(run, [machine(run, name, { variables: { sleep_seconds: 20 } })]);
+      const running = await waitObject(
+        run,
+        RESOURCE.TerraformMachine,
+        name,
+        `${name} with its apply running`,
+        (o) => o.status?.activeJob !== undefined,
+        2 * MINUTE,
+      );
+      const job = running.status?.activeJob?.name ?? '';
+      const pod = await waitFor(
+        `the pod of ${job} running`,
+        async () =>
+          (
+            await kubectl(
+              'get',
+              'pods',
+              '-l',
+              `job-name=${job}`,
+              '-o',
+              'jsonpath={range .items[?(@.status.phase=="Running")]}{.metadata.name}{end}',
+            )
+          ).trim(),
+        (name) => name !== '',
+        2 * MINUTE,
+      );
+
+      await kubectl('delete', 'job', job, '--wait=false');
+      await waitGone('pod', pod, MINUTE);
+      await waitGone('job', job, MINUTE);
+      const again = await waitReady(run, RESOURCE.TerraformMachine, name, 4 * MINUTE);
+      expect(again.status?.lastRun?.result).toBe('succeeded');
+      expect(again.status?.lastRun?.job).not.toBe(job);
+      await expectSettled('item 2, running');
+    },
+    SCENARIO_TIMEOUT_MS,
+  );
+
+  it(
     'item 3: a machine destroyed and gone leaves no state Secret, lock Lease, plan key or runner identity',
     async () => {
       const name = 'lc-cleanup';
