@@ -42,6 +42,18 @@ export const ANNOTATIONS = {
  */
 export const POD_RESULT_FINALIZER = 'captf.io/result';
 
+/**
+ * The Cluster API cluster a Job's run took its Redis guards in: its `cluster.x-k8s.io/cluster-name` label,
+ * written from the object's cluster when the Job was created (undefined: none, the object's own lease
+ * group). Cluster API may adopt the object while the Job runs (a TerraformCluster its Cluster names after
+ * the first apply began); the run's lease is renewed and released where it was taken, never left held in
+ * the old group until its TTL.
+ */
+export function runClusterOf(job: { metadata?: { labels?: Record<string, string> } }): string | undefined {
+  const name = job.metadata?.labels?.[LABELS.clusterName];
+  return name === undefined || name === '' ? undefined : name;
+}
+
 /** The short kind code in Job names (section 9). */
 export const KIND_CODES: Readonly<Record<TargetKind, 'c' | 'm' | 'mp'>> = {
   TerraformCluster: 'c',

@@ -21,7 +21,7 @@ import { findCondition, OP_CONDITION, setCondition, withPausedCondition } from '
 import { decideOp, type StartDecision, withoutState } from './decide.ts';
 import { type RunEvent, runEvent } from './event-spec.ts';
 import { applyGates, type GateInput } from './gates.ts';
-import { ANNOTATIONS } from './job-labels.ts';
+import { ANNOTATIONS, runClusterOf } from './job-labels.ts';
 import { buildJobManifest } from './job-manifest.ts';
 import type { JobRecord } from './job-record.ts';
 import { lockHoldingJob, staleLockToUnlock } from './lock-evidence.ts';
@@ -98,8 +98,8 @@ function jobRef(job: JobView): JobRef {
   };
 }
 
-function guardOf(op: Op, job: string, activeDeadlineSeconds: number): RunGuardSpec {
-  return { op, job, activeDeadlineSeconds };
+function guardOf(op: Op, job: string, activeDeadlineSeconds: number, clusterName?: string): RunGuardSpec {
+  return { op, job, activeDeadlineSeconds, ...(clusterName !== undefined ? { clusterName } : {}) };
 }
 
 /** The status to write: `next` with the generation, or undefined when it equals the status read. */
@@ -502,7 +502,10 @@ function planSpecInvalid(base: Base): Planned {
   const message = deleting
     ? `${problem}; the object is being deleted but its destroy cannot run: a destroy needs the spec's variables, backend and Job policy, and status records only their hash. Fix the spec (it stays editable while the object is deleting) and the destroy starts; or, to leave the infrastructure and its Terraform state behind, remove the finalizer ${FINALIZER}`
     : problem;
-  const wait = waitFor('SpecInvalid', { now: facts.now, uid: snap.uid, message });
+  // The op it holds back carries the message (its condition, then Ready): the wait reason alone would not say
+  // what does not parse nor, once deleting, what a person can do.
+  const op = deleting ? 'destroy' : 'apply';
+  const wait = waitFor('SpecInvalid', { now: facts.now, uid: snap.uid, op, message });
   return planRest(base, waitStatus(planning.statusContext, status, wait), waitOutcome(base, wait));
 }
 
@@ -638,6 +641,7 @@ function planWatch(base: Base, watched: Extract<Watched, { kind: 'verdict' }>): 
     record.op,
     record.name,
     job.spec?.activeDeadlineSeconds ?? planning.policy.activeDeadlineSeconds,
+    runClusterOf(job),
   );
 
   if (verdict.kind === 'delete') {

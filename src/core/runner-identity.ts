@@ -99,7 +99,8 @@ export interface RunnerIdentityInput {
 
 /**
  * The object's runner identity, all in the object's namespace and owned by it, except the state Secret and
- * Lease, which are never owned: the state must outlive anything the garbage collector removes. The Role
+ * Lease: the state must outlive anything the garbage collector removes, so the Secret is never owned, and
+ * the Lease is owned by the Secret once created ({@link leaseOwnedByState}). The Role
  * names the state the object's own suffix names, whatever `spec.backend.config` says: a spec that points
  * `secret_suffix` or `namespace` elsewhere (at another object's state) gets no right to it, and its runs
  * fail with the API server's Forbidden until its Jobs run as an account the admin granted that state
@@ -225,6 +226,31 @@ export function buildRunnerIdentity(input: RunnerIdentityInput): RunnerIdentity 
       ...bindingBody,
     },
   };
+}
+
+/** The lock Lease of an identity. */
+export type LockLease = NonNullable<RunnerIdentity['lockLease']>;
+
+/**
+ * The lock Lease owned by its state Secret (`uid`: the Secret's, as created or read; undefined when there is
+ * none, and the Lease is then unowned). The garbage collector removes the Lease whenever its Secret goes:
+ * `clusterctl move` deletes the source's Secret (it moves Secrets, never Leases), a person deletes it, or
+ * the finalize step does; no Lease outlives its state. The Secret stays unowned and outlives its object.
+ */
+export function leaseOwnedByState(
+  lease: LockLease,
+  state: { name: string; uid: string | undefined },
+): LockLease {
+  if (state.uid === undefined) return lease;
+  const owner: OwnerReference = {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    name: state.name,
+    uid: state.uid,
+    controller: false,
+    blockOwnerDeletion: false,
+  };
+  return { ...lease, metadata: { ...lease.metadata, ownerReferences: [owner] } };
 }
 
 /** Whether a RoleBinding read from the API server completes `identity` (one read decides; no other). */

@@ -93,6 +93,11 @@ export interface RunGuardSpec {
   op: Op;
   job: string;
   activeDeadlineSeconds: number;
+  /**
+   * The Cluster API cluster the run's guards were taken in, from its Job ({@link runClusterOf}); absent for
+   * a start, whose guards are taken in the object's cluster of now.
+   */
+  clusterName?: string;
 }
 
 /** A TerraformPlan write: create one from a blocked run, or move one to Applied or Superseded. */

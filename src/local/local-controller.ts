@@ -53,6 +53,8 @@ export interface LocalControllerOptions {
   syncPeriodSeconds?: number;
   /** The handlers' pino level; default `info` (`debug` logs every step, as tests that count steps need). */
   logLevel?: 'info' | 'debug';
+  /** Image directories the node searches after the local images (tests add test/fixtures/images). */
+  imageDirs?: readonly string[];
   /**
    * Handler processes; default 1 (`npm start`, the tests: one `controller.log`). With more, each listens on
    * its own port (logs `controller-<i>.log`) behind a loopback round-robin balancer (src/local/balancer.ts)
@@ -138,6 +140,8 @@ export interface LocalNodeOptions {
   /** The node keeps its pod directories under `<workDir>/node`. */
   workDir: string;
   logDir: string;
+  /** Image directories searched after the local images. */
+  imageDirs?: readonly string[];
 }
 
 /**
@@ -155,6 +159,7 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<Managed
       options.kubeconfigPath,
       '--images',
       join(repoRoot, 'infra', 'local', 'images'),
+      ...(options.imageDirs ?? []).flatMap((dir) => ['--images', dir]),
       '--node-name',
       options.nodeName,
       '--state-dir',
@@ -239,6 +244,7 @@ export async function startLocalController(options: LocalControllerOptions): Pro
         dedicated: options.nodeName !== undefined,
         workDir: options.workDir,
         logDir,
+        ...(options.imageDirs === undefined ? {} : { imageDirs: options.imageDirs }),
       }),
     );
 

@@ -3,7 +3,7 @@ import { isKubeError, type KubeError } from '../adapters/kube/errors.ts';
 import { BLOCK_MOVE_ANNOTATION, type BlockMoveChange, carriesBlockMove } from '../core/block-move.ts';
 import { SOURCE_CONTAINER } from '../core/classify.ts';
 import type { EventObjectRef, RunEvent } from '../core/event-spec.ts';
-import { ownerLabels, POD_RESULT_FINALIZER } from '../core/job-labels.ts';
+import { ownerLabels, POD_RESULT_FINALIZER, runClusterOf } from '../core/job-labels.ts';
 import { bookkeptAnnotations } from '../core/job-record.ts';
 import { mergePatchOf } from '../core/merge-patch.ts';
 import { runSecretName } from '../core/names.ts';
@@ -447,7 +447,8 @@ async function performWrites(performance: Performance): Promise<Performed | unde
   if (plan.bookkept.some((run) => run.classification.success && run.record.op !== 'destroy'))
     await measureState(performance);
   for (const run of plan.bookkept) {
-    const guard = runGuard(snap.ref, snap.clusterName, {
+    // Where the run took them: the object may have joined a Cluster API cluster since (job-labels.ts).
+    const guard = runGuard(snap.ref, runClusterOf(run.job), {
       op: run.record.op,
       job: run.record.name,
       activeDeadlineSeconds: run.job.spec?.activeDeadlineSeconds ?? 0,
@@ -528,7 +529,7 @@ async function performMove(
       if (move.release) {
         const released = await releaseRunGuards(
           deps.redis,
-          runGuard(snap.ref, snap.clusterName, move.release),
+          runGuard(snap.ref, move.release.clusterName, move.release),
           move.job.name,
         );
         if (released !== 'released') return unavailable(performance, 'the Redis release did not answer');
@@ -537,7 +538,7 @@ async function performMove(
       return releaseBlockMove(performance);
     }
     case 'watch': {
-      const guard = runGuard(snap.ref, snap.clusterName, move.guard);
+      const guard = runGuard(snap.ref, move.guard.clusterName, move.guard);
       const renewed = await renewRunGuards(deps.redis, guard, move.job.name);
       if (renewed !== 'renewed' && renewed !== 'held-by-other')
         return unavailable(performance, 'the Redis lease renewal did not answer');

@@ -2,7 +2,12 @@ import type { V1Lease, V1Role, V1RoleBinding, V1Secret, V1ServiceAccount } from 
 import { isKubeError } from '../adapters/kube/errors.ts';
 import type { KubeReader } from '../adapters/kube/reader.ts';
 import type { KubeWriter } from '../adapters/kube/writer.ts';
-import { isRunnerIdentityInPlace, type RunnerIdentity } from '../core/runner-identity.ts';
+import {
+  isRunnerIdentityInPlace,
+  type LockLease,
+  leaseOwnedByState,
+  type RunnerIdentity,
+} from '../core/runner-identity.ts';
 
 /** What putting an identity in place did: nothing (the RoleBinding said it is complete), or its writes. */
 export type IdentityEnsured = 'in-place' | 'written';
@@ -31,11 +36,46 @@ async function createOrReplace(
   }
 }
 
+/** A state Secret as created or read: its name, whether this call created it, its uid (none: no Secret). */
+interface StateSecretSeen {
+  name: string;
+  created: boolean;
+  uid: string | undefined;
+}
+
+/** Creates the empty state Secret; one already there is kept (and read, for its uid). */
+async function createStateSecret(
+  kube: { reader: KubeReader; writer: KubeWriter },
+  secret: V1Secret,
+): Promise<StateSecretSeen> {
+  const name = secret.metadata?.name ?? '';
+  try {
+    return { name, created: true, uid: (await kube.writer.createSecret(secret)).metadata?.uid };
+  } catch (error) {
+    if (!isKubeError(error, 'AlreadyExists')) throw error;
+    const there = await kube.reader.getSecret(secret.metadata?.namespace ?? '', name);
+    return { name, created: false, uid: there?.metadata?.uid };
+  }
+}
+
+/** Creates the free lock Lease owned by its state Secret (src/core/runner-identity.ts); one there is kept. */
+function createLease(
+  writer: KubeWriter,
+  lease: LockLease,
+  state: StateSecretSeen | undefined,
+): Promise<boolean> {
+  const owned = state ? leaseOwnedByState(lease, state) : lease;
+  return createUnlessExists(() => writer.createLease(owned as V1Lease));
+}
+
 /** The empty state Secret and the free lock Lease, each kept when it exists. */
-async function createStateObjects(writer: KubeWriter, identity: RunnerIdentity): Promise<void> {
+async function createStateObjects(
+  kube: { reader: KubeReader; writer: KubeWriter },
+  identity: RunnerIdentity,
+): Promise<void> {
   const { stateSecret, lockLease } = identity;
-  if (stateSecret) await createUnlessExists(() => writer.createSecret(stateSecret as V1Secret));
-  if (lockLease) await createUnlessExists(() => writer.createLease(lockLease as V1Lease));
+  const state = stateSecret ? await createStateSecret(kube, stateSecret as V1Secret) : undefined;
+  if (lockLease) await createLease(kube.writer, lockLease, state);
 }
 
 /**
@@ -47,8 +87,11 @@ async function createStateObjects(writer: KubeWriter, identity: RunnerIdentity):
  * `restoreStateSecret` (the planner's StateMissing rules: an object that shows no provisioning, or a lost
  * state a person accepted; src/core/state-evidence.ts), one create that keeps an existing Secret. Otherwise
  * the ServiceAccount, the empty state Secret, the free Lease and the Role are created (the state objects kept
- * when they exist; the account and the Role replaced, as their owner or the state's name may have changed),
- * then the RoleBinding. Idempotent: a step that died half-way leaves no digest, and the next one finishes.
+ * when they exist; the account and the Role replaced, as their owner or the state's name may have changed).
+ * A Lease it creates is owned by its state Secret, so it goes when the Secret goes (`clusterctl move` moves
+ * the Secret, never the Lease; src/core/runner-identity.ts `leaseOwnedByState`): that costs a read of the
+ * Secret when the Secret was there already (a re-created or moved object, a Lease put back by hand). The
+ * RoleBinding comes last. Idempotent: a step that died half-way leaves no digest, and the next one finishes.
  * Throws a KubeError on an API failure.
  */
 export async function ensureRunnerIdentity(
@@ -59,12 +102,26 @@ export async function ensureRunnerIdentity(
   const { reader, writer } = kube;
   const { metadata } = identity.roleBinding;
   if (isRunnerIdentityInPlace(identity, await reader.getRoleBinding(metadata.namespace, metadata.name))) {
-    let wrote = false;
     const { stateSecret, lockLease } = identity;
-    if (stateSecret && options.restoreStateSecret === true)
-      wrote = await createUnlessExists(() => writer.createSecret(stateSecret as V1Secret));
-    if (lockLease && !(await reader.getLease(lockLease.metadata.namespace, lockLease.metadata.name)))
-      wrote = (await createUnlessExists(() => writer.createLease(lockLease as V1Lease))) || wrote;
+    const restored =
+      stateSecret && options.restoreStateSecret === true
+        ? await createStateSecret(kube, stateSecret as V1Secret)
+        : undefined;
+    let wrote = restored?.created === true;
+    if (lockLease && !(await reader.getLease(lockLease.metadata.namespace, lockLease.metadata.name))) {
+      // Its owner, read only now: a Lease is missing only after a person deleted it (or its Secret).
+      const state =
+        restored ??
+        (stateSecret
+          ? {
+              name: stateSecret.metadata.name,
+              created: false,
+              uid: (await reader.getSecret(stateSecret.metadata.namespace, stateSecret.metadata.name))
+                ?.metadata?.uid,
+            }
+          : undefined);
+      wrote = (await createLease(writer, lockLease, state)) || wrote;
+    }
     return wrote ? 'written' : 'in-place';
   }
   // Replaced when there: one left by an earlier object of the same name still names that object as owner,
@@ -74,7 +131,7 @@ export async function ensureRunnerIdentity(
     () => writer.createServiceAccount(account),
     () => writer.replaceServiceAccount(account),
   );
-  await createStateObjects(writer, identity);
+  await createStateObjects(kube, identity);
   const role = identity.role as V1Role;
   await createOrReplace(
     () => writer.createRole(role),

@@ -29,6 +29,7 @@ import {
   waitFor,
   waitObject,
 } from './harness.ts';
+import { expectLifecycleSettled, runScope } from './lifecycle-invariants.ts';
 
 // Issue 23 item 6 with the real `clusterctl move` (v1.14.2, scripts/build-binaries.sh clusterctl): a Cluster
 // with its TerraformCluster, a control-plane Machine and a MachineDeployment move from the test stack (the
@@ -47,6 +48,8 @@ const CONTROL_PLANE = 'mv-cp';
 const BOOTSTRAP_SECRET = 'mv-bootstrap-data';
 /** Taint of the stand-in workload Nodes: nothing is scheduled there. */
 const NODE_TAINT = 'captf.io/move-e2e';
+/** Shows nowhere: no object of this file carries a secret value. */
+const CANARY = 'move-canary-5d1e';
 
 let run: E2eRun;
 let targetDir: string;
@@ -524,6 +527,15 @@ describe('clusterctl move of a Cluster over our objects (issue 23 item 6)', () =
       expect(cluster?.spec.paused).not.toBe(true);
       expect((await machines(target)).length).toBe(2);
       expect(await jobsByOwner(run)).toEqual({ all: [], running: [] });
+      // Both management clusters end as every lifecycle scenario does (./lifecycle-invariants.ts): the fault
+      // suite's invariants, no pod of ours Terminating, no state Secret or Lease without its object, no object
+      // waiting on a finished Job.
+      await expectLifecycleSettled(runScope(run, CANARY), 'the source after the move');
+      if (!targetController) throw new Error('the target controller did not start');
+      await expectLifecycleSettled(
+        runScope({ ...target, keyPrefix: `${run.keyPrefix}-target`, controller: targetController }, CANARY),
+        'the target after the move',
+      );
     },
     10 * MINUTE,
   );

@@ -141,6 +141,8 @@ export interface E2eRunOptions {
   syncPeriodSeconds?: number;
   /** The handlers' log level; default `info` (`debug` logs every step, as tests that count steps need). */
   logLevel?: 'info' | 'debug';
+  /** Image directories the node searches after the local images (test/fixtures/images, for one). */
+  imageDirs?: readonly string[];
 }
 
 /** Starts the local run's controller on the test stack with its own node, Redis keys and namespace. */
@@ -164,6 +166,7 @@ export async function startE2eRun(label: string, options: E2eRunOptions = {}): P
     ...(options.events === undefined ? {} : { events: options.events }),
     ...(options.syncPeriodSeconds === undefined ? {} : { syncPeriodSeconds: options.syncPeriodSeconds }),
     ...(options.logLevel === undefined ? {} : { logLevel: options.logLevel }),
+    ...(options.imageDirs === undefined ? {} : { imageDirs: options.imageDirs }),
     nodeName,
     keyPrefix,
     // One API server serves every test file: a run steps its own namespace only, never another's leftovers.

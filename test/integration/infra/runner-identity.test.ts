@@ -202,18 +202,63 @@ describe('the controller puts a runner identity in place', () => {
     expect(owners).toBe(c.serviceAccount.metadata.ownerReferences?.[0]?.uid);
     expect(await ensureRunnerIdentity(controller, c)).toBe('in-place');
   });
+  it('the lock Lease is owned by its state Secret and goes with it (a move deletes the source Secret, never the Lease)', async () => {
+    const e = await machine('m-e');
+    expect(await ensureRunnerIdentity(controller, e)).toBe('written');
+    const secretUid = await kubectl([
+      '-n',
+      namespace,
+      'get',
+      'secret',
+      'tfstate-default-m-m-e',
+      '-o',
+      'jsonpath={.metadata.uid}',
+    ]);
+    const owner = await kubectl([
+      '-n',
+      namespace,
+      'get',
+      'lease',
+      'lock-tfstate-default-m-m-e',
+      '-o',
+      'jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].uid}',
+    ]);
+    expect(owner).toBe(`Secret/${secretUid}`);
+    await kubectl(['-n', namespace, 'delete', 'secret', 'tfstate-default-m-m-e']);
+    let left = 'lease';
+    for (let i = 0; i < 60 && left !== ''; i += 1) {
+      left = (
+        await kubectl([
+          '-n',
+          namespace,
+          'get',
+          'lease',
+          'lock-tfstate-default-m-m-e',
+          '--ignore-not-found',
+          '-o',
+          'name',
+        ])
+      ).trim();
+      if (left !== '') await sleep(500);
+    }
+    expect(left).toBe('');
+  });
+
   it('an identity in place always gets its deleted lock Lease back, and its state Secret only when the start asks (issue 23 item 8)', async () => {
     const d = await machine('m-d');
     expect(await ensureRunnerIdentity(controller, d)).toBe('written');
     await kubectl(['-n', namespace, 'delete', 'secret', 'tfstate-default-m-m-d']);
-    await kubectl(['-n', namespace, 'delete', 'lease', 'lock-tfstate-default-m-m-d']);
+    // The Lease is owned by its Secret, so the garbage collector may have taken it already; a manual
+    // unlock deletes it by hand too.
+    await kubectl(['-n', namespace, 'delete', 'lease', 'lock-tfstate-default-m-m-d', '--ignore-not-found']);
     // The normal start reads the RoleBinding and the Lease it grants: the Lease (it holds nothing) comes
-    // back; the state's loss is the planner's to judge.
+    // back, after a read of the Secret that would own it; the state's loss is the planner's to judge.
     controller.takeRequestCounts();
     expect(await ensureRunnerIdentity(controller, d)).toBe('written');
     expect(controller.takeRequestCounts().byRequest).toEqual({
       'get rolebindings': 1,
       'get leases': 1,
+      'get secrets': 1,
       'create leases': 1,
     });
     const leaseOnly = await kubectl([

@@ -5,6 +5,7 @@ import {
   blockMoveWanted,
   carriesBlockMove,
 } from '../../../src/core/block-move.ts';
+import { LABELS, runClusterOf } from '../../../src/core/job-labels.ts';
 import { planStep } from '../../../src/core/planner.ts';
 import { FINALIZER } from '../../../src/core/preamble.ts';
 import { movesWithCluster } from '../../../src/core/run-inputs.ts';
@@ -144,6 +145,26 @@ describe('planStep and block-move', () => {
     const quiet = plan(planFacts(there.snap, there.facts));
     expect(quiet.move.kind).toBe('watch');
     expect(quiet.blockMove).toBeUndefined();
+  });
+
+  it('BM5b a Job started before Cluster API adopted the object is watched in the lease group it was started in', () => {
+    const adoptedSince = running();
+    const watched = plan(planFacts({ ...adoptedSince.snap, clusterName: 'c1' }, adoptedSince.facts));
+    expect(watched.move).toMatchObject({ kind: 'watch' });
+    expect(watched.move).not.toHaveProperty(['guard', 'clusterName']);
+    const inCluster = running();
+    const job = inCluster.snap.jobs[0];
+    if (!job) throw new Error('no Job');
+    const labelled = {
+      ...job,
+      metadata: { ...job.metadata, labels: { ...job.metadata.labels, [LABELS.clusterName]: 'c1' } },
+    };
+    const watchedInCluster = plan(
+      planFacts({ ...inCluster.snap, clusterName: 'c1', jobs: [labelled] }, inCluster.facts),
+    );
+    expect(watchedInCluster.move).toMatchObject({ kind: 'watch', guard: { clusterName: 'c1' } });
+    expect(runClusterOf({ metadata: { labels: { [LABELS.clusterName]: '' } } })).toBeUndefined();
+    expect(runClusterOf({})).toBeUndefined();
   });
 
   it('BM6 at rest it goes; an object at rest without it costs nothing', () => {

@@ -59,6 +59,12 @@ describe('a spec that does not parse (SpecInvalid)', () => {
     const planned = plan(snapshot(false, applied));
     expect(planned.move.kind).toBe('rest');
     expect(planned.outcome).toMatchObject({ reason: 'SpecInvalid', message: PROBLEM });
+    // The status says it too, not the wait reason alone: the apply it holds back carries the problem.
+    expect(planned.status?.conditions?.find((c) => c.type === 'ApplyJobSucceeded')).toMatchObject({
+      status: 'Unknown',
+      reason: 'SpecInvalid',
+      message: PROBLEM,
+    });
   });
 
   it('SI2 deleting, nothing ever applied: the finalizer goes (row 1 reads no spec), others kept', () => {
@@ -87,6 +93,12 @@ describe('a spec that does not parse (SpecInvalid)', () => {
     );
     expect(planned.outcome.message).toContain(`remove the finalizer ${FINALIZER}`);
     expect(planned.status?.waitReason).toBe('SpecInvalid');
+    // On the object, where a person looks: the op condition of the destroy it holds back carries the whole message.
+    expect(planned.status?.conditions?.find((c) => c.type === 'ApplyJobSucceeded')).toMatchObject({
+      status: 'Unknown',
+      reason: 'SpecInvalid',
+      message: planned.outcome.message,
+    });
   });
 
   it('SI5 deleting, never applied but a Job not yet bookkept: waits, the finalizer stays', () => {

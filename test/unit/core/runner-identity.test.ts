@@ -3,6 +3,7 @@ import { buildJobManifest } from '../../../src/core/job-manifest.ts';
 import {
   buildRunnerIdentity,
   isRunnerIdentityInPlace,
+  leaseOwnedByState,
   RUNNER_IDENTITY_ANNOTATION,
   type RunnerIdentityInput,
   runnerAccountOf,
@@ -94,6 +95,27 @@ describe('buildRunnerIdentity', () => {
     expect(identity.lockLease?.metadata.name).toBe('lock-tfstate-default-m-m-a');
     expect(identity.lockLease?.spec).toEqual({});
     expect(identity.lockLease?.metadata.ownerReferences).toBeUndefined();
+  });
+
+  it('the Lease is owned by its state Secret once the Secret is known, so it goes with it (a move deletes the source Secret)', () => {
+    const lease = identity.lockLease;
+    if (!lease) throw new Error('no Lease');
+    const owned = leaseOwnedByState(lease, { name: 'tfstate-default-m-m-a', uid: 'secret-uid' });
+    expect(owned.metadata.ownerReferences).toEqual([
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        name: 'tfstate-default-m-m-a',
+        uid: 'secret-uid',
+        controller: false,
+        blockOwnerDeletion: false,
+      },
+    ]);
+    expect({ ...owned, metadata: { ...owned.metadata, ownerReferences: undefined } }).toEqual({
+      ...lease,
+      metadata: { ...lease.metadata, ownerReferences: undefined },
+    });
+    expect(leaseOwnedByState(lease, { name: 'tfstate-default-m-m-a', uid: undefined })).toBe(lease);
   });
 
   it('labels the state for clusterctl move when Cluster API owns the object', () => {
