@@ -1,12 +1,9 @@
-import { readFile } from 'node:fs/promises';
-import { request } from 'node:https';
-import { join } from 'node:path';
 import type { RunStateEncryption, SecretKeyLocation } from '../schemas/run-config.ts';
-import { apiServerOrigin } from './backend-access.ts';
+import { type ApiAnswer, secretPath, serviceAccountApi } from './service-account-api.ts';
 import { type Passphrase, passphraseProblem } from './state-encryption.ts';
 
 /**
- * Reads the run's state encryption passphrases (issue 25 item 3) from the API server, as the pod's
+ * Reads the run's state encryption passphrases from the API server, as the pod's
  * ServiceAccount: the object's runner identity, whose Role grants `get` on exactly these Secrets
  * (src/core/runner-identity.ts). So a passphrase never travels in the run config or the pod spec. Each
  * failure is a message naming the Secret, its key and the API server's status, never a value.
@@ -17,43 +14,10 @@ export type PassphrasesRead =
   | { ok: true; passphrase: Passphrase; fallback?: Passphrase | 'unencrypted' }
   | { ok: false; message: string };
 
-/** One GET's answer: status and body (a Secret: bounded by the API server's 1 MiB object limit). */
-async function get(
-  url: { hostname: string; port: number },
-  path: string,
-  ca: string,
-  token: string,
-): Promise<{ status: number; body: string }> {
-  return await new Promise((resolve, reject) => {
-    const req = request(
-      {
-        hostname: url.hostname,
-        port: url.port,
-        path,
-        method: 'GET',
-        ca,
-        headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
-        timeout: 30_000,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }),
-        );
-        res.on('error', reject);
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('timed out after 30 s')));
-    req.on('error', reject);
-    req.end();
-  });
-}
-
 /** The passphrase at `location` from a Secret's JSON, or why there is none. Pure. */
 export function passphraseOf(
   location: SecretKeyLocation,
-  answer: { status: number; body: string },
+  answer: ApiAnswer,
 ): Passphrase | { problem: string } {
   const where = `Secret ${location.name}`;
   if (answer.status === 404) return { problem: `the state encryption ${where} does not exist` };
@@ -86,25 +50,28 @@ export async function readPassphrases(
   serviceAccountDir: string,
   env: NodeJS.ProcessEnv,
 ): Promise<PassphrasesRead> {
-  const origin = apiServerOrigin(env);
-  if (!origin.ok) return { ok: false, message: `state encryption: ${origin.message}` };
-  let ca: string;
-  let token: string;
-  try {
-    ca = await readFile(join(serviceAccountDir, 'ca.crt'), 'utf8');
-    token = (await readFile(join(serviceAccountDir, 'token'), 'utf8')).trim();
-  } catch (cause) {
-    const code = (cause as NodeJS.ErrnoException).code ?? 'unreadable';
-    return { ok: false, message: `state encryption: service account ${serviceAccountDir}: ${code}` };
-  }
+  const client = await serviceAccountApi(serviceAccountDir, env);
+  if (!client.ok) return { ok: false, message: `state encryption: ${client.message}` };
+  const { api } = client;
   const read = async (location: SecretKeyLocation): Promise<Passphrase | { problem: string }> => {
-    const path = `/api/v1/namespaces/${encodeURIComponent(encryption.namespace)}/secrets/${encodeURIComponent(location.name)}`;
     try {
-      return passphraseOf(location, await get(origin, path, ca, token));
+      return passphraseOf(location, await api.call('GET', secretPath(encryption.namespace, location.name)));
     } catch (cause) {
       return { problem: `reading the state encryption Secret ${location.name}: ${(cause as Error).message}` };
     }
   };
+  try {
+    return await readBoth(encryption, read);
+  } finally {
+    api.close();
+  }
+}
+
+/** The passphrase and, when it is a Secret's, the fallback's, each read with `read`. */
+async function readBoth(
+  encryption: RunStateEncryption,
+  read: (location: SecretKeyLocation) => Promise<Passphrase | { problem: string }>,
+): Promise<PassphrasesRead> {
   const passphrase = await read(encryption.passphrase);
   if ('problem' in passphrase) return { ok: false, message: passphrase.problem };
   const fallback = encryption.fallback;

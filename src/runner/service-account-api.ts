@@ -5,8 +5,11 @@ import { apiServerOrigin } from './backend-access.ts';
 
 /**
  * Plain HTTPS requests to the API server as the pod's ServiceAccount (its `token` and `ca.crt`), for the
- * runner's own writes (the outputs Secret, the run log). A few requests per run need no client library.
+ * runner's own reads and writes (the state encryption passphrases, the outputs Secret, the run log). A few requests per run need no client library.
  */
+
+/** How long one request may take, ms. */
+const REQUEST_TIMEOUT_MS = 30_000;
 
 /** An answer: the status code and the body as text. */
 export interface ApiAnswer {
@@ -61,6 +64,10 @@ export async function serviceAccountApi(
         );
         res.on('error', reject);
       });
+      // A hung API server must not hold the run: its pod would stay until the Job's deadline.
+      req.setTimeout(REQUEST_TIMEOUT_MS, () =>
+        req.destroy(new Error(`timed out after ${REQUEST_TIMEOUT_MS / 1000} s`)),
+      );
       req.on('error', reject);
       req.end(body);
     });
