@@ -9,6 +9,14 @@ const running: JobView = {
   status: { startTime: iso(0), active: 1 },
 };
 const runningPod = pod('p1', { running: true }, { phase: 'Running' });
+/** The decision on `running` while its pod's container waits with the kubelet's `reason`. */
+const waitingWith = (reason: string) =>
+  watchActiveJob({
+    now: at(3),
+    job: running,
+    pods: [pod('p1', { waiting: reason }, { phase: 'Pending' })],
+    runSecretExists: true,
+  });
 
 describe('watchActiveJob: DESIGN.md section 5 step 4', () => {
   it('W1 a running Job is looked at again within 60 s', () => {
@@ -25,27 +33,13 @@ describe('watchActiveJob: DESIGN.md section 5 step 4', () => {
       reason: 'ImagePullBackOff',
       message: expect.stringContaining(reason),
     });
-    const decide = (reason: string) =>
-      watchActiveJob({
-        now: at(3),
-        job: running,
-        pods: [pod('p1', { waiting: reason }, { phase: 'Pending' })],
-        runSecretExists: true,
-      });
-    expect(decide('ErrImagePull')).toMatchObject(shown('ImagePullBackOff'));
-    expect(decide('ImagePullBackOff')).toMatchObject(shown('ImagePullBackOff'));
-    expect(decide('InvalidImageName')).toMatchObject(shown('InvalidImageName'));
+    expect(waitingWith('ErrImagePull')).toMatchObject(shown('ImagePullBackOff'));
+    expect(waitingWith('ImagePullBackOff')).toMatchObject(shown('ImagePullBackOff'));
+    expect(waitingWith('InvalidImageName')).toMatchObject(shown('InvalidImageName'));
   });
 
   it("the kubelet's pull/back-off cycle does not change the decision, so the status is not rewritten per cycle", () => {
-    const decide = (reason: string) =>
-      watchActiveJob({
-        now: at(3),
-        job: running,
-        pods: [pod('p1', { waiting: reason }, { phase: 'Pending' })],
-        runSecretExists: true,
-      });
-    expect(decide('ErrImagePull')).toEqual(decide('ImagePullBackOff'));
+    expect(waitingWith('ErrImagePull')).toEqual(waitingWith('ImagePullBackOff'));
   });
 
   it('C08: no deletion during the grace period; the deadline is enforced after deadline + grace + 60 s', () => {
