@@ -1,30 +1,12 @@
 import { ANNOTATIONS, LABELS } from './job-labels.ts';
 import { jobRecord } from './job-record.ts';
+import { RUN_LOG_ANNOTATIONS } from './run-log.ts';
 import { type JobView, type MetaView, timestampMs } from './views.ts';
 
 /**
  * The run history of one object (`kubectl captf runs` and `logs`): its Jobs, read live, merged with the
- * run-log Secrets kept after a Job and its pod are gone. A run-log Secret is `captf-log-<job name>` in the
- * object's namespace, of type `captf.io/run-log`, labelled like the Job (owner UID, op, attempt,
- * `captf.io/job`), holding the redacted text of the run's log (its last 64 KiB) under `log`.
+ * run-log Secrets kept after a Job and its pod are gone (their shape: src/core/run-log.ts).
  */
-
-/** The Secret type of a kept run log. */
-export const RUN_LOG_SECRET_TYPE = 'captf.io/run-log';
-/** Labels and annotations of a run-log Secret beyond the owner labels a Job carries. */
-export const RUN_LOG_KEYS = {
-  job: 'captf.io/job',
-  marker: 'captf.io/run-log',
-  truncatedBytes: 'captf.io/log-truncated-bytes',
-  complete: 'captf.io/log-complete',
-} as const;
-/** The data key of the log text. */
-export const RUN_LOG_DATA_KEY = 'log';
-
-/** The name of the run-log Secret of Job `job`. */
-export function runLogSecretName(job: string): string {
-  return `captf-log-${job}`;
-}
 
 /** A run-log Secret's metadata, as far as the history reads it (no data). */
 export interface RunLogView {
@@ -75,7 +57,7 @@ export function runHistory(
   lastRun?: LastRunView,
 ): RunRow[] {
   const logsByJob = new Map(
-    logs.map((secret) => [secret.metadata.labels?.[RUN_LOG_KEYS.job] ?? '', secret] as const),
+    logs.map((secret) => [secret.metadata.labels?.[LABELS.job] ?? '', secret] as const),
   );
   const rows: RunRow[] = jobs.map((job) => {
     const labels = job.metadata.labels ?? {};
@@ -129,10 +111,10 @@ export function pickRun(rows: readonly RunRow[], op?: string, attempt?: number):
  */
 export function runLogHeader(job: string, annotations: Readonly<Record<string, string>>): string {
   const notes: string[] = [];
-  const truncated = Number(annotations[RUN_LOG_KEYS.truncatedBytes] ?? '0');
+  const truncated = Number(annotations[RUN_LOG_ANNOTATIONS.truncatedBytes] ?? '0');
   if (Number.isFinite(truncated) && truncated > 0)
     notes.push(`truncated: the first ${truncated} bytes are not kept`);
-  if (annotations[RUN_LOG_KEYS.complete] === 'false')
+  if (annotations[RUN_LOG_ANNOTATIONS.complete] === 'false')
     notes.push('incomplete: the log could not be read to its end');
   return `# log of ${job}, kept after its pod (${notes.length > 0 ? notes.join('; ') : 'complete'})`;
 }

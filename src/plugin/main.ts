@@ -7,16 +7,8 @@ import { LABELS } from '../core/job-labels.ts';
 import type { ObjectRef } from '../core/object-ref.ts';
 import { planLines } from '../core/plan-text.ts';
 import { type PluginCommand, type PluginTarget, parsePluginArgs, pluginUsage } from '../core/plugin-args.ts';
-import {
-  pickRun,
-  RUN_LOG_DATA_KEY,
-  RUN_LOG_KEYS,
-  RUN_LOG_SECRET_TYPE,
-  runHistory,
-  runLogHeader,
-  runLogSecretName,
-  runTable,
-} from '../core/run-history.ts';
+import { pickRun, runHistory, runLogHeader, runTable } from '../core/run-history.ts';
+import { RUN_LOG_KEY, RUN_LOG_SECRET_TYPE, runLogSecretName } from '../core/run-log.ts';
 import { stateObjectsOf } from '../core/state-cleanup.ts';
 import { decideUnlock, describeLock, LOCK_INFO_ANNOTATION, unlockPatch } from '../core/unlock-check.ts';
 import { WAIT_TABLE } from '../core/wait-table.ts';
@@ -221,7 +213,7 @@ async function history(caller: Caller, target: PluginTarget) {
     caller.reader
       .listSecrets({
         namespace: caller.namespace,
-        labelSelector: { ...owner, [RUN_LOG_KEYS.marker]: 'true' },
+        labelSelector: { ...owner, [LABELS.runLog]: 'true' },
       })
       .catch((error: unknown) => {
         // Without the right to list Secrets the history still shows the Jobs; the logs say why.
@@ -274,7 +266,7 @@ async function logs(caller: Caller, target: PluginTarget, op?: string, attempt?:
   }
   const secret = await caller.reader.getSecret(caller.namespace, runLogSecretName(run.job));
   // Only a run-log Secret is printed: a Secret of another type under that name is not a log.
-  const data = secret?.type === RUN_LOG_SECRET_TYPE ? secret.data?.[RUN_LOG_DATA_KEY] : undefined;
+  const data = secret?.type === RUN_LOG_SECRET_TYPE ? secret.data?.[RUN_LOG_KEY] : undefined;
   if (!secret || data === undefined)
     throw new Refusal(`the log of ${run.job} is gone: its pod no longer exists and no run log was kept`);
   out(runLogHeader(run.job, secret.metadata?.annotations ?? {}));

@@ -177,32 +177,21 @@ describe('kubectl captf against the local run', () => {
     expect(live.code).toBe(0);
     expect(live.stdout).toContain(`# log of ${job} (pod `);
     expect(live.stdout).toMatch(/generation/);
-    // The kept log of the run-log contract (a Secret per finished run, its text redacted), then the Job
-    // and its pod go: the log is still readable, with a header saying it was cut.
-    const text = live.stdout.split('\n').slice(1).join('\n');
-    await run.kubectl.run(
-      ['apply', '-f', '-'],
-      JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'Secret',
-        type: 'captf.io/run-log',
-        metadata: {
-          name: `captf-log-${job}`,
-          namespace: run.namespace,
-          labels: {
-            'captf.io/owner-kind': 'TerraformMachine',
-            'captf.io/owner-name': 'm-f',
-            'captf.io/owner-uid': (await readObject(run, RESOURCE.TerraformMachine, 'm-f'))?.metadata.uid,
-            'captf.io/op': 'apply',
-            'captf.io/attempt': '1',
-            'captf.io/job': job,
-            'captf.io/run-log': 'true',
-          },
-          annotations: { 'captf.io/log-truncated-bytes': '512', 'captf.io/log-complete': 'true' },
-        },
-        stringData: { log: text },
-      }),
+    // The runner kept its log as it exited (a Secret per finished run, its text redacted); then the Job
+    // and its pod go: the log is still readable, from that Secret.
+    const keptLog = await waitFor(
+      `captf-log-${job} written by the runner`,
+      () =>
+        run.kubectl
+          .run(['get', 'secret', `captf-log-${job}`, '-n', run.namespace, '-o', 'json'])
+          .catch(() => ''),
+      (json) => json !== '',
+      MINUTE,
     );
+    expect(JSON.parse(keptLog)).toMatchObject({
+      type: 'captf.io/run-log',
+      metadata: { labels: { 'captf.io/job': job, 'captf.io/run-log': 'true' } },
+    });
     await run.kubectl.run([
       'delete',
       'job',
@@ -222,10 +211,10 @@ describe('kubectl captf against the local run', () => {
     // The doc's runs and logs block: the history, then the kept log under its header.
     const kept = await doc('Runs and their logs', 0, { NAME: 'm-f' });
     expect(kept).toMatch(new RegExp(`^${job}\\s+apply\\s+1\\s.*\\sfailed \\(ApplyFailed\\)\\s+kept$`, 'm'));
-    expect(kept).toContain(
-      `# log of ${job}, kept after its pod (truncated: the first 512 bytes are not kept)`,
-    );
-    expect(kept).toContain(text.trim().split('\n')[0]);
+    expect(kept).toContain(`# log of ${job}, kept after its pod (complete)`);
+    // The same runner lines the live log showed, the canary's variable among them.
+    expect(kept).toContain('captf-runner: step ');
+    expect(kept).toMatch(/generation/);
   });
 
   it('plan and approve: a destructive change reads as a plan; a caller without the right is refused, an approver approves as themself, bound to the digest', async () => {
