@@ -230,6 +230,7 @@ describe('kubectl captf against the local run', () => {
     const planName = blocked.status?.pendingPlanRef?.name ?? '';
     const plan = await captf('plan', 'terraformmachine/m-b');
     expect(plan.code).toBe(0);
+    console.log(`[kubectl-plugin] kubectl captf plan terraformmachine/m-b:\n${plan.stdout}`);
     expect(plan.stdout).toContain(`TerraformPlan ${planName}  phase Pending`);
     expect(plan.stdout).toMatch(/-\/\+\s+terraform_data\.server\s+replace/);
     expect(plan.stdout).toContain('forces replacement: triggers_replace');
