@@ -9,20 +9,24 @@ import { describe, expect, it } from 'vitest';
 
 const root = join(import.meta.dirname, '..', '..', '..');
 
-/** Tracked files a user reads: the README, docs/ and everything under infra/, plus serverless.yml. */
+/** Tracked files a user reads: the README, docs/, examples/ and infra/, plus serverless.yml. */
 function userFacingFiles(): string[] {
-  const tracked = execFileSync('git', ['ls-files', 'README.md', 'docs', 'infra', 'serverless.yml'], {
-    cwd: root,
-    encoding: 'utf8',
-  });
-  return tracked.split('\n').filter((path) => /\.(md|ya?ml|json)$/.test(path));
+  const tracked = execFileSync(
+    'git',
+    ['ls-files', 'README.md', 'docs', 'examples', 'infra', 'serverless.yml'],
+    {
+      cwd: root,
+      encoding: 'utf8',
+    },
+  );
+  return tracked.split('\n').filter((path) => /\.(md|ya?ml|json|tf)$|Dockerfile$/.test(path));
 }
 
 /** "issue 16", "issue #16", "Issue 23 item 6", "issues 22 and 26"; and paths into the internal notes. */
 const TRACKER = /\bissues? #?\d+|shared\/notes|\.\.\/shared\//i;
 
 describe('user-facing text names no issue or internal note', () => {
-  it('the README, docs/, infra/ and serverless.yml', () => {
+  it('the README, docs/, examples/, infra/ and serverless.yml', () => {
     const files = userFacingFiles();
     expect(files.length).toBeGreaterThan(20);
     const hits = files.flatMap((path) =>
