@@ -149,6 +149,8 @@ describe('docs/install.md against the local control plane', () => {
         'needs running controllers',
         'needs running controllers',
         'needs running controllers',
+        'needs running controllers',
+        'needs running controllers',
         'needs the Prometheus operator',
       ].sort(),
     );
