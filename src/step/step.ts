@@ -84,7 +84,7 @@ async function guarded(ref: ObjectRef, body: () => Promise<StepOutcome>): Promis
 
 /**
  * What planning reads beyond the snapshot: the API server (the reader only) and the Job slots in use. The
- * step passes its own; `kubectl captf why` passes the caller's reader and no Redis (src/plugin/why.ts).
+ * step passes its own; `kubectl captf why` passes the caller's reader and no Redis (src/plugin/main.ts).
  */
 export interface PlanReads {
   reader: KubeReader;

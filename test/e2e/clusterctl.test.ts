@@ -236,6 +236,16 @@ afterAll(async () => {
   if (dir && !process.env.CAPTF_KEEP_STACK) rmSync(dir, { recursive: true, force: true });
 }, 2 * MINUTE);
 
+/** clusterctl's inventory names our provider in the target namespace at `version`. */
+async function expectInventoried(version: string): Promise<void> {
+  expect(await inventory()).toContainEqual(
+    expect.objectContaining({
+      metadata: expect.objectContaining({ name: INFRA, namespace }),
+      version,
+    }),
+  );
+}
+
 describe('clusterctl init, upgrade and delete of the terraform infrastructure provider', () => {
   it(
     'init: Cluster API core, then ours at the previous version into a namespace of our choosing, with the variables applied and no captf-system left',
@@ -263,12 +273,7 @@ describe('clusterctl init, upgrade and delete of the terraform infrastructure pr
       expect(ours).toContain(
         `Installing provider="${INFRA}" version="${PREVIOUS}" targetNamespace="${namespace}"`,
       );
-      expect(await inventory()).toContainEqual(
-        expect.objectContaining({
-          metadata: expect.objectContaining({ name: INFRA, namespace }),
-          version: PREVIOUS,
-        }),
-      );
+      await expectInventoried(PREVIOUS);
 
       const installed = await installedObjects();
       const missing = [...installed].filter(([, object]) => object === undefined).map(([key]) => key);
@@ -328,12 +333,7 @@ describe('clusterctl init, upgrade and delete of the terraform infrastructure pr
       expect(applied).toContain(
         `Installing provider="${INFRA}" version="${CURRENT}" targetNamespace="${namespace}"`,
       );
-      expect(await inventory()).toContainEqual(
-        expect.objectContaining({
-          metadata: expect.objectContaining({ name: INFRA, namespace }),
-          version: CURRENT,
-        }),
-      );
+      await expectInventoried(CURRENT);
       const installed = await installedObjects();
       expect([...installed].filter(([, object]) => object === undefined).map(([key]) => key)).toEqual([]);
       for (const [key, object] of installed)
