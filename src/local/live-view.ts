@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { type Timestamp, timestampMs } from '../core/views.ts';
 import type { Kubectl } from './kubectl.ts';
 
 /**
@@ -31,14 +32,17 @@ export interface ObjectView {
   };
 }
 
-/** The parts of a Job the view shows. */
+/**
+ * The parts of a Job the view shows; times as kubectl's JSON gives them (strings) or as client-node's
+ * models do (Dates), so `kubectl captf status` passes its Jobs as read.
+ */
 interface JobView {
-  metadata: { name: string; labels?: Record<string, string>; creationTimestamp?: string };
+  metadata: { name: string; labels?: Record<string, string>; creationTimestamp?: Timestamp };
   status?: {
     active?: number;
     conditions?: { type: string; status: string; reason?: string }[];
-    startTime?: string;
-    completionTime?: string;
+    startTime?: Timestamp;
+    completionTime?: Timestamp;
   };
 }
 
@@ -87,9 +91,11 @@ function jobStateOf(job: JobView): string {
   return job.status?.active ? 'Running' : 'Pending';
 }
 
-function secondsBetween(from: string | undefined, to: string | undefined): string {
-  if (!from || !to) return '';
-  return `${Math.round((Date.parse(to) - Date.parse(from)) / 1000)}s`;
+function secondsBetween(from: Timestamp | undefined, to: Timestamp | undefined): string {
+  const fromMs = timestampMs(from);
+  const toMs = timestampMs(to);
+  if (fromMs === undefined || toMs === undefined) return '';
+  return `${Math.round((toMs - fromMs) / 1000)}s`;
 }
 
 /** Pads each column to its widest cell. */
@@ -122,8 +128,9 @@ export function renderView(objects: readonly ObjectView[], jobs: readonly JobVie
       contractOf(object),
     ]),
   ];
-  const sortedJobs = [...jobs].sort((a, b) =>
-    (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''),
+  const sortedJobs = [...jobs].sort(
+    (a, b) =>
+      (timestampMs(a.metadata.creationTimestamp) ?? 0) - (timestampMs(b.metadata.creationTimestamp) ?? 0),
   );
   const jobRows = [
     ['JOB', 'STATE', 'TOOK'],

@@ -1,4 +1,4 @@
-import { PatchStrategy, setHeaderOptions, type V1Job } from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { systemClock } from '../adapters/clock.ts';
 import { isKubeError, toKubeError } from '../adapters/kube/errors.ts';
 import { CUSTOM_RESOURCES } from '../adapters/kube/resources.ts';
@@ -17,7 +17,7 @@ import type { TerraformPlan } from '../schemas/kinds/terraform-plan.ts';
 import type { WaitReason } from '../schemas/kinds/wait-reason.ts';
 import { readPods, readSnapshot } from '../step/read.ts';
 import { explainStep } from '../step/step.ts';
-import { asPodView } from '../step/views.ts';
+import { asJobView, asPodView } from '../step/views.ts';
 import { type Caller, connect } from './connect.ts';
 
 /**
@@ -41,31 +41,6 @@ function refOf(caller: Caller, target: PluginTarget): ObjectRef {
   return { kind: target.kind, namespace: caller.namespace, name: target.name };
 }
 
-/** A Job as JSON text fields (client-node gives Dates; the live view compares ISO strings). */
-function jobJson(job: V1Job): Parameters<typeof renderView>[1][number] {
-  const iso = (value: Date | string | undefined) => (value instanceof Date ? value.toISOString() : value);
-  const started = iso(job.status?.startTime);
-  const completed = iso(job.status?.completionTime);
-  const created = iso(job.metadata?.creationTimestamp);
-  return {
-    metadata: {
-      name: job.metadata?.name ?? '',
-      ...(job.metadata?.labels ? { labels: job.metadata.labels } : {}),
-      ...(created ? { creationTimestamp: created } : {}),
-    },
-    status: {
-      ...(job.status?.active !== undefined ? { active: job.status.active } : {}),
-      conditions: (job.status?.conditions ?? []).map((c) => ({
-        type: c.type,
-        status: c.status,
-        ...(c.reason ? { reason: c.reason } : {}),
-      })),
-      ...(started ? { startTime: started } : {}),
-      ...(completed ? { completionTime: completed } : {}),
-    },
-  };
-}
-
 async function status(caller: Caller): Promise<void> {
   const objects = (
     await Promise.all(
@@ -80,7 +55,7 @@ async function status(caller: Caller): Promise<void> {
     namespace: caller.namespace,
     labelSelector: { [LABELS.managed]: 'true' },
   });
-  out([`namespace ${caller.namespace}`, ...renderView(objects, jobs.map(jobJson))]);
+  out([`namespace ${caller.namespace}`, ...renderView(objects, jobs.map(asJobView))]);
 }
 
 async function readTarget(caller: Caller, target: PluginTarget) {
