@@ -8,6 +8,7 @@ import type { RedisAdapter } from '../src/adapters/redis/adapter.ts';
 import type { Unknown } from '../src/adapters/redis/unknown.ts';
 import type { Config } from '../src/config.ts';
 import { clusterMembersToWake } from '../src/core/cluster-api.ts';
+import { jobEventVerdict, objectDigest, podEventVerdict } from '../src/core/event-relevance.ts';
 import { finishedCondition } from '../src/core/job-conditions.ts';
 import { ANNOTATIONS, LABELS, POD_RESULT_FINALIZER } from '../src/core/job-labels.ts';
 import { OBJECT_KINDS, type ObjectRef, refKey } from '../src/core/object-ref.ts';
@@ -16,6 +17,7 @@ import { ALL_NAMESPACES, listScopes, type WatchNamespaces } from '../src/core/wa
 import type {
   AppDeps,
   ClusterMembers,
+  NewestObjects,
   ObjectVersions,
   OwnerLookup,
   OwnerResolver,
@@ -32,7 +34,7 @@ import type { DependentsPort, EventDedupe, RequeueSchedule } from '../src/settle
 import { createSettle } from '../src/settle/settle.ts';
 import type { ReconcileStep } from '../src/step/contract.ts';
 import { capiClusterViewOf, clusterMemberViewOf, infrastructureTargetOf } from '../src/step/read-capi.ts';
-import { asJobView } from '../src/step/views.ts';
+import { asJobView, asPodView } from '../src/step/views.ts';
 
 /**
  * The composition root of the handlers: turns the Redis and Kubernetes adapters into the small ports the
@@ -87,6 +89,7 @@ export function composeAppDeps(input: ComposeInput): AppDeps {
     schedule,
     dedupe,
     versions: objectVersionsOf(kube),
+    newest: newestOf(redis),
     owners: ownerResolverOf(kube),
     clusterMembers: clusterMembersOf(kube),
     readiness: readinessOf(redis, kube),
@@ -202,14 +205,33 @@ function dedupeOf(redis: RedisAdapter): EventDedupe {
   };
 }
 
-/** One GET of one of our objects for its `uid@resourceVersion` (reference-mode event dedupe). */
+/** One GET of one of our objects for its `uid@resourceVersion` and digest (reference-mode events). */
 function objectVersionsOf(kube: KubeAdapter): ObjectVersions {
   return {
     async versionOf(ref) {
       const object = await kubeRead(() => kube.reader.getCustomObject(ref.kind, ref.namespace, ref.name));
       return object === undefined
         ? undefined
-        : { uid: object.metadata.uid, resourceVersion: object.metadata.resourceVersion };
+        : {
+            uid: object.metadata.uid,
+            resourceVersion: object.metadata.resourceVersion,
+            digest: objectDigest(object),
+          };
+    },
+  };
+}
+
+/** The newest handled versions over Redis, kept as long as the dedupe markers. */
+function newestOf(redis: RedisAdapter): NewestObjects {
+  return {
+    async newest(ref) {
+      const answer = await redis.newest.get(ref);
+      if (answer.kind === 'unknown') throw redisDown('read the newest version', answer);
+      return answer.seen;
+    },
+    async remember(ref, seen) {
+      const answer = await redis.newest.remember(ref, seen, DEDUPE_TTL_SECONDS);
+      if (answer.kind === 'unknown') throw redisDown('remember the newest version', answer);
     },
   };
 }
@@ -228,6 +250,14 @@ function jobOwner(job: V1Job | undefined): OwnerLookup {
   return ref === undefined ? { found: false, reason: 'NotManaged' } : { found: true, ref };
 }
 
+/** A Job read live for an event about it: its owner, and why a step is not needed when none is. */
+function jobEventOwner(job: V1Job | undefined): OwnerLookup {
+  const lookup = jobOwner(job);
+  if (!lookup.found || job === undefined) return lookup;
+  const verdict = jobEventVerdict('update', asJobView(job));
+  return verdict.matters ? lookup : { ...lookup, quiet: verdict.reason };
+}
+
 /** Owner lookups by live reads (DESIGN.md section 13): labels first, then the owning Job or plan target. */
 function ownerResolverOf(kube: KubeAdapter): OwnerResolver {
   const { reader } = kube;
@@ -243,13 +273,16 @@ function ownerResolverOf(kube: KubeAdapter): OwnerResolver {
     async resolve(owned) {
       switch (owned.kind) {
         case 'Job':
-          return jobOwner(await kubeRead(() => reader.getJob(owned.namespace, owned.name)));
+          return jobEventOwner(await kubeRead(() => reader.getJob(owned.namespace, owned.name)));
         case 'Pod': {
           const pod = await kubeRead(() => reader.getPod(owned.namespace, owned.name));
           if (pod === undefined) return { found: false, reason: 'ObjectGone' };
           const lookup = await viaOwningJob(pod.metadata, owned.namespace);
+          if (!lookup.found) return lookup;
           const heldPod = heldPodOf(pod.metadata);
-          return lookup.found && heldPod !== undefined ? { ...lookup, heldPod } : lookup;
+          if (heldPod !== undefined) return { ...lookup, heldPod };
+          const verdict = podEventVerdict(asPodView(pod));
+          return verdict.matters ? lookup : { ...lookup, quiet: verdict.reason };
         }
         case 'TerraformPlan': {
           const plan = await kubeRead(() =>

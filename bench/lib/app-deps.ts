@@ -1,6 +1,6 @@
 import type { DestinationStream } from 'pino';
 import type { ObjectRef } from '../../src/core/object-ref.ts';
-import type { AppDeps } from '../../src/http/deps.ts';
+import { type AppDeps, NO_NEWEST } from '../../src/http/deps.ts';
 import { createLogger } from '../../src/http/logger.ts';
 import { createMetrics } from '../../src/metrics/registry.ts';
 import type { EventDedupe, ObjectVersion, RequeueSchedule } from '../../src/settle/ports.ts';
@@ -41,14 +41,18 @@ class BoundedDedupe implements EventDedupe {
 
 /**
  * The version read of a reference-mode event: a new resourceVersion on every read, so each bench event is
- * a change that reaches the step (as a live object being edited), never a dedupe hit.
+ * a change that reaches the step (as a live object being edited, its content too), never a dedupe hit.
  */
 function changingVersions(): AppDeps['versions'] {
   let resourceVersion = 0;
   return {
     versionOf: async (ref) => {
       resourceVersion += 1;
-      return { uid: `uid-${ref.name}`, resourceVersion: String(resourceVersion) };
+      return {
+        uid: `uid-${ref.name}`,
+        resourceVersion: String(resourceVersion),
+        digest: String(resourceVersion),
+      };
     },
   };
 }
@@ -118,6 +122,7 @@ export function benchAppDeps(): AppDeps {
     schedule,
     dedupe,
     versions: changingVersions(),
+    newest: NO_NEWEST,
     owners: { resolve: async () => ({ found: false, reason: 'ObjectGone' }) },
     clusterMembers: { toWake: async () => ({ found: false, reason: 'ObjectGone' }) },
     readiness: async () => ({ redis: { ok: true }, apiServer: { ok: true } }),

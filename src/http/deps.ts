@@ -1,10 +1,11 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
+import type { QuietReason, SeenObject } from '../core/event-relevance.ts';
 import type { ObjectRef } from '../core/object-ref.ts';
 import type { HeldPod } from '../core/pod-release.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import type { SweepReport } from '../schedule/sweep.ts';
-import type { EventDedupe, ObjectVersion, RequeueSchedule } from '../settle/ports.ts';
+import type { EventDedupe, RequeueSchedule } from '../settle/ports.ts';
 import type { Settle } from '../settle/settle.ts';
 
 /**
@@ -28,10 +29,11 @@ export interface OwnedObject {
 
 /**
  * The owner lookup's answer: our object (for a pod read live that is being deleted with our finalizer, that
- * pod too: src/core/pod-release.ts `heldPodOf`), or a literal reason why there is none.
+ * pod too: src/core/pod-release.ts `heldPodOf`; for a Job or pod whose live copy changes nothing a step
+ * reads, why: src/core/event-relevance.ts), or a literal reason why there is none.
  */
 export type OwnerLookup =
-  | { found: true; ref: ObjectRef; heldPod?: HeldPod }
+  | { found: true; ref: ObjectRef; heldPod?: HeldPod; quiet?: QuietReason }
   | { found: false; reason: 'ObjectGone' | 'NotManaged' | 'OwnerNotOurs' };
 
 /**
@@ -62,11 +64,27 @@ export interface ClusterMembers {
 
 /**
  * Reads the current version of one of our objects (one GET): what a reference-mode event, which carries
- * neither uid nor resourceVersion, is deduplicated by. Undefined when the object is gone.
+ * neither uid nor resourceVersion, is deduplicated and judged by (its uid, resourceVersion and content
+ * digest, src/core/event-relevance.ts). Undefined when the object is gone.
  */
 export interface ObjectVersions {
-  versionOf(ref: ObjectRef): Promise<ObjectVersion | undefined>;
+  versionOf(ref: ObjectRef): Promise<SeenObject | undefined>;
 }
+
+/**
+ * The newest version of each of our objects `/events` handled (Redis, src/adapters/redis/newest-seen.ts):
+ * what tells a stale or unchanged event from a new one without a read. `remember` keeps only a newer one.
+ */
+export interface NewestObjects {
+  newest(ref: ObjectRef): Promise<SeenObject | undefined>;
+  remember(ref: ObjectRef, seen: SeenObject): Promise<void>;
+}
+
+/** Nothing remembered: every event that is not a duplicate reaches its step (tools, benches). */
+export const NO_NEWEST: NewestObjects = {
+  newest: async () => undefined,
+  remember: async () => undefined,
+};
 
 /** One dependency's readiness. */
 export type DependencyCheck = { ok: true } | { ok: false; message: string };
@@ -105,6 +123,7 @@ export interface AppDeps {
   schedule: RequeueSchedule;
   dedupe: EventDedupe;
   versions: ObjectVersions;
+  newest: NewestObjects;
   owners: OwnerResolver;
   clusterMembers: ClusterMembers;
   readiness: ReadinessProbe;

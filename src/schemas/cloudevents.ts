@@ -129,6 +129,11 @@ export interface EventSubject {
   deletionTimestamp?: string;
   /** Resource mode only. */
   finalizers?: string[];
+  /**
+   * Resource mode only: the whole object as sent, unchecked; read only through the schemas below (a Job
+   * or pod) or as a digest (src/core/event-relevance.ts).
+   */
+  object?: unknown;
 }
 
 /** A data parse: the subject, or the zod issues as `path: message` lines. */
@@ -160,9 +165,52 @@ export function parseEventData(type: ApiServerEventType, data: unknown): Subject
       ...(metadata.resourceVersion === undefined ? {} : { resourceVersion: metadata.resourceVersion }),
       ...(metadata.deletionTimestamp === undefined ? {} : { deletionTimestamp: metadata.deletionTimestamp }),
       ...(metadata.finalizers === undefined ? {} : { finalizers: metadata.finalizers }),
+      object: data,
     },
   };
 }
+
+const WaitingSchema = z.object({ reason: z.string().max(256).optional() });
+const ContainerStatusSchema = z.looseObject({
+  name: z.string().max(253),
+  state: z.looseObject({ waiting: WaitingSchema.optional() }).optional(),
+});
+
+/**
+ * What an event's copy of a Job says about its end (src/core/event-relevance.ts `jobEventVerdict`); a copy
+ * that does not parse is judged by a step instead.
+ */
+export const EventJobSchema = z.looseObject({
+  metadata: z.looseObject({
+    name: ObjectNameSchema,
+    annotations: z.record(z.string().max(317), z.string()).optional(),
+    deletionTimestamp: z.string().max(64).optional(),
+  }),
+  status: z
+    .looseObject({
+      conditions: z
+        .array(z.looseObject({ type: z.string().max(316), status: z.string().max(16) }))
+        .max(64)
+        .optional(),
+    })
+    .optional(),
+});
+
+/** What an event's copy of a pod says (src/core/event-relevance.ts `podEventVerdict`). */
+export const EventPodSchema = z.looseObject({
+  metadata: z.looseObject({
+    name: ObjectNameSchema,
+    labels: z.record(z.string().max(317), z.string().max(63)).optional(),
+    deletionTimestamp: z.string().max(64).optional(),
+    finalizers: z.array(z.string().max(317)).max(64).optional(),
+  }),
+  status: z
+    .looseObject({
+      containerStatuses: z.array(ContainerStatusSchema).max(64).optional(),
+      initContainerStatuses: z.array(ContainerStatusSchema).max(64).optional(),
+    })
+    .optional(),
+});
 
 /**
  * Renders zod issues as `data.path: message` lines; values are never echoed (they may be hostile or secret).

@@ -5,6 +5,7 @@ import { Dependents } from './dependents.ts';
 import { markEventSeen, type SeenCheck } from './event-dedupe.ts';
 import { JobSlots } from './job-slots.ts';
 import { KeyLayout, type ObjectId } from './keys.ts';
+import { NewestVersions } from './newest-seen.ts';
 import { RunLeases } from './run-lease.ts';
 import { RequeueSchedule } from './schedule.ts';
 import {
@@ -42,6 +43,8 @@ export interface RedisAdapter {
   readonly schedule: RequeueSchedule;
   /** Objects waiting for others (wake-ups when a dependency becomes ready). */
   readonly dependents: Dependents;
+  /** The newest version of each object `/events` handled, with its content digest. */
+  readonly newest: NewestVersions;
   /** Event dedupe: `first` once per `uid@resourceVersion` within `ttlSeconds`. */
   markEventSeen(event: { uid: string; resourceVersion: string }, ttlSeconds: number): Promise<SeenCheck>;
   /** PING, for `/readyz`. */
@@ -79,6 +82,7 @@ export function createRedisAdapter(options: RedisAdapterOptions): RedisAdapter {
     jobSlots: new JobSlots(client, keys),
     schedule: new RequeueSchedule(client, keys),
     dependents: new Dependents(client, keys),
+    newest: new NewestVersions(client, keys),
     markEventSeen: (event, ttlSeconds) => markEventSeen(client, keys, event, ttlSeconds),
     ping: async () => {
       const answer = await attempt(() => client.ping());

@@ -17,6 +17,7 @@ import { createHash } from 'node:crypto';
  * | `P:seen:<uid>@<rv>`                   | string | event dedupe marker (EX)                              |
  * | `P:{lease:<name>}`                    | string | a single-holder lease (sweep, relay leader)           |
  * | `P:{obj:<kind>/<ns>/<name>}:dependents` | set  | objects waiting for this one (`kind/ns/name`)         |
+ * | `P:{obj:<kind>/<ns>/<name>}:newest`   | string | newest version handled: `<uid> <rv> <digest>` (EX)    |
  *
  * `<group>` is `capi:<ns>/<cluster>` for objects of a Cluster API cluster (so a cluster's lease and its
  * machines' leases live in one slot and are checked in one script) and `obj:<kind>/<ns>/<name>` otherwise.
@@ -102,6 +103,10 @@ export class KeyLayout {
 
   dependents(object: ObjectId): string {
     return `${this.prefix}:{obj:${objectIdString(object)}}:dependents`;
+  }
+
+  newest(object: ObjectId): string {
+    return `${this.prefix}:{obj:${objectIdString(object)}}:newest`;
   }
 
   namedLease(name: string): string {

@@ -18,6 +18,25 @@ const SPLIT_LEASE = `local function split(value)
 end`;
 
 const SCRIPTS = {
+  /**
+   * Newest version of an object handled by /events. KEYS[1]; ARGV uid, resourceVersion, digest ('' when
+   * unknown), ttlSeconds. Kept only when newer: another uid, a longer or greater decimal version, or the
+   * same version with the content the stored one lacked. Returns 1 when stored, 0 when not.
+   */
+  captfNewestSeen: {
+    numberOfKeys: 1,
+    lua: `local current = redis.call('GET', KEYS[1])
+if current then
+  local uid, rv, digest = string.match(current, '^(%S+) (%S+) ?(%S*)$')
+  if uid == ARGV[1] then
+    local newer = #ARGV[2] > #rv or (#ARGV[2] == #rv and ARGV[2] > rv)
+    local filled = ARGV[2] == rv and digest == '' and ARGV[3] ~= ''
+    if not newer and not filled then return 0 end
+  end
+end
+redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. ARGV[3], 'EX', ARGV[4])
+return 1`,
+  },
   /** Dependents: KEYS[1] set. Returns its members and deletes it, atomically. */
   captfDependentsTake: {
     numberOfKeys: 1,

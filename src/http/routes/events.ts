@@ -1,5 +1,16 @@
 import type { FastifyPluginAsync } from 'fastify';
+import {
+  type DigestedObject,
+  jobEventVerdict,
+  objectDigest,
+  objectEventVerdict,
+  podEventVerdict,
+  type QuietReason,
+  type SeenObject,
+} from '../../core/event-relevance.ts';
 import { heldPodOf } from '../../core/pod-release.ts';
+import { EventJobSchema, EventPodSchema, type EventSubject } from '../../schemas/cloudevents.ts';
+import type { ObjectVersion } from '../../settle/ports.ts';
 import type { AuthHook } from '../auth.ts';
 import { parseCloudEvent } from '../cloudevent.ts';
 import type { AppDeps, OwnerLookup } from '../deps.ts';
@@ -24,6 +35,45 @@ import { acceptRawText } from '../raw-body.ts';
  */
 /** How soon a held pod's event comes back when its object's step lock was taken (a step takes about 1 s). */
 const HELD_POD_RETRY_SECONDS = 1;
+
+/** The answer's reason for an event about one of our objects that starts no step. */
+const VERDICT_REASONS = { duplicate: 'Duplicate', stale: 'Stale', unchanged: 'Unchanged' } as const;
+
+/**
+ * Why a resource-mode event about one of our Jobs or pods starts no step, judged from its copy
+ * (src/core/event-relevance.ts); undefined when it may (a copy that does not parse is left to the step).
+ */
+function quietOwned(subject: EventSubject): QuietReason | undefined {
+  if (subject.object === undefined) return undefined;
+  if (subject.kind === 'Job') {
+    const job = EventJobSchema.safeParse(subject.object);
+    if (!job.success) return undefined;
+    const verdict = jobEventVerdict(subject.verb, job.data);
+    return verdict.matters ? undefined : verdict.reason;
+  }
+  if (subject.kind === 'Pod') {
+    const pod = EventPodSchema.safeParse(subject.object);
+    if (!pod.success) return undefined;
+    const verdict = podEventVerdict(pod.data);
+    return verdict.matters ? undefined : verdict.reason;
+  }
+  return undefined;
+}
+
+/**
+ * The version a step leaves handled: the event's own, with its content, when the step wrote nothing (or
+ * wrote and wants its echo to start the next step); the version its writes left otherwise, whose content
+ * only that write's own event tells (digest '').
+ */
+function handledVersion(seen: SeenObject, observed: ObjectVersion | undefined): SeenObject {
+  if (
+    observed === undefined ||
+    observed.uid !== seen.uid ||
+    observed.resourceVersion === seen.resourceVersion
+  )
+    return seen;
+  return { ...observed, digest: '' };
+}
 
 export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: AuthHook): FastifyPluginAsync {
   return async (app) => {
@@ -63,17 +113,40 @@ export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: Au
         return reply.code(200).send({ handled: false, reason: lookup.reason });
       }
       const { ref } = lookup;
+      const quiet = lookup.quiet ?? (target.kind === 'object' ? quietOwned(subject) : undefined);
+      if (quiet !== undefined) {
+        eventLog.debug({ reason: quiet }, 'event ignored: nothing the step reads changed');
+        return reply.code(200).send({ handled: false, reason: quiet });
+      }
       let dedupeKey = dedupeKeyOf(subject);
-      if (dedupeKey === undefined && target.kind === 'object') {
-        dedupeKey = await deps.versions.versionOf(ref);
-        if (dedupeKey === undefined) {
+      // One of our objects: its copy (resource mode) or one GET (reference mode) against the newest
+      // version handled tells a duplicate, a stale or an unchanged version from one a step must see.
+      let seen: SeenObject | undefined;
+      if (target.kind === 'object' && target.reason === 'OurKind') {
+        seen =
+          dedupeKey !== undefined && subject.object !== undefined
+            ? { ...dedupeKey, digest: objectDigest(subject.object as DigestedObject) }
+            : await deps.versions.versionOf(ref);
+        if (seen === undefined) {
           eventLog.debug({ reason: 'ObjectGone' }, 'event ignored');
           return reply.code(200).send({ handled: false, reason: 'ObjectGone' });
         }
+        dedupeKey = { uid: seen.uid, resourceVersion: seen.resourceVersion };
       }
       if (dedupeKey !== undefined && (await deps.dedupe.seen(dedupeKey))) {
+        // The echo of a step's own write: its content is now known too.
+        if (seen !== undefined) await deps.newest.remember(ref, seen);
         eventLog.debug({ dedupeKey }, 'event ignored: duplicate');
         return reply.code(200).send({ handled: false, reason: 'Duplicate' });
+      }
+      if (seen !== undefined) {
+        const verdict = objectEventVerdict(seen, await deps.newest.newest(ref));
+        if (verdict.kind !== 'changed') {
+          if (verdict.kind === 'unchanged') await deps.newest.remember(ref, seen);
+          const reason = VERDICT_REASONS[verdict.kind];
+          eventLog.debug({ dedupeKey, reason }, 'event ignored');
+          return reply.code(200).send({ handled: false, reason });
+        }
       }
       // A pod being deleted with our finalizer: its step releases it when nothing will read it (section 7).
       const heldPod = lookup.heldPod ?? (subject.kind === 'Pod' ? heldPodOf(subject) : undefined);
@@ -88,6 +161,8 @@ export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: Au
         return reply.code(429).send({ handled: false, reason: 'StepLockHeld', outcome });
       }
       if (dedupeKey !== undefined && resolved.status !== 503) await deps.dedupe.remember(dedupeKey);
+      if (seen !== undefined && resolved.status !== 503)
+        await deps.newest.remember(ref, handledVersion(seen, outcome.observed));
       if (resolved.retryAfterSeconds !== undefined)
         reply.header('retry-after', String(resolved.retryAfterSeconds));
       return reply.code(resolved.status).send({ handled: resolved.status !== 503, outcome });

@@ -3,6 +3,7 @@ import { pino } from 'pino';
 import type { ObjectRef } from '../../../src/core/object-ref.ts';
 import type { StepOutcome, StepReason } from '../../../src/core/step-outcome.ts';
 import { buildApp } from '../../../src/http/app.ts';
+import { NO_NEWEST } from '../../../src/http/deps.ts';
 import { createMetrics } from '../../../src/metrics/registry.ts';
 import { NO_DEPENDENTS } from '../../../src/settle/ports.ts';
 import { createSettle } from '../../../src/settle/settle.ts';
@@ -102,6 +103,7 @@ function dryRunApp(step: ReconcileStep): FastifyInstance {
     schedule: { add: nothing, ensure: nothing, claimDue: async () => [], complete: nothing },
     dedupe: { seen: async () => false, remember: nothing },
     versions: { versionOf: async () => undefined },
+    newest: NO_NEWEST,
     owners: { resolve: async () => ({ found: false, reason: 'ObjectGone' }) },
     clusterMembers: { toWake: async () => ({ found: false, reason: 'ObjectGone' }) },
     readiness: async () => ({ redis: { ok: true }, apiServer: { ok: true } }),

@@ -69,6 +69,15 @@ describe('POST /events: owned objects map to their owner', () => {
     { id: 'TerraformPlan', name: GROUP_VERSION, kind: 'TerraformPlan', apiVersion: GROUP_VERSION },
   ];
 
+  /** What makes each owned kind's copy worth a step: a Job's end, a pod that cannot start. */
+  const eventful: Record<string, Record<string, unknown>> = {
+    Job: { status: { conditions: [{ type: 'Complete', status: 'True' }] } },
+    Pod: {
+      status: { containerStatuses: [{ name: 'source', state: { waiting: { reason: 'ErrImagePull' } } }] },
+    },
+    TerraformPlan: {},
+  };
+
   it.each(owned)(
     '$id ($name) resource mode with owner labels: step for the owner, no live read',
     async (row) => {
@@ -77,6 +86,7 @@ describe('POST /events: owned objects map to their owner', () => {
         apiVersion: row.apiVersion,
         kind: row.kind,
         metadata: { name: 'x-1', namespace: 'team-a', labels },
+        ...eventful[row.kind],
       };
       const response = await send(t, 'binary', 'dev.knative.apiserver.resource.update', data);
       expect(response.statusCode).toBe(200);
@@ -138,18 +148,25 @@ describe('POST /events: owned objects map to their owner', () => {
     await send(t, 'binary', 'dev.knative.apiserver.resource.update', {
       ...pod({ ...deleting, finalizers: ['captf.io/result'], resourceVersion: '8' }),
     });
-    // A live pod, and a deleted one already released, wake the usual step: no pod read asked for.
-    await send(t, 'binary', 'dev.knative.apiserver.resource.update', pod({ resourceVersion: '9' }));
-    await send(t, 'binary', 'dev.knative.apiserver.resource.update', {
+    // A live pod, and a deleted one already released, change nothing the step reads: no step.
+    const live = await send(
+      t,
+      'binary',
+      'dev.knative.apiserver.resource.update',
+      pod({ resourceVersion: '9' }),
+    );
+    const released = await send(t, 'binary', 'dev.knative.apiserver.resource.update', {
       ...pod({ ...deleting, finalizers: [], resourceVersion: '10' }),
     });
+    expect([live.json(), released.json()]).toEqual([
+      { handled: false, reason: 'PodUneventful' },
+      { handled: false, reason: 'PodUneventful' },
+    ]);
     expect(t.calls).toEqual([
       {
         ref: owner,
         options: { heldPod: { name: 'captf-m-m1-apply-a1-abcdef-x7k2p', ownerUid: 'uid-m1' } },
       },
-      { ref: owner, options: {} },
-      { ref: owner, options: {} },
     ]);
   });
 
@@ -330,11 +347,12 @@ describe('POST /events: duplicated, reordered and replayed deliveries', () => {
     expect(t.calls).toHaveLength(1);
   });
 
-  it('reordered deliveries (rv 12 before rv 11) each run a step and leave one requeue at the earliest time', async () => {
+  it('reordered deliveries (rv 12 before rv 11): the older one is stale and runs no step', async () => {
     const t = testApp();
     await send(t, 'binary', 'dev.knative.apiserver.resource.update', resource('12'));
-    await send(t, 'binary', 'dev.knative.apiserver.resource.update', resource('11'));
-    expect(t.calls.map((c) => c.ref)).toEqual([ref, ref]);
+    const stale = await send(t, 'binary', 'dev.knative.apiserver.resource.update', resource('11'));
+    expect(stale.json()).toEqual({ handled: false, reason: 'Stale' });
+    expect(t.calls.map((c) => c.ref)).toEqual([ref]);
     expect(t.schedule.due.size).toBe(1);
     expect(t.schedule.dueAt(ref)).toBe(T0 + 600_000);
   });

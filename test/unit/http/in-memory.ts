@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
+import { compareResourceVersions, type SeenObject } from '../../../src/core/event-relevance.ts';
 import type { ObjectRef } from '../../../src/core/object-ref.ts';
 import type { HeldPod } from '../../../src/core/pod-release.ts';
 import type { StepOutcome } from '../../../src/core/step-outcome.ts';
@@ -10,6 +11,7 @@ import type {
   ClusterMembers,
   ClusterWake,
   NamedCluster,
+  NewestObjects,
   ObjectVersions,
   OwnedObject,
   OwnerLookup,
@@ -103,11 +105,29 @@ export class MemoryDependents implements DependentsPort {
 export class MemoryVersions implements ObjectVersions {
   readonly versions = new Map<string, ObjectVersion | 'gone'>();
   readonly reads: ObjectRef[] = [];
-  async versionOf(ref: ObjectRef): Promise<ObjectVersion | undefined> {
+  async versionOf(ref: ObjectRef): Promise<SeenObject | undefined> {
     this.reads.push(ref);
     const set = this.versions.get(keyOf(ref));
     if (set === 'gone') return undefined;
-    return set ?? { uid: `uid-${ref.name}`, resourceVersion: '1' };
+    const version = set ?? { uid: `uid-${ref.name}`, resourceVersion: '1' };
+    // The content follows the version: every new version here is a change.
+    return { ...version, digest: `content-${version.resourceVersion}` };
+  }
+}
+
+/** The newest handled version per object, kept only when newer (as the Redis script does). */
+export class MemoryNewest implements NewestObjects {
+  readonly seen = new Map<string, SeenObject>();
+  async newest(ref: ObjectRef): Promise<SeenObject | undefined> {
+    return this.seen.get(keyOf(ref));
+  }
+  async remember(ref: ObjectRef, seen: SeenObject): Promise<void> {
+    const current = this.seen.get(keyOf(ref));
+    const order =
+      current === undefined || current.uid !== seen.uid
+        ? 1
+        : (compareResourceVersions(seen.resourceVersion, current.resourceVersion) ?? 1);
+    if (order > 0 || (order === 0 && current?.digest === '')) this.seen.set(keyOf(ref), seen);
   }
 }
 
@@ -215,6 +235,7 @@ export function testApp(
   const schedule = (overrides.schedule as MemorySchedule | undefined) ?? new MemorySchedule();
   const dedupe = (overrides.dedupe as MemoryDedupe | undefined) ?? new MemoryDedupe();
   const versions = new MemoryVersions();
+  const newest = new MemoryNewest();
   const owners = new MemoryOwners();
   const clusterMembers = new MemoryClusterMembers();
   const recording = recordingStep(overrides.answer);
@@ -248,6 +269,7 @@ export function testApp(
     schedule,
     dedupe,
     versions,
+    newest,
     owners,
     clusterMembers,
     readiness: async () => ({ redis: { ok: true }, apiServer: { ok: true } }),

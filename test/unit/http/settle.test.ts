@@ -9,7 +9,7 @@ import { auth, binaryHeaders, T0, testApp } from './in-memory.ts';
 const cluster: ObjectRef = { kind: 'TerraformCluster', namespace: 'team-a', name: 'demo' };
 const machine: ObjectRef = { kind: 'TerraformMachine', namespace: 'team-a', name: 'm-a' };
 
-function resourceEvent(ref: ObjectRef, uid: string, resourceVersion: string) {
+function resourceEvent(ref: ObjectRef, uid: string, resourceVersion: string, spec: unknown = {}) {
   return {
     method: 'POST' as const,
     url: '/events',
@@ -24,6 +24,7 @@ function resourceEvent(ref: ObjectRef, uid: string, resourceVersion: string) {
       apiVersion: 'infrastructure.cluster.x-k8s.io/v1alpha1',
       kind: ref.kind,
       metadata: { name: ref.name, namespace: ref.namespace, uid, resourceVersion },
+      spec,
     }),
   };
 }
@@ -43,7 +44,10 @@ describe('settle', () => {
     const echo = await t.app.inject(resourceEvent(machine, 'u1', '12'));
     expect(echo.json()).toMatchObject({ handled: false, reason: 'Duplicate' });
     expect(t.calls).toHaveLength(1);
-    const change = await t.app.inject(resourceEvent(machine, 'u1', '13'));
+    // A newer version that changes nothing a step reads (a label, a no-op apply) is judged from its copy.
+    const same = await t.app.inject(resourceEvent(machine, 'u1', '13'));
+    expect(same.json()).toMatchObject({ handled: false, reason: 'Unchanged' });
+    const change = await t.app.inject(resourceEvent(machine, 'u1', '14', { variables: { n: 2 } }));
     expect(change.json()).toMatchObject({ handled: true });
     expect(t.calls).toHaveLength(2);
   });
