@@ -22,8 +22,11 @@ const RelayEnvSchema = z
       .string()
       .regex(/^[a-z0-9-]{1,32}$/)
       .default('captf'),
-    /** `ref` like ApiServerSource's default Reference mode, or `resource`. */
-    CAPTF_RELAY_MODE: z.enum(['ref', 'resource']).default('ref'),
+    /**
+     * `resource` (the default, like the shipped ApiServerSource's Resource mode: the event carries the
+     * object, so one that changes nothing costs no read) or `ref` (ApiServerSource's Reference mode).
+     */
+    CAPTF_RELAY_MODE: z.enum(['ref', 'resource']).default('resource'),
     /** Relay lease TTL, ms: how long a dead relay blocks its successor. */
     CAPTF_RELAY_LEASE_TTL_MS: z.coerce.number().int().min(1000).default(15_000),
     /** Local timer interval, ms; 0 disables the timer (a PingSource or cron calls /tick instead). */

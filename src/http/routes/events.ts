@@ -21,17 +21,19 @@ import { acceptRawText } from '../raw-body.ts';
 
 /**
  * `POST /events` (DESIGN.md section 13): one ApiServerSource CloudEvent → at most one step for the object it
- * is about. The payload is only a hint; a version the controller has already seen costs one cheap check:
- * a resource-mode event carries its `uid@resourceVersion`; a reference-mode event about one of our kinds
- * carries neither, so its object's version is read (one GET). After a step, the version the step left is
- * remembered too, so the events its own writes cause (and the `add` replay of a restarted source) end at
- * that check. Events about Jobs, Pods and plans in reference mode always reach the step: their
- * change is not visible in the owner's version; so do those about a Machine or MachinePool, for the object
- * of ours it names. An event about a Cluster API Cluster runs no step itself: the objects of its cluster
- * whose status it outdated (pause, provisioned infrastructure) get a requeue due now, as woken dependents
- * do, and the timer runs them. An event about a pod being deleted while it holds our finalizer hands that
- * pod to the step, which releases it at once when nothing will read its result (src/core/pod-release.ts);
- * when another call holds the object's step lock, it answers 429 so the source sends it again.
+ * is about. An event's copy (Resource mode) may only say there is nothing to do, never what to do: a Job
+ * that is still running or already bookkept, a pod that neither holds our finalizer while being deleted nor
+ * cannot start, and a version of our object that is stale, a duplicate or unchanged against the newest one
+ * handled (src/core/event-relevance.ts) are answered without a step and without a read; a reference-mode
+ * event about our kinds costs one GET for the same judgement, one about a Job or pod the owner lookup's GET.
+ * After a step, the version the step left is remembered too, so the events its own writes cause (and the
+ * `add` replay of a restarted source) end at that check. Events about a Machine or MachinePool reach the
+ * step for the object of ours it names. An event about a Cluster API Cluster runs no step itself: the
+ * objects of its cluster whose status it outdated (pause, provisioned infrastructure) get a requeue due now,
+ * as woken dependents do, and the timer runs them. An event about a pod being deleted while it holds our
+ * finalizer hands that pod to the step, which releases it at once when nothing will read its result
+ * (src/core/pod-release.ts); when another call holds the object's step lock, it answers 429 so the source
+ * sends it again.
  */
 /** How soon a held pod's event comes back when its object's step lock was taken (a step takes about 1 s). */
 const HELD_POD_RETRY_SECONDS = 1;
