@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RequestCounts } from '../../../src/adapters/kube/request-count.ts';
 import type { ObjectRef } from '../../../src/core/object-ref.ts';
 import type { StepOutcome } from '../../../src/core/step-outcome.ts';
-import { createObject, createStepEnv, finishJob, result, type StepEnv, stepUntil } from './harness.ts';
+import { eventApp } from '../http/event-app.ts';
+import { createObject, createStepEnv, finishJob, podOf, result, type StepEnv, stepUntil } from './harness.ts';
 
 // API requests per step kind (issue 4, "Must show"), counted on the wire by the adapter's counter (spec
 // patches of Cluster API contract fields included; none here: no contract output changes). Printed, and
@@ -95,5 +96,107 @@ describe('API requests per step', () => {
     expect(second.counts.byRequest['get leases']).toBe(1);
     expect(second.counts.byRequest['create secrets']).toBe(1);
     expect(second.counts.byRequest['create rolebindings'] ?? 0).toBe(0);
+  });
+});
+
+describe('API requests per event', () => {
+  it('an event that changes nothing a step reads costs no request in Resource mode and one in Reference mode', async () => {
+    const events = await eventApp(env);
+    try {
+      const ref = await createObject(env, 'TerraformMachine', 'm-events');
+      await stepUntil(env.step(), ref, 'none');
+      const created = await env.step({ shadow: false })(ref);
+      expect(created.action).toBe('created');
+      const job = created.job ?? '';
+
+      // The first event about this version: nothing handled yet, so a step reads live (a running Job).
+      const copy = await events.copyOf(ref);
+      const first = await events.deliver('resource', 'update', copy);
+      expect(first.body.handled).toBe(true);
+      print('event, first of its version (a step watching a running Job)', first.counts);
+
+      // The step's own status write comes back: a duplicate, and now its content is known too.
+      const echo = await events.deliver('resource', 'update', await events.copyOf(ref));
+      expect(echo.body).toMatchObject({ handled: false, reason: 'Duplicate' });
+      expect(echo.counts.total).toBe(0);
+
+      // A label the step ignores, twice: the first version is never delivered before the second.
+      const { PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
+      const label = async (team: string) => {
+        await env.custom.patchNamespacedCustomObject(
+          {
+            group: 'infrastructure.cluster.x-k8s.io',
+            version: 'v1alpha1',
+            plural: 'terraformmachines',
+            namespace: ref.namespace,
+            name: ref.name,
+            body: { metadata: { labels: { team } } },
+          },
+          setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+        );
+        return events.copyOf(ref);
+      };
+      const blue = await label('blue');
+      const labelled = await label('green');
+      const unchanged = await events.deliver('resource', 'update', labelled);
+      expect(unchanged.body).toMatchObject({ handled: false, reason: 'Unchanged' });
+      expect(unchanged.counts.total).toBe(0);
+      print('event, a label the step ignores (Resource mode)', unchanged.counts);
+
+      // The first label's event, late: older than a version handled.
+      const stale = await events.deliver('resource', 'update', blue);
+      expect(stale.body).toMatchObject({ handled: false, reason: 'Stale' });
+      expect(stale.counts.total).toBe(0);
+
+      const reference = await events.deliver('ref', 'update', labelled);
+      expect(reference.body).toMatchObject({ handled: false, reason: 'Duplicate' });
+      expect(reference.counts).toEqual({ total: 1, byRequest: { 'get terraformmachines': 1 } });
+      print('event, the same version (Reference mode)', reference.counts);
+
+      // A running Job's and a pending pod's status changes: judged from the copy, or from the owner
+      // lookup's one GET in Reference mode.
+      const runningJob = await env.batch.readNamespacedJob({ namespace: env.namespace, name: job });
+      const jobEvent = await events.deliver('resource', 'update', {
+        ...runningJob,
+        apiVersion: 'batch/v1',
+        kind: 'Job',
+      });
+      expect(jobEvent.body).toMatchObject({ handled: false, reason: 'JobRunning' });
+      expect(jobEvent.counts.total).toBe(0);
+      const jobRef = await events.deliver('ref', 'update', {
+        ...runningJob,
+        apiVersion: 'batch/v1',
+        kind: 'Job',
+      });
+      expect(jobRef.body).toMatchObject({ handled: false, reason: 'JobRunning' });
+      expect(jobRef.counts).toEqual({ total: 1, byRequest: { 'get jobs': 1 } });
+      const pod = await podOf(env, job);
+      const podEvent = await events.deliver('resource', 'update', { ...pod, apiVersion: 'v1', kind: 'Pod' });
+      expect(podEvent.body).toMatchObject({ handled: false, reason: 'PodUneventful' });
+      expect(podEvent.counts.total).toBe(0);
+      const podRef = await events.deliver('ref', 'update', { ...pod, apiVersion: 'v1', kind: 'Pod' });
+      expect(podRef.body).toMatchObject({ handled: false, reason: 'PodUneventful' });
+      expect(podRef.counts).toEqual({ total: 1, byRequest: { 'get pods': 1 } });
+
+      // The Job's end is what a step reads: its event runs the bookkeeping step; the mark's echo is quiet.
+      const finished = await finishJob(env, job, { exitCode: 0, result: result('apply', 'succeeded') });
+      const end = await events.deliver('resource', 'update', {
+        ...finished,
+        apiVersion: 'batch/v1',
+        kind: 'Job',
+      });
+      expect(end.body.outcome?.action).toBe('bookkept');
+      print('event, the Job finished (bookkeeping step)', end.counts);
+      const marked = await env.batch.readNamespacedJob({ namespace: env.namespace, name: job });
+      const markEcho = await events.deliver('resource', 'update', {
+        ...marked,
+        apiVersion: 'batch/v1',
+        kind: 'Job',
+      });
+      expect(markEcho.body).toMatchObject({ handled: false, reason: 'JobBookkept' });
+      expect(markEcho.counts.total).toBe(0);
+    } finally {
+      await events.close();
+    }
   });
 });
