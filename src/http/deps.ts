@@ -72,12 +72,20 @@ export interface ObjectVersions {
 }
 
 /**
- * The newest version of each of our objects `/events` handled (Redis, src/adapters/redis/newest-seen.ts):
- * what tells a stale or unchanged event from a new one without a read. `remember` keeps only a newer one.
+ * The newest version of each of our objects (and of each Machine and MachinePool) `/events` handled (Redis,
+ * src/adapters/redis/newest-seen.ts): what tells a stale or unchanged event from a new one without a read.
+ * `remember` keeps only a newer one.
  */
 export interface NewestObjects {
-  newest(ref: ObjectRef): Promise<SeenObject | undefined>;
-  remember(ref: ObjectRef, seen: SeenObject): Promise<void>;
+  newest(object: WatchedObject): Promise<SeenObject | undefined>;
+  remember(object: WatchedObject, seen: SeenObject): Promise<void>;
+}
+
+/** One watched object by kind, namespace and name: ours, or a Machine or MachinePool of Cluster API. */
+export interface WatchedObject {
+  kind: string;
+  namespace: string;
+  name: string;
 }
 
 /** Nothing remembered: every event that is not a duplicate reaches its step (tools, benches). */

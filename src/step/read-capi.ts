@@ -1,8 +1,10 @@
+import { createHash } from 'node:crypto';
 import type { V1Secret } from '@kubernetes/client-node';
 import { z } from 'zod';
 import type { CustomObject } from '../adapters/kube/custom-object.ts';
 import type { KubeReader } from '../adapters/kube/reader.ts';
 import { CAPI_GROUP } from '../adapters/kube/resources.ts';
+import { canonicalJson } from '../core/canonical-json.ts';
 import {
   type BootstrapData,
   CAPI_OWNER_KIND,
@@ -193,6 +195,17 @@ const DRIVEN_KIND: Readonly<Record<CapiOwner['kind'], ObjectKind>> = {
   Machine: 'TerraformMachine',
   MachinePool: 'TerraformMachinePool',
 };
+
+/**
+ * SHA-256 over what a step of the object it drives reads of a Machine or MachinePool (`ownerOf`: version,
+ * control-plane label, failure domains, bootstrap data Secret name, replicas): an event's copy whose digest
+ * equals the one already handled (its status, its other labels) starts no step (src/http/routes/events.ts).
+ */
+export function capiOwnerDigest(kind: CapiOwner['kind'], raw: unknown): string {
+  return createHash('sha256')
+    .update(canonicalJson(ownerOf(kind, '', raw as CustomObject)))
+    .digest('hex');
+}
 
 /**
  * The object of ours a Machine (`spec.infrastructureRef`) or MachinePool

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import type { CustomObject } from '../../adapters/kube/custom-object.ts';
 import {
   type DigestedObject,
   jobEventVerdict,
@@ -8,12 +9,14 @@ import {
   type QuietReason,
   type SeenObject,
 } from '../../core/event-relevance.ts';
+import type { ObjectRef } from '../../core/object-ref.ts';
 import { heldPodOf } from '../../core/pod-release.ts';
 import { EventJobSchema, EventPodSchema, type EventSubject } from '../../schemas/cloudevents.ts';
 import type { ObjectVersion } from '../../settle/ports.ts';
+import { capiOwnerDigest, infrastructureTargetOf } from '../../step/read-capi.ts';
 import type { AuthHook } from '../auth.ts';
 import { parseCloudEvent } from '../cloudevent.ts';
-import type { AppDeps, OwnerLookup } from '../deps.ts';
+import type { AppDeps, OwnedObject, OwnerLookup } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import { dedupeKeyOf, targetOf } from '../event-target.ts';
 import type { InFlight } from '../in-flight.ts';
@@ -62,6 +65,28 @@ function quietOwned(subject: EventSubject): QuietReason | undefined {
   return undefined;
 }
 
+/** A resource-mode event about a Machine or MachinePool, as its copy says. */
+interface MachineEvent {
+  owned: OwnedObject;
+  /** The object of ours it drives; undefined when it names another provider's. */
+  ref: ObjectRef | undefined;
+  /** Its version, with the digest of what a step reads of it ('' for a deletion: always news). */
+  seen: SeenObject;
+}
+
+/** The Machine or MachinePool event read from its copy; undefined for any other, or without a copy. */
+function machineEvent(subject: EventSubject, owned: OwnedObject): MachineEvent | undefined {
+  const kind = owned.kind;
+  if (kind !== 'Machine' && kind !== 'MachinePool') return undefined;
+  const key = dedupeKeyOf(subject);
+  if (subject.object === undefined || key === undefined) return undefined;
+  return {
+    owned,
+    ref: infrastructureTargetOf(kind, owned.namespace, subject.object as CustomObject),
+    seen: { ...key, digest: subject.verb === 'delete' ? '' : capiOwnerDigest(kind, subject.object) },
+  };
+}
+
 /**
  * The version a step leaves handled: the event's own, with its content, when the step wrote nothing (or
  * wrote and wants its echo to start the next step); the version its writes left otherwise, whose content
@@ -108,8 +133,28 @@ export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: Au
           eventLog.info({ cluster: target.cluster, woken: wake.refs }, 'cluster woke');
         return reply.code(200).send({ handled: true, woken: wake.refs });
       }
+      // A Machine or MachinePool copy names the object of ours it drives, and says whether anything a
+      // step reads of it changed; in Reference mode the owner lookup reads it.
+      const machine = target.kind === 'lookup' ? machineEvent(subject, target.owned) : undefined;
+      if (machine !== undefined && machine.ref === undefined) {
+        eventLog.debug({ reason: 'OwnerNotOurs' }, 'event ignored');
+        return reply.code(200).send({ handled: false, reason: 'OwnerNotOurs' });
+      }
+      if (machine !== undefined) {
+        const verdict = objectEventVerdict(machine.seen, await deps.newest.newest(machine.owned));
+        if (verdict.kind !== 'changed') {
+          if (verdict.kind === 'unchanged') await deps.newest.remember(machine.owned, machine.seen);
+          const reason = VERDICT_REASONS[verdict.kind];
+          eventLog.debug({ reason }, 'event ignored');
+          return reply.code(200).send({ handled: false, reason });
+        }
+      }
       const lookup: OwnerLookup =
-        target.kind === 'object' ? { found: true, ref: target.ref } : await deps.owners.resolve(target.owned);
+        target.kind === 'object'
+          ? { found: true, ref: target.ref }
+          : machine?.ref !== undefined
+            ? { found: true, ref: machine.ref }
+            : await deps.owners.resolve(target.owned);
       if (!lookup.found) {
         eventLog.debug({ reason: lookup.reason }, 'event ignored');
         return reply.code(200).send({ handled: false, reason: lookup.reason });
@@ -141,7 +186,8 @@ export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: Au
         eventLog.debug({ dedupeKey }, 'event ignored: duplicate');
         return reply.code(200).send({ handled: false, reason: 'Duplicate' });
       }
-      if (seen !== undefined) {
+      // A deletion always reaches the step: the object gone is news its copy cannot show.
+      if (seen !== undefined && subject.verb !== 'delete') {
         const verdict = objectEventVerdict(seen, await deps.newest.newest(ref));
         if (verdict.kind !== 'changed') {
           if (verdict.kind === 'unchanged') await deps.newest.remember(ref, seen);
@@ -165,6 +211,8 @@ export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: Au
       if (dedupeKey !== undefined && resolved.status !== 503) await deps.dedupe.remember(dedupeKey);
       if (seen !== undefined && resolved.status !== 503)
         await deps.newest.remember(ref, handledVersion(seen, outcome.observed));
+      if (machine !== undefined && resolved.status !== 503)
+        await deps.newest.remember(machine.owned, machine.seen);
       if (resolved.retryAfterSeconds !== undefined)
         reply.header('retry-after', String(resolved.retryAfterSeconds));
       return reply.code(resolved.status).send({ handled: resolved.status !== 503, outcome });

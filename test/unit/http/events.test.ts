@@ -262,12 +262,6 @@ describe('POST /events: Cluster API objects reach the objects of ours they drive
 
   it.each([
     { id: 'Machine', name: 'its TerraformMachine', mode: 'ref', target: machine },
-    {
-      id: 'Machine',
-      name: 'its TerraformMachine (resource mode still reads live)',
-      mode: 'resource',
-      target: machine,
-    },
     { id: 'MachinePool', name: 'its TerraformMachinePool', mode: 'ref', target: pool },
   ] as const)(
     '$id → $name: the infrastructure reference read live, one step',
@@ -288,6 +282,46 @@ describe('POST /events: Cluster API objects reach the objects of ours they drive
       expect(t.calls.map((c) => c.ref)).toEqual([target]);
     },
   );
+
+  it('a Machine in resource mode: its copy names the object of ours and says whether a step reads anything new', async () => {
+    const t = testApp();
+    const copy = (resourceVersion: string, version: string, extra: Record<string, unknown> = {}) => ({
+      apiVersion: CAPI,
+      kind: 'Machine',
+      metadata: { name: 'x-1', namespace: 'team-a', uid: 'u', resourceVersion },
+      spec: {
+        clusterName: 'capi',
+        version,
+        infrastructureRef: {
+          apiGroup: GROUP_VERSION.split('/')[0],
+          kind: 'TerraformMachine',
+          name: 'md-1-x',
+        },
+      },
+      ...extra,
+    });
+    const answers = [];
+    for (const data of [
+      copy('3', 'v1.30.0'),
+      copy('4', 'v1.30.0', { status: { phase: 'Provisioning' } }),
+      copy('2', 'v1.29.0'),
+      copy('5', 'v1.31.0'),
+    ]) {
+      const response = await send(t, 'binary', 'dev.knative.apiserver.resource.update', data);
+      answers.push(response.json().reason ?? 'step');
+    }
+    expect(answers).toEqual(['step', 'Unchanged', 'Stale', 'step']);
+    expect(t.owners.calls).toEqual([]);
+    expect(t.calls.map((c) => c.ref)).toEqual([machine, machine]);
+    const other = copy('6', 'v1.31.0');
+    other.spec.infrastructureRef = {
+      apiGroup: 'infrastructure.cluster.x-k8s.io',
+      kind: 'DockerMachine',
+      name: 'd',
+    };
+    const response = await send(t, 'binary', 'dev.knative.apiserver.resource.update', other);
+    expect(response.json()).toEqual({ handled: false, reason: 'OwnerNotOurs' });
+  });
 
   it('a Machine of another provider (nothing of ours named): 200, no step', async () => {
     const t = testApp();

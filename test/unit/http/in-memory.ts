@@ -16,6 +16,7 @@ import type {
   OwnedObject,
   OwnerLookup,
   OwnerResolver,
+  WatchedObject,
 } from '../../../src/http/deps.ts';
 import { createLogger } from '../../../src/http/logger.ts';
 import type { FleetMetricsReader } from '../../../src/metrics/fleet.ts';
@@ -118,16 +119,17 @@ export class MemoryVersions implements ObjectVersions {
 /** The newest handled version per object, kept only when newer (as the Redis script does). */
 export class MemoryNewest implements NewestObjects {
   readonly seen = new Map<string, SeenObject>();
-  async newest(ref: ObjectRef): Promise<SeenObject | undefined> {
-    return this.seen.get(keyOf(ref));
+  async newest(ref: WatchedObject): Promise<SeenObject | undefined> {
+    return this.seen.get(`${ref.kind}/${ref.namespace}/${ref.name}`);
   }
-  async remember(ref: ObjectRef, seen: SeenObject): Promise<void> {
-    const current = this.seen.get(keyOf(ref));
+  async remember(ref: WatchedObject, seen: SeenObject): Promise<void> {
+    const current = this.seen.get(`${ref.kind}/${ref.namespace}/${ref.name}`);
     const order =
       current === undefined || current.uid !== seen.uid
         ? 1
         : (compareResourceVersions(seen.resourceVersion, current.resourceVersion) ?? 1);
-    if (order > 0 || (order === 0 && current?.digest === '')) this.seen.set(keyOf(ref), seen);
+    if (order > 0 || (order === 0 && current?.digest === ''))
+      this.seen.set(`${ref.kind}/${ref.namespace}/${ref.name}`, seen);
   }
 }
 
