@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import type { CustomObject } from '../../adapters/kube/custom-object.ts';
+import { canonicalJson } from '../../core/canonical-json.ts';
 import {
   type DigestedObject,
   jobEventVerdict,
@@ -13,7 +15,7 @@ import type { ObjectRef } from '../../core/object-ref.ts';
 import { heldPodOf } from '../../core/pod-release.ts';
 import { EventJobSchema, EventPodSchema, type EventSubject } from '../../schemas/cloudevents.ts';
 import type { ObjectVersion } from '../../settle/ports.ts';
-import { capiOwnerDigest, infrastructureTargetOf } from '../../step/read-capi.ts';
+import { capiClusterViewOf, capiOwnerDigest, infrastructureTargetOf } from '../../step/read-capi.ts';
 import type { AuthHook } from '../auth.ts';
 import { parseCloudEvent } from '../cloudevent.ts';
 import type { AppDeps, OwnedObject, OwnerLookup } from '../deps.ts';
@@ -122,6 +124,30 @@ export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: Au
         return reply.code(200).send({ handled: false, reason: target.reason });
       }
       if (target.kind === 'cluster') {
+        // Its copy says whether its pause or infrastructure changed since the version last handled.
+        const key = dedupeKeyOf(subject);
+        const clusterSeen =
+          key !== undefined && subject.object !== undefined
+            ? {
+                ...key,
+                digest:
+                  subject.verb === 'delete'
+                    ? ''
+                    : createHash('sha256')
+                        .update(canonicalJson(capiClusterViewOf(subject.object as CustomObject)))
+                        .digest('hex'),
+              }
+            : undefined;
+        const clusterObject = { kind: 'Cluster', ...target.cluster };
+        if (clusterSeen !== undefined) {
+          const verdict = objectEventVerdict(clusterSeen, await deps.newest.newest(clusterObject));
+          if (verdict.kind !== 'changed') {
+            if (verdict.kind === 'unchanged') await deps.newest.remember(clusterObject, clusterSeen);
+            const reason = VERDICT_REASONS[verdict.kind];
+            eventLog.debug({ reason }, 'event ignored');
+            return reply.code(200).send({ handled: false, reason });
+          }
+        }
         const wake = await deps.clusterMembers.toWake(target.cluster);
         if (!wake.found) {
           eventLog.debug({ reason: wake.reason }, 'event ignored');
@@ -129,6 +155,7 @@ export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: Au
         }
         const nowMs = deps.clock();
         for (const ref of wake.refs) await deps.schedule.add(ref, nowMs);
+        if (clusterSeen !== undefined) await deps.newest.remember(clusterObject, clusterSeen);
         if (wake.refs.length > 0)
           eventLog.info({ cluster: target.cluster, woken: wake.refs }, 'cluster woke');
         return reply.code(200).send({ handled: true, woken: wake.refs });

@@ -343,6 +343,30 @@ describe('POST /events: Cluster API objects reach the objects of ours they drive
     expect(t.schedule.dueAt(pool)).toBe(T0);
   });
 
+  it('a Cluster in resource mode: a copy whose pause and infrastructure did not change reads nothing', async () => {
+    const t = testApp();
+    t.clusterMembers.members.set('team-a/capi', [machine]);
+    const copy = (resourceVersion: string, paused: boolean, extra: Record<string, unknown> = {}) => ({
+      apiVersion: CAPI,
+      kind: 'Cluster',
+      metadata: { name: 'capi', namespace: 'team-a', uid: 'c', resourceVersion },
+      spec: { paused },
+      ...extra,
+    });
+    const answers = [];
+    for (const data of [
+      copy('3', false),
+      copy('4', false, { status: { conditions: [{ type: 'Available', status: 'False' }] } }),
+      copy('2', true),
+      copy('5', true),
+    ]) {
+      const response = await send(t, 'binary', 'dev.knative.apiserver.resource.update', data);
+      answers.push(response.json().reason ?? 'read');
+    }
+    expect(answers).toEqual(['read', 'Unchanged', 'Stale', 'read']);
+    expect(t.clusterMembers.calls).toHaveLength(2);
+  });
+
   it('a Cluster that is gone, or whose members are up to date: 200, nothing scheduled', async () => {
     const t = testApp();
     t.clusterMembers.members.set('team-a/settled', []);
