@@ -34,7 +34,7 @@ describe('the ApiServerSource receive adapter config from infra/knative/apiserve
         { gvr: { Group: 'cluster.x-k8s.io', Version: 'v1beta2', Resource: 'machines' } },
         { gvr: { Group: 'cluster.x-k8s.io', Version: 'v1beta2', Resource: 'machinepools' } },
       ],
-      mode: 'Reference',
+      mode: 'Resource',
     });
   });
 
