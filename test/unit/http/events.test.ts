@@ -95,6 +95,37 @@ describe('POST /events: owned objects map to their owner', () => {
     },
   );
 
+  it('a Job that is running or already bookkept, judged from its copy: 200, no step', async () => {
+    const t = testApp();
+    const job = (resourceVersion: string, extra: Record<string, unknown>) => ({
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: 'x-1', namespace: 'team-a', uid: 'j', resourceVersion, labels, ...extra },
+    });
+    const complete = { conditions: [{ type: 'Complete', status: 'True' }] };
+    const answers = [];
+    for (const data of [
+      { ...job('1', {}), status: { active: 1 } },
+      { ...job('2', {}), status: complete },
+      { ...job('3', { annotations: { 'captf.io/bookkept': 'true' } }), status: complete },
+    ]) {
+      const response = await send(t, 'binary', 'dev.knative.apiserver.resource.update', data);
+      answers.push(response.json().reason ?? 'step');
+    }
+    expect(answers).toEqual(['JobRunning', 'step', 'JobBookkept']);
+    expect(t.calls.map((c) => c.ref)).toEqual([owner]);
+  });
+
+  it("a reference-mode event whose owner lookup found nothing a step reads changed: 200, the lookup's reason", async () => {
+    const t = testApp({
+      owners: { resolve: async () => ({ found: true, ref: owner, quiet: 'JobRunning' }) },
+    });
+    const data = { apiVersion: 'batch/v1', kind: 'Job', name: 'x-1', namespace: 'team-a' };
+    const response = await send(t, 'binary', 'dev.knative.apiserver.ref.update', data);
+    expect(response.json()).toEqual({ handled: false, reason: 'JobRunning' });
+    expect(t.calls).toEqual([]);
+  });
+
   it.each(owned)('$id ($name) reference mode: owner read live through the resolver', async (row) => {
     const t = testApp();
     t.owners.owners.set(`${row.kind}/team-a/x-1`, owner);
