@@ -18,7 +18,7 @@ import type { ObjectVersion } from '../../settle/ports.ts';
 import { capiClusterViewOf, capiOwnerDigest, infrastructureTargetOf } from '../../step/read-capi.ts';
 import type { AuthHook } from '../auth.ts';
 import { parseCloudEvent } from '../cloudevent.ts';
-import type { AppDeps, OwnedObject, OwnerLookup } from '../deps.ts';
+import type { AppDeps, OwnedObject, OwnerLookup, WatchedObject } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import { dedupeKeyOf, targetOf } from '../event-target.ts';
 import type { InFlight } from '../in-flight.ts';
@@ -90,6 +90,21 @@ function machineEvent(subject: EventSubject, owned: OwnedObject): MachineEvent |
 }
 
 /**
+ * Why a version of a watched object starts nothing, against the newest one handled: `Duplicate`, `Stale`,
+ * or `Unchanged` (remembered as the newest then); undefined when it is news.
+ */
+async function quietVersion(
+  deps: Pick<AppDeps, 'newest'>,
+  object: WatchedObject,
+  seen: SeenObject,
+): Promise<(typeof VERDICT_REASONS)[keyof typeof VERDICT_REASONS] | undefined> {
+  const verdict = objectEventVerdict(seen, await deps.newest.newest(object));
+  if (verdict.kind === 'changed') return undefined;
+  if (verdict.kind === 'unchanged') await deps.newest.remember(object, seen);
+  return VERDICT_REASONS[verdict.kind];
+}
+
+/**
  * The version a step leaves handled: the event's own, with its content, when the step wrote nothing (or
  * wrote and wants its echo to start the next step); the version its writes left otherwise, whose content
  * only that write's own event tells (digest '').
@@ -139,14 +154,10 @@ export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: Au
               }
             : undefined;
         const clusterObject = { kind: 'Cluster', ...target.cluster };
-        if (clusterSeen !== undefined) {
-          const verdict = objectEventVerdict(clusterSeen, await deps.newest.newest(clusterObject));
-          if (verdict.kind !== 'changed') {
-            if (verdict.kind === 'unchanged') await deps.newest.remember(clusterObject, clusterSeen);
-            const reason = VERDICT_REASONS[verdict.kind];
-            eventLog.debug({ reason }, 'event ignored');
-            return reply.code(200).send({ handled: false, reason });
-          }
+        const clusterQuiet = clusterSeen && (await quietVersion(deps, clusterObject, clusterSeen));
+        if (clusterQuiet) {
+          eventLog.debug({ reason: clusterQuiet }, 'event ignored');
+          return reply.code(200).send({ handled: false, reason: clusterQuiet });
         }
         const wake = await deps.clusterMembers.toWake(target.cluster);
         if (!wake.found) {
@@ -167,14 +178,10 @@ export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: Au
         eventLog.debug({ reason: 'OwnerNotOurs' }, 'event ignored');
         return reply.code(200).send({ handled: false, reason: 'OwnerNotOurs' });
       }
-      if (machine !== undefined) {
-        const verdict = objectEventVerdict(machine.seen, await deps.newest.newest(machine.owned));
-        if (verdict.kind !== 'changed') {
-          if (verdict.kind === 'unchanged') await deps.newest.remember(machine.owned, machine.seen);
-          const reason = VERDICT_REASONS[verdict.kind];
-          eventLog.debug({ reason }, 'event ignored');
-          return reply.code(200).send({ handled: false, reason });
-        }
+      const machineQuiet = machine && (await quietVersion(deps, machine.owned, machine.seen));
+      if (machineQuiet) {
+        eventLog.debug({ reason: machineQuiet }, 'event ignored');
+        return reply.code(200).send({ handled: false, reason: machineQuiet });
       }
       const lookup: OwnerLookup =
         target.kind === 'object'
@@ -214,14 +221,10 @@ export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: Au
         return reply.code(200).send({ handled: false, reason: 'Duplicate' });
       }
       // A deletion always reaches the step: the object gone is news its copy cannot show.
-      if (seen !== undefined && subject.verb !== 'delete') {
-        const verdict = objectEventVerdict(seen, await deps.newest.newest(ref));
-        if (verdict.kind !== 'changed') {
-          if (verdict.kind === 'unchanged') await deps.newest.remember(ref, seen);
-          const reason = VERDICT_REASONS[verdict.kind];
-          eventLog.debug({ dedupeKey, reason }, 'event ignored');
-          return reply.code(200).send({ handled: false, reason });
-        }
+      const objectQuiet = seen && subject.verb !== 'delete' && (await quietVersion(deps, ref, seen));
+      if (objectQuiet) {
+        eventLog.debug({ dedupeKey, reason: objectQuiet }, 'event ignored');
+        return reply.code(200).send({ handled: false, reason: objectQuiet });
       }
       // A pod being deleted with our finalizer: its step releases it when nothing will read it (section 7).
       const heldPod = lookup.heldPod ?? (subject.kind === 'Pod' ? heldPodOf(subject) : undefined);
