@@ -120,6 +120,7 @@ export function benchAppDeps(): AppDeps {
     versions: changingVersions(),
     owners: { resolve: async () => ({ found: false, reason: 'ObjectGone' }) },
     clusterMembers: { toWake: async () => ({ found: false, reason: 'ObjectGone' }) },
+    dependents: NO_DEPENDENTS,
     readiness: async () => ({ redis: { ok: true }, apiServer: { ok: true } }),
     metrics,
     sweep: async () => ({ state: 'skipped', reason: 'NotDueOrHeldElsewhere' }),

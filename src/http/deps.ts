@@ -4,7 +4,7 @@ import type { ObjectRef } from '../core/object-ref.ts';
 import type { HeldPod } from '../core/pod-release.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import type { SweepReport } from '../schedule/sweep.ts';
-import type { EventDedupe, ObjectVersion, RequeueSchedule } from '../settle/ports.ts';
+import type { DependentsPort, EventDedupe, ObjectVersion, RequeueSchedule } from '../settle/ports.ts';
 import type { Settle } from '../settle/settle.ts';
 
 /**
@@ -107,6 +107,8 @@ export interface AppDeps {
   versions: ObjectVersions;
   owners: OwnerResolver;
   clusterMembers: ClusterMembers;
+  /** Who waits for what (src/core/wake.ts): a Secret's event takes its waiters. */
+  dependents: DependentsPort;
   readiness: ReadinessProbe;
   /** Checks the bearer tokens that are not the static one; required when `config.auth.oidc` is set. */
   tokenReviews?: TokenReviews;

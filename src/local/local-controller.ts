@@ -317,6 +317,8 @@ export async function startLocalController(options: LocalControllerOptions): Pro
         KUBECONFIG: stack.kubeconfigPath,
         CAPTF_KEY_PREFIX: keyPrefix,
         ...watched,
+        // The local identity reads both: one relay watches our objects and the Secrets waits depend on.
+        CAPTF_RELAY_WATCH: 'all',
         CAPTF_TICK_INTERVAL_MS: String(tickIntervalMs),
         HOSTNAME: `relay-${process.pid}`,
         LOG_LEVEL: 'info',
