@@ -70,6 +70,12 @@ const { values: args } = parseArgs({
     'ceiling-seconds': { type: 'string', default: '20' },
     scheduled: { type: 'string', default: '10000' },
     due: { type: 'string', default: '100' },
+    // The at-rest phase's own (bench/fleet-at-rest.bench.ts; `npm run bench -- fleet` runs both files).
+    'at-rest-objects': { type: 'string' },
+    'at-rest-waiting': { type: 'string' },
+    'at-rest-minutes': { type: 'string' },
+    'at-rest-handlers': { type: 'string' },
+    'tick-samples': { type: 'string' },
   },
 });
 const MACHINES = Number(args.machines);
