@@ -9,6 +9,7 @@ import { SCHEDULE_SHARDS } from '../../../src/adapters/redis/keys.ts';
 import { readConfig } from '../../../src/config.ts';
 import { refKey } from '../../../src/core/object-ref.ts';
 import { VARIABLES_SECRET_LABELS } from '../../../src/core/variables-opt-in.ts';
+import { secretSource } from '../../../src/core/wake.ts';
 import { buildApp } from '../../../src/http/app.ts';
 import { createLogger } from '../../../src/http/logger.ts';
 import { testStack } from '../../env/index.ts';
@@ -19,6 +20,7 @@ import {
   eventually,
   finishJob,
   jobsOf,
+  refOf,
   result,
   type StepEnv,
   statusOf,
@@ -256,5 +258,28 @@ describe('waits woken by what they wait for, not polled', () => {
       (jobs) => jobs.length === 1,
       'w-slot starts its Job once the slot is released',
     );
+  });
+
+  it('a bootstrap data Secret (type cluster.x-k8s.io/secret, no label): its event reaches its waiters as a reference', async () => {
+    const ref = refOf(view, 'TerraformMachine', 'w-bootstrap');
+    // As a machine waiting for its bootstrap data registers (src/core/planner.ts), without Cluster API here.
+    await env.redis.dependents.add(secretSource(env.namespace, 'boot-data'), ref, 3600);
+    expect(await requeueInSeconds(refKey(ref))).toBeUndefined();
+    await view.core.createNamespacedSecret({
+      namespace: env.namespace,
+      body: {
+        metadata: { name: 'boot-data' },
+        type: 'cluster.x-k8s.io/secret',
+        stringData: { value: '#cloud-config', format: 'cloud-config' },
+      },
+    });
+    const due = await eventually(
+      () => requeueInSeconds(refKey(ref)),
+      (seconds) => seconds !== undefined,
+      30_000,
+      'the waiter scheduled by the Secret event',
+    );
+    // Due now, as the handlers' clock reads it (a fraction of a second from the Redis server's).
+    expect(due).toBeLessThan(5);
   });
 });
