@@ -73,12 +73,13 @@ export function composeAppDeps(input: ComposeInput): AppDeps {
   const pods = sweepPodsOf(kube, config.watchNamespaces);
   const holder = `${hostname()}-${process.pid}`;
   const dedupe = dedupeOf(redis);
+  const dependents = dependentsOf(redis);
   // The one place every step is run and settled, by every route and by the sweep (src/settle/settle.ts).
   const settle = createSettle({
     step: input.step,
     schedule,
     dedupe,
-    dependents: dependentsOf(redis),
+    dependents,
     metrics,
     clock: clock.nowMs,
   });
@@ -92,6 +93,7 @@ export function composeAppDeps(input: ComposeInput): AppDeps {
     newest: newestOf(redis),
     owners: ownerResolverOf(kube),
     clusterMembers: clusterMembersOf(kube),
+    dependents,
     readiness: readinessOf(redis, kube),
     tokenReviews: tokenReviewsOf(kube),
     metrics,
@@ -181,8 +183,8 @@ function dependentsOf(redis: RedisAdapter): DependentsPort {
       const answer = await redis.dependents.add(on, member, ttlSeconds);
       if (answer.kind === 'unknown') throw redisDown('register dependent', answer);
     },
-    async take(on) {
-      const answer = await redis.dependents.take(on);
+    async take(on, limit) {
+      const answer = await redis.dependents.take(on, limit);
       if (answer.kind === 'unknown') throw redisDown('take dependents', answer);
       return answer.members.flatMap((member) => refOfMember(member) ?? []);
     },

@@ -46,7 +46,7 @@ export async function runRelayProcess(
       : async () => undefined;
   try {
     await runRelay({
-      resources: watchedResources(config.watchNamespaces),
+      resources: watchedResources(config.watchNamespaces, config.watch),
       source: kubeWatchSource(kc),
       send: createSender({
         url: config.eventsUrl,
@@ -57,7 +57,8 @@ export async function runRelayProcess(
       }),
       mode: config.mode,
       apiServerUrl,
-      lease: namedLease(redis, 'relay'),
+      // One relay of each kind watches at a time: the Secrets' relay runs beside the objects' one.
+      lease: namedLease(redis, config.watch === 'secrets' ? 'relay-secrets' : 'relay'),
       holder: config.holder,
       leaseTtlMs: config.leaseTtlMs,
       logger,

@@ -122,7 +122,9 @@ function editsOf(doc: Record<string, unknown>): Edit[] {
       { path: ['data', 'runner'], value: (v) => variable('CAPTF_RUNNER_IMAGE', v) },
     ];
   if (
-    (key === 'ApiServerSource/captf-objects' || key === 'PingSource/captf-tick') &&
+    (key === 'ApiServerSource/captf-objects' ||
+      key === 'ApiServerSource/captf-secrets' ||
+      key === 'PingSource/captf-tick') &&
     doc.apiVersion === 'sources.knative.dev/v1'
   )
     return [

@@ -125,6 +125,7 @@ export function benchAppDeps(): AppDeps {
     newest: NO_NEWEST,
     owners: { resolve: async () => ({ found: false, reason: 'ObjectGone' }) },
     clusterMembers: { toWake: async () => ({ found: false, reason: 'ObjectGone' }) },
+    dependents: NO_DEPENDENTS,
     readiness: async () => ({ redis: { ok: true }, apiServer: { ok: true } }),
     metrics,
     sweep: async () => ({ state: 'skipped', reason: 'NotDueOrHeldElsewhere' }),

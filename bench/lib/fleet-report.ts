@@ -68,10 +68,10 @@ export class FleetReport {
     );
   }
 
-  /** Writes `<dir>/fleet-<YYYY-MM-DD>.json` (the run's options and context first) and returns its path. */
-  write(dir: string, context: Record<string, unknown>): string {
+  /** Writes `<dir>/<name>-<YYYY-MM-DD>.json` (the run's options and context first) and returns its path. */
+  write(dir: string, context: Record<string, unknown>, name = 'fleet'): string {
     mkdirSync(dir, { recursive: true });
-    const path = join(dir, `fleet-${new Date().toISOString().slice(0, 10)}.json`);
+    const path = join(dir, `${name}-${new Date().toISOString().slice(0, 10)}.json`);
     const json = {
       ...context,
       rows: this.rows.map(({ decimals: _decimals, ...row }) => ({

@@ -28,6 +28,7 @@ import { lockHoldingJob, staleLockToUnlock } from './lock-evidence.ts';
 import { mergePatchOf } from './merge-patch.ts';
 import { activeStatus, idleStatus, type StatusContext, waitStatus } from './move-status.ts';
 import { freeJobName } from './names.ts';
+import type { ObjectRef } from './object-ref.ts';
 import { buildOutputsSecret } from './outputs-secret.ts';
 import { plansAfterBookkeeping } from './plan-situation.ts';
 import { podsToRelease } from './pod-release.ts';
@@ -53,6 +54,7 @@ import {
 import { jobStateSuffixes, unrecordedStateSuffix } from './state-identity.ts';
 import { type OutcomeExtras, outcomeOf, type StepOutcome, type StepReason } from './step-outcome.ts';
 import type {
+  HeldWait,
   JobRef,
   Move,
   PlanFacts,
@@ -66,6 +68,7 @@ import type {
 import { type NotOptedIn, notOptedInEvent } from './variables-opt-in.ts';
 import { type JobView, timestampMs } from './views.ts';
 import { type WaitDecision, waitFor } from './wait-table.ts';
+import { jobSlotSources, releaseWakes, runLeasesSource, secretSource } from './wake.ts';
 import { watchActiveJob } from './watch.ts';
 
 /**
@@ -564,6 +567,9 @@ function finish(base: Base, status: TargetStatus, move: Move, result: StepOutcom
     snap.ref.kind === 'TerraformCluster' &&
     (bookkeeping?.runs.some((run) => run.classification.success && run.classification.op === 'apply') ??
       false);
+  // Recording a finished Job (or deleting a stuck one) releases its leases and slots: their waiters go now.
+  const releases = (bookkeeping?.runs.length ?? 0) > 0 || (move.kind === 'delete-job' && move.release);
+  const wakes = releases ? { wakes: releaseWakes(snap.ref, snap.clusterName) } : {};
   return {
     kind: 'plan',
     redactor: planning.redactor,
@@ -583,8 +589,41 @@ function finish(base: Base, status: TargetStatus, move: Move, result: StepOutcom
     prune,
     releasePods: released,
     move,
-    outcome: ready ? { ...result, wakesDependents: true } : result,
+    outcome: { ...result, ...(ready ? { wakesDependents: true } : {}), ...wakes },
   };
+}
+
+/**
+ * What a gate's wait is woken by (src/core/wake.ts): the TerraformCluster whose infrastructure it waits for
+ * (`cluster`, when that is the cause), the bootstrap data Secret its owner names, the Job slots. The other
+ * gates' waits end by the object's own events (approval, pause, owner) or by time (backoff, policy).
+ */
+function gateWaitsFor(
+  snap: Snapshot,
+  reason: WaitDecision['reason'],
+  cluster: Snapshot['owningCluster'],
+): Pick<StepOutcome, 'waitsFor'> {
+  if (reason === 'WaitingForDependencies' && cluster !== undefined && !cluster.ready)
+    return { waitsFor: [{ kind: 'TerraformCluster', namespace: snap.ref.namespace, name: cluster.name }] };
+  const bootstrap = snap.capi?.owner?.bootstrapDataSecretName;
+  if (reason === 'WaitingForBootstrapData' && bootstrap !== undefined)
+    return secretWaitOf(snap.ref, bootstrap);
+  if (reason === 'WaitingForJobSlot')
+    return { waitsFor: jobSlotSources(snap.ref.namespace, snap.clusterName) };
+  return {};
+}
+
+/** What a start held back at its guards is woken by: the release of its lease group or of a Job slot. */
+function heldWaitsFor(snap: Snapshot, reason: HeldWait['reason']): Pick<StepOutcome, 'waitsFor'> {
+  if (reason === 'WaitingForJobSlot')
+    return { waitsFor: jobSlotSources(snap.ref.namespace, snap.clusterName) };
+  if (
+    reason === 'WaitingForRunLease' ||
+    reason === 'WaitingForClusterOperation' ||
+    reason === 'WaitingForMachineOperations'
+  )
+    return { waitsFor: [runLeasesSource(snap.ref, snap.clusterName)] };
+  return {};
 }
 
 /**
@@ -690,7 +729,7 @@ function planWatch(base: Base, watched: Extract<Watched, { kind: 'verdict' }>): 
         base,
         base.status,
         { kind: 'none' },
-        { ...waitOutcome(base, wait), job: record.name },
+        { ...waitOutcome(base, wait), ...secretWaitOf(snap.ref, inputs.secret), job: record.name },
         false,
       );
     }
@@ -754,7 +793,15 @@ function holdBackNotOptedIn(base: Base, op: Op, notOptedIn: NotOptedIn): Planned
   const events = repeated
     ? base.events
     : [...base.events, { ...event, note: planning.redactor.redact(event.note) }];
-  return planRest({ ...base, events }, status, waitOutcome(base, wait));
+  return planRest({ ...base, events }, status, {
+    ...waitOutcome(base, wait),
+    ...secretWaitOf(snap.ref, notOptedIn.secret),
+  });
+}
+
+/** A wait woken by the watch event of the Secret `name` of the object's namespace (src/core/wake.ts). */
+function secretWaitOf(ref: ObjectRef, name: string | undefined): Pick<StepOutcome, 'waitsFor'> {
+  return name === undefined ? {} : { waitsFor: [secretSource(ref.namespace, name)] };
 }
 
 /**
@@ -832,23 +879,9 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
       gateInput({ installation: facts.slots?.installation ?? 0, cluster: facts.slots?.cluster ?? 0 }),
     );
   if (gated.kind === 'wait') {
-    // Waiting for the cluster's infrastructure: the cluster's step wakes this one when it is ready.
-    const waitsFor =
-      gated.reason === 'WaitingForDependencies' &&
-      capiHold === undefined &&
-      cluster !== undefined &&
-      !cluster.ready
-        ? {
-            waitsFor: {
-              kind: 'TerraformCluster' as const,
-              namespace: snap.ref.namespace,
-              name: cluster.name,
-            },
-          }
-        : {};
     return planRest(base, waitStatus(planning.statusContext, base.status, gated), {
       ...waitOutcome(base, gated),
-      ...waitsFor,
+      ...gateWaitsFor(snap, gated.reason, capiHold === undefined ? cluster : undefined),
     });
   }
 
@@ -867,9 +900,16 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
 
   if (facts.pods === undefined) return { kind: 'read', read: 'pods' };
   const pods = facts.pods;
-  const holdBack = (reason: 'WaitingForPreviousAttempt' | 'WaitingForDependencies', message: string) => {
+  const holdBack = (
+    reason: 'WaitingForPreviousAttempt' | 'WaitingForDependencies',
+    message: string,
+    secret?: string,
+  ) => {
     const wait = waitFor(reason, { now: facts.now, uid: snap.uid, op, message });
-    return planRest(base, waitStatus(planning.statusContext, base.status, wait), waitOutcome(base, wait));
+    return planRest(base, waitStatus(planning.statusContext, base.status, wait), {
+      ...waitOutcome(base, wait),
+      ...secretWaitOf(snap.ref, secret),
+    });
   };
   // API guard (section 5 step 7): no pod of an earlier attempt may live, whichever Job it belonged to; pods
   // are told apart by their Job's UID, never by a name (a Job name can be reused by a person). Redis is
@@ -895,7 +935,7 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
   };
   // A missing Secret must hold the start back before anything is taken (section 5 step 6).
   const inputs: RunInputs = resolveRunInputs(snap, op, policy, decisions, facts.config.stateEncryption);
-  if (inputs.kind === 'missing') return holdBack('WaitingForDependencies', inputs.message);
+  if (inputs.kind === 'missing') return holdBack('WaitingForDependencies', inputs.message, inputs.secret);
   if (inputs.kind === 'not-opted-in') return holdBackNotOptedIn(base, op, inputs);
 
   // Drift and refresh repeat with equal inputs; the newest success separates one run from the next.
@@ -1011,6 +1051,7 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
         outcome: {
           ...waitOutcome(base, wait),
           ...(held.reason === 'WaitingForForeignJob' ? { job: name } : {}),
+          ...heldWaitsFor(snap, held.reason),
         },
       };
     },

@@ -23,8 +23,11 @@ import { envSecretRefs, firstNotOptedIn, variablesFromRefs } from './variables-o
 /** A run's config source without the plan key; or why it cannot be built yet. */
 export type RunInputs =
   | { kind: 'resolved'; source: Omit<RunConfigSource, 'planHmacKey'> }
-  /** A referenced Secret or key is missing; the message names it, never a value. */
-  | { kind: 'missing'; message: string }
+  /**
+   * A referenced Secret or key is missing; the message names it, never a value; `secret` names the Secret
+   * whose creation or change ends the wait (absent when the spec itself is at fault).
+   */
+  | { kind: 'missing'; message: string; secret?: string }
   /** A Secret variables are read from lacks the opt-in label; the message names it and the label. */
   | { kind: 'not-opted-in'; secret: string; message: string };
 
@@ -84,10 +87,18 @@ export function resolveRunInputs(
     const { name, key } = from.secretKeyRef;
     const data = snap.referencedSecrets.get(name);
     if (data === undefined)
-      return { kind: 'missing', message: `Secret ${name} (variable ${from.name}) does not exist` };
+      return {
+        kind: 'missing',
+        secret: name,
+        message: `Secret ${name} (variable ${from.name}) does not exist`,
+      };
     const value = data[key];
     if (value === undefined)
-      return { kind: 'missing', message: `Secret ${name} has no key ${key} (variable ${from.name})` };
+      return {
+        kind: 'missing',
+        secret: name,
+        message: `Secret ${name} has no key ${key} (variable ${from.name})`,
+      };
     secretVariables[from.name] = variableValue(value);
   }
   // Under Cluster API the first apply sets it once; no later plan may change it (issue 11 item 4). A
@@ -112,7 +123,11 @@ export function resolveRunInputs(
   if (spec.backend?.secretRef) {
     const data = snap.referencedSecrets.get(spec.backend.secretRef.name);
     if (data === undefined)
-      return { kind: 'missing', message: `backend Secret ${spec.backend.secretRef.name} does not exist` };
+      return {
+        kind: 'missing',
+        secret: spec.backend.secretRef.name,
+        message: `backend Secret ${spec.backend.secretRef.name} does not exist`,
+      };
     backendSecretData = { ...data };
   }
   const stateEncryption = effectiveStateEncryption(spec.stateEncryption, installationEncryption);

@@ -3,6 +3,7 @@ import type { RunReason } from './classify.ts';
 import type { StartReason } from './decide.ts';
 import type { ObjectRef } from './object-ref.ts';
 import { WAIT_TABLE } from './wait-table.ts';
+import type { Wake, WakeSource } from './wake.ts';
 
 /**
  * What one reconcile step did (DESIGN.md section 5), as a value: a closed set of reasons, each with the
@@ -64,12 +65,14 @@ const WATCH_REASONS: ReadonlySet<WaitReason> = new Set([
   'ImagePullBackOff',
   'CreateContainerConfigError',
 ]);
-/** Waits whose end the situation decides: a backoff's end, a contended lock's end, a jittered slot wait. */
-const TIMED_WAITS: ReadonlySet<WaitReason> = new Set(['Backoff', 'LockContended', 'WaitingForJobSlot']);
+/** Waits whose end the situation decides: a backoff's end, a contended lock's end. */
+const TIMED_WAITS: ReadonlySet<WaitReason> = new Set(['Backoff', 'LockContended']);
 
 function waitRow(reason: WaitReason): ReasonRow {
   if (WATCH_REASONS.has(reason)) return { action: 'watching', requeue: 'computed', echo: 'seen' };
-  if (TIMED_WAITS.has(reason)) return { action: 'waiting', requeue: 'computed', echo: 'seen' };
+  // A jittered wait's requeue is the object's own (src/core/wait-table.ts `waitFor`).
+  if (TIMED_WAITS.has(reason) || WAIT_TABLE[reason].jitter)
+    return { action: 'waiting', requeue: 'computed', echo: 'seen' };
   return { action: 'waiting', requeue: WAIT_TABLE[reason].requeueSeconds, echo: 'seen' };
 }
 
@@ -165,10 +168,15 @@ export interface StepOutcome {
    * step's own write (or what it decided on) and needs no step of its own (DESIGN.md section 2).
    */
   observed?: ObservedVersion;
-  /** The object this one waits for (its cluster's infrastructure): woken when that one is ready. */
-  waitsFor?: ObjectRef;
+  /**
+   * What this wait is woken by (src/core/wake.ts: its cluster's infrastructure, a Secret, a lease group, a
+   * Job slot set): the object registers under each, and is looked at when one of them wakes it.
+   */
+  waitsFor?: readonly WakeSource[];
   /** The step made this object ready: the objects waiting for it are looked at now (a hint). */
   wakesDependents?: boolean;
+  /** The step released leases and slots (a finished Job bookkept): their waiters are looked at now. */
+  wakes?: readonly Wake[];
 }
 
 /** Extras of an outcome; `requeueAfterSeconds` only for reasons whose delay the situation decides. */

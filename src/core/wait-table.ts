@@ -10,6 +10,14 @@ import { jittered } from './jitter.ts';
  * every other wait carries none, and only its requeue, which never reaches the status, counts from now.
  */
 
+/**
+ * The requeue of a wait that an event or another step ends (src/core/wake.ts): a safety net for a lost
+ * event or wake, not a poll. Ten minutes, the sweep's period (section 8), jittered per object so a fleet
+ * that started waiting at once does not come back in one tick; with a step that reads once, a waiting
+ * object then costs at most 0.1 requests a minute.
+ */
+export const EVENT_SAFETY_SECONDS = 600;
+
 interface WaitRow {
   /** Seconds until the object is looked at again (the fallback when an event is missed). */
   requeueSeconds: number;
@@ -56,44 +64,47 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
     jitter: false,
     meaning: 'A plan waits for a person to approve its TerraformPlan (DESIGN.md section 11).',
   },
+  // Woken by what it waits for (src/core/wake.ts): its TerraformCluster's step once ready, or the watch event
+  // of the Secret it misses (labelled `captf.io/variables=true`); a backend Secret carries no label, so no
+  // event comes for it: the safety requeue finds it.
   WaitingForDependencies: {
-    requeueSeconds: 30,
-    jitter: false,
+    requeueSeconds: EVENT_SAFETY_SECONDS,
+    jitter: true,
     meaning:
       "Something this object builds on is not ready: a machine's or pool's TerraformCluster, or a Secret or key the spec reads.",
   },
   // Cluster API's Machine controller sets the owner reference on our object: that write wakes it.
   WaitingForOwner: {
-    requeueSeconds: 60,
-    jitter: false,
+    requeueSeconds: EVENT_SAFETY_SECONDS,
+    jitter: true,
     meaning:
       'Cluster API cloned the object from a template and has not set its owner reference (Machine or MachinePool) yet.',
   },
-  // The Cluster's event wakes the object once provisioned (src/http/routes/events.ts); this requeue is the
-  // fallback where no event comes.
+  // The Cluster's event wakes the object once provisioned (src/http/routes/events.ts).
   WaitingForClusterInfrastructure: {
-    requeueSeconds: 15,
+    requeueSeconds: EVENT_SAFETY_SECONDS,
     jitter: true,
     meaning:
       "The Cluster API Cluster's infrastructure is not provisioned yet (`status.initialization.infrastructureProvisioned`).",
   },
-  // The Machine's event wakes the object when it names its data; no event comes for the Secret itself, so
-  // this requeue finds a Secret created after its name was set.
+  // The Machine's event wakes the object when it names its data, the Secret's own event (type
+  // `cluster.x-k8s.io/secret`) when the data is written after its name was set.
   WaitingForBootstrapData: {
-    requeueSeconds: 15,
+    requeueSeconds: EVENT_SAFETY_SECONDS,
     jitter: true,
     meaning:
       'The owning Machine or MachinePool has no bootstrap data yet (`spec.bootstrap.dataSecretName` unset, or its Secret missing).',
   },
-  // A person labels the Secret; no event about a Secret reaches the object, so this requeue finds it.
+  // A person labels the Secret: its watch event (the label selects it) wakes the object.
   VariablesSecretNotOptedIn: {
-    requeueSeconds: 60,
-    jitter: false,
+    requeueSeconds: EVENT_SAFETY_SECONDS,
+    jitter: true,
     meaning:
       'A Secret that `variablesFrom` or `env[].valueFrom` reads lacks the label `captf.io/variables=true`.',
   },
+  // The bookkeeping step that frees a slot wakes one waiter of it (src/core/wake.ts).
   WaitingForJobSlot: {
-    requeueSeconds: 15,
+    requeueSeconds: EVENT_SAFETY_SECONDS,
     jitter: true,
     meaning:
       'The installation or the Cluster API cluster runs as many Jobs as allowed (drift and refresh start only below 80 %).',
@@ -124,19 +135,20 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
     meaning:
       'The object shows it was provisioned but its state Secret is missing or holds no resources: no apply starts until the Secret is restored or a person sets `captf.io/accept-empty-state`.',
   },
+  // The bookkeeping step that releases the lease group's leases wakes its waiters (src/core/wake.ts).
   WaitingForClusterOperation: {
-    requeueSeconds: 30,
-    jitter: false,
+    requeueSeconds: EVENT_SAFETY_SECONDS,
+    jitter: true,
     meaning: 'A TerraformCluster apply or destroy holds the cluster lease; its machines and pools wait.',
   },
   WaitingForMachineOperations: {
-    requeueSeconds: 30,
-    jitter: false,
+    requeueSeconds: EVENT_SAFETY_SECONDS,
+    jitter: true,
     meaning: "Machine or pool applies or destroys hold leases; the cluster's apply or destroy waits.",
   },
   WaitingForRunLease: {
-    requeueSeconds: 30,
-    jitter: false,
+    requeueSeconds: EVENT_SAFETY_SECONDS,
+    jitter: true,
     meaning: "Another step holds this object's run lease (Redis).",
   },
   LockContended: {
@@ -144,9 +156,10 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
     jitter: false,
     meaning: 'The state lock is held by another live pod of this object (DESIGN.md section 4: not counted).',
   },
+  // The pod's own events (it is labelled) wake its owner when it ends.
   WaitingForPreviousAttempt: {
-    requeueSeconds: 30,
-    jitter: false,
+    requeueSeconds: EVENT_SAFETY_SECONDS,
+    jitter: true,
     meaning: 'A pod of an earlier attempt is not terminal yet (DESIGN.md section 5, API guard).',
   },
   WaitingForForeignJob: {

@@ -5,7 +5,7 @@ import type { ObjectRef } from '../core/object-ref.ts';
 import type { HeldPod } from '../core/pod-release.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import type { SweepReport } from '../schedule/sweep.ts';
-import type { EventDedupe, RequeueSchedule } from '../settle/ports.ts';
+import type { DependentsPort, EventDedupe, RequeueSchedule } from '../settle/ports.ts';
 import type { Settle } from '../settle/settle.ts';
 
 /**
@@ -134,6 +134,8 @@ export interface AppDeps {
   newest: NewestObjects;
   owners: OwnerResolver;
   clusterMembers: ClusterMembers;
+  /** Who waits for what (src/core/wake.ts): a Secret's event takes its waiters. */
+  dependents: DependentsPort;
   readiness: ReadinessProbe;
   /** Checks the bearer tokens that are not the static one; required when `config.auth.oidc` is set. */
   tokenReviews?: TokenReviews;

@@ -61,6 +61,12 @@ export interface LocalControllerOptions {
    * that the relay and timer send to, as several instances of the Knative Service would share the load.
    */
   handlers?: number;
+  /**
+   * What the handler processes run: `source` (src/local/controller-main.ts, failpoints armable; default) or
+   * `bundle`, the controller image's entry point (dist/controller/server.mjs, built by the caller: the
+   * fleet bench measures what production runs).
+   */
+  entry?: 'source' | 'bundle';
   log?: (line: string) => void;
 }
 
@@ -260,7 +266,12 @@ export async function startLocalController(options: LocalControllerOptions): Pro
       const handler = startProcess(
         handlerCount === 1 ? 'controller' : `controller-${index}`,
         process.execPath,
-        [...CHILD_NODE_FLAGS, join(repoRoot, 'src', 'local', 'controller-main.ts')],
+        [
+          ...CHILD_NODE_FLAGS,
+          options.entry === 'bundle'
+            ? join(repoRoot, 'dist', 'controller', 'server.mjs')
+            : join(repoRoot, 'src', 'local', 'controller-main.ts'),
+        ],
         logDir,
         childEnv({
           PORT: String(port),
@@ -317,6 +328,8 @@ export async function startLocalController(options: LocalControllerOptions): Pro
         KUBECONFIG: stack.kubeconfigPath,
         CAPTF_KEY_PREFIX: keyPrefix,
         ...watched,
+        // The local identity reads both: one relay watches our objects and the Secrets waits depend on.
+        CAPTF_RELAY_WATCH: 'all',
         CAPTF_TICK_INTERVAL_MS: String(tickIntervalMs),
         HOSTNAME: `relay-${process.pid}`,
         LOG_LEVEL: 'info',

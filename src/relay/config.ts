@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { REDIS_ENV_SHAPE, type RedisTopology, redisTopologyOf } from '../adapters/redis/topology.ts';
 import type { WatchNamespaces } from '../core/watch-scope.ts';
 import { WatchNamespacesEnv } from '../schemas/watch-namespaces.ts';
+import type { RelayWatch } from './resources.ts';
 
 /**
  * The relay process's configuration (functions/relay.ts), read once from the environment and validated
@@ -27,6 +28,11 @@ const RelayEnvSchema = z
      * object, so one that changes nothing costs no read) or `ref` (ApiServerSource's Reference mode).
      */
     CAPTF_RELAY_MODE: z.enum(['ref', 'resource']).default('resource'),
+    /**
+     * What this relay watches (src/relay/resources.ts): our objects and what drives them, the Secrets a wait
+     * depends on (a relay under their own identity), or both.
+     */
+    CAPTF_RELAY_WATCH: z.enum(['all', 'objects', 'secrets']).default('objects'),
     /** Relay lease TTL, ms: how long a dead relay blocks its successor. */
     CAPTF_RELAY_LEASE_TTL_MS: z.coerce.number().int().min(1000).default(15_000),
     /** Local timer interval, ms; 0 disables the timer (a PingSource or cron calls /tick instead). */
@@ -51,6 +57,7 @@ export interface RelayConfig {
   watchNamespaces: WatchNamespaces;
   keyPrefix: string;
   mode: 'ref' | 'resource';
+  watch: RelayWatch;
   leaseTtlMs: number;
   tickIntervalMs: number;
   tickTimeoutMs: number;
@@ -89,6 +96,7 @@ export function readRelayConfig(
       watchNamespaces: e.CAPTF_WATCH_NAMESPACES,
       keyPrefix: e.CAPTF_KEY_PREFIX,
       mode: e.CAPTF_RELAY_MODE,
+      watch: e.CAPTF_RELAY_WATCH,
       leaseTtlMs: e.CAPTF_RELAY_LEASE_TTL_MS,
       tickIntervalMs: e.CAPTF_TICK_INTERVAL_MS,
       tickTimeoutMs: e.CAPTF_TICK_TIMEOUT_MS,

@@ -33,7 +33,10 @@ export interface EventInput {
   time: Date;
 }
 
-/** Returns the binary-mode message. Resource mode carries the object (the relay watches no Secrets). */
+/**
+ * Returns the binary-mode message. Resource mode carries the object; the relay sends the Secrets it
+ * watches in reference mode only (./resources.ts `referenceOnly`).
+ */
 export function buildEventMessage(input: EventInput): RelayMessage {
   const name = input.object.metadata?.name ?? '';
   const namespace = input.object.metadata?.namespace ?? '';

@@ -1,10 +1,25 @@
 import { type KubeConfig, KubernetesObjectApi, Watch } from '@kubernetes/client-node';
 import type { KubeObject } from './event.ts';
-import { collectionPath } from './resources.ts';
+import { collectionPath, type RelayResource } from './resources.ts';
 import type { WatchEnd, WatchNotification, WatchSource } from './watch-loop.ts';
 
 /** Server-side watch timeout, seconds: the API server closes a watch after this, client-go style. */
 const WATCH_TIMEOUT_SECONDS = 300;
+
+/**
+ * What the relay keeps of an object: all of it, or for a reference-only resource (Secrets) its identity and
+ * version alone, so no Secret's data stays in the relay's memory beyond the decode of one notification
+ * (client-node's Watch cannot ask the API server for metadata only).
+ */
+function keptOf(resource: RelayResource, object: KubeObject): KubeObject {
+  if (resource.referenceOnly !== true) return object;
+  const { name, namespace, uid, resourceVersion } = object.metadata ?? {};
+  return {
+    apiVersion: object.apiVersion ?? resource.apiVersion,
+    kind: object.kind ?? resource.kind,
+    metadata: { name, namespace, uid, resourceVersion },
+  };
+}
 
 /** The relay's WatchSource over client-node 2.x (`KubernetesObjectApi.list` and `Watch`). */
 export function kubeWatchSource(kc: KubeConfig): WatchSource {
@@ -19,13 +34,15 @@ export function kubeWatchSource(kc: KubeConfig): WatchSource {
         undefined,
         undefined,
         undefined,
-        undefined,
+        resource.fieldSelector,
         resource.labelSelector,
       );
       // Typed models turn timestamps into Date objects; JSON round-trip gives the wire shape back.
       const items = JSON.parse(JSON.stringify(list.items)) as KubeObject[];
       return {
-        items: items.map((item) => ({ apiVersion: resource.apiVersion, kind: resource.kind, ...item })),
+        items: items.map((item) =>
+          keptOf(resource, { apiVersion: resource.apiVersion, kind: resource.kind, ...item }),
+        ),
         resourceVersion: list.metadata?.resourceVersion ?? '',
       };
     },
@@ -52,6 +69,7 @@ export function kubeWatchSource(kc: KubeConfig): WatchSource {
               allowWatchBookmarks: true,
               timeoutSeconds: WATCH_TIMEOUT_SECONDS,
               labelSelector: resource.labelSelector,
+              fieldSelector: resource.fieldSelector,
             },
             (type: string, object: KubeObject) => {
               if (end !== undefined) return;
@@ -67,7 +85,7 @@ export function kubeWatchSource(kc: KubeConfig): WatchSource {
                 );
                 return;
               }
-              const notification = { type, object } as WatchNotification;
+              const notification = { type, object: keptOf(resource, object) } as WatchNotification;
               chain = chain
                 .then(() => onEvent(notification))
                 .catch((error: unknown) => finish({ kind: 'failed', error }));

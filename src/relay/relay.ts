@@ -56,7 +56,7 @@ export async function runRelay(options: RelayOptions): Promise<void> {
           backoff: options.backoff,
           emit: async (verb, object) => {
             const message = buildEventMessage({
-              mode: options.mode,
+              mode: resource.referenceOnly === true ? 'ref' : options.mode,
               verb,
               resource,
               object,

@@ -1,4 +1,5 @@
 import type { ObjectRef } from '../core/object-ref.ts';
+import type { WakeSource } from '../core/wake.ts';
 
 /**
  * What settling a step, the tick runner and the sweep need from Redis (DESIGN.md section 8), as small
@@ -55,9 +56,9 @@ export interface ObjectVersion {
  */
 export interface DependentsPort {
   /** Registers `member` as waiting for `on`. */
-  add(on: ObjectRef, member: ObjectRef): Promise<void>;
-  /** Takes (and forgets) the objects waiting for `on`. */
-  take(on: ObjectRef): Promise<ObjectRef[]>;
+  add(on: WakeSource, member: ObjectRef): Promise<void>;
+  /** Takes (and forgets) the objects waiting for `on`: every one, or at most `limit` of them. */
+  take(on: WakeSource, limit?: number): Promise<ObjectRef[]>;
 }
 
 /** No dependencies kept: tools and tests that do not need wake-ups. */

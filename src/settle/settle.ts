@@ -84,8 +84,9 @@ export function createSettle(deps: SettleDeps): Settle {
 
 /**
  * Dependencies as hints (best effort, like the observed version): a waiting object registers under what it
- * waits for; an object that became ready brings its waiters' requeues to now. A failure here costs latency,
- * never a result: every waiter still has its own requeue.
+ * waits for; an object that became ready, or a step that released leases and slots, brings its waiters'
+ * requeues to now (src/core/wake.ts). A failure here costs latency, never a result: every waiter still has
+ * its own requeue.
  */
 async function wake(
   deps: SettleDeps,
@@ -94,10 +95,14 @@ async function wake(
   log: SettleOptions['log'],
 ): Promise<void> {
   try {
-    if (outcome.waitsFor !== undefined) await deps.dependents.add(outcome.waitsFor, ref);
+    for (const source of outcome.waitsFor ?? []) await deps.dependents.add(source, ref);
     if (outcome.wakesDependents === true) {
       const nowMs = deps.clock();
       for (const waiter of await deps.dependents.take(ref)) await deps.schedule.add(waiter, nowMs);
+    }
+    for (const { source, limit } of outcome.wakes ?? []) {
+      const nowMs = deps.clock();
+      for (const waiter of await deps.dependents.take(source, limit)) await deps.schedule.add(waiter, nowMs);
     }
   } catch (error) {
     log.warn({ err: error, ...ref }, 'wake dependents: failed');

@@ -196,17 +196,20 @@ async function contendedLock(): Promise<void> {
   });
 }
 
-/** The waits under test: each object's name, the wait it must reach, and that wait's requeue (s). */
+/**
+ * The waits under test: each object's name, the wait it must reach, and that wait's requeue (s): a wait
+ * another object, a Secret, a lease or a slot ends is woken, so its requeue is the 10 min safety net.
+ */
 const WAITS = [
   { name: 'w-backoff', waitReason: 'Backoff', requeueSeconds: 600 },
   { name: 'w-approval', waitReason: 'AwaitingApproval', requeueSeconds: 600 },
   { name: 'w-paused', waitReason: 'Paused', requeueSeconds: 600 },
-  { name: 'w-deps', waitReason: 'WaitingForDependencies', requeueSeconds: 30 },
-  { name: 'w-cluster-op', waitReason: 'WaitingForClusterOperation', requeueSeconds: 30 },
+  { name: 'w-deps', waitReason: 'WaitingForDependencies', requeueSeconds: 600 },
+  { name: 'w-cluster-op', waitReason: 'WaitingForClusterOperation', requeueSeconds: 600 },
   // A TerraformCluster whose apply waits for a machine apply of its cluster (lease held below).
-  { name: 'w-machine-ops', waitReason: 'WaitingForMachineOperations', requeueSeconds: 30 },
-  { name: 'w-run-lease', waitReason: 'WaitingForRunLease', requeueSeconds: 30 },
-  { name: 'w-slot', waitReason: 'WaitingForJobSlot', requeueSeconds: 15 },
+  { name: 'w-machine-ops', waitReason: 'WaitingForMachineOperations', requeueSeconds: 600 },
+  { name: 'w-run-lease', waitReason: 'WaitingForRunLease', requeueSeconds: 600 },
+  { name: 'w-slot', waitReason: 'WaitingForJobSlot', requeueSeconds: 600 },
   { name: 'w-policy', waitReason: 'JobPolicyInvalid', requeueSeconds: 600 },
   { name: 'w-lock', waitReason: 'LockContended', requeueSeconds: 30 },
 ] as const;

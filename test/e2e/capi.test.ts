@@ -402,7 +402,14 @@ describe('the sample driven by Cluster API v1.14.2 (issue 11, DESIGN.md section 
         {
           apiVersion: 'v1',
           kind: 'Secret',
-          metadata: { name: BOOTSTRAP_SECRET, namespace: run.namespace },
+          // As a bootstrap provider writes it: its type is what the Secret events source watches, and
+          // that event wakes the waiting clones (DESIGN.md section 6).
+          metadata: {
+            name: BOOTSTRAP_SECRET,
+            namespace: run.namespace,
+            labels: { [`${CAPI_GROUP}/cluster-name`]: CLUSTER },
+          },
+          type: 'cluster.x-k8s.io/secret',
           stringData: { value: BOOTSTRAP_DATA, format: 'cloud-config' },
         },
       ]);

@@ -235,6 +235,8 @@ export async function startFleetRun(options: FleetOptions): Promise<FleetRun> {
         KUBECONFIG: kubeconfig,
         CAPTF_KEY_PREFIX: keyPrefix,
         CAPTF_WATCH_NAMESPACES: namespace,
+        // The local identity reads both: one relay watches our objects and the Secrets waits depend on.
+        CAPTF_RELAY_WATCH: 'all',
         CAPTF_TICK_INTERVAL_MS: String(options.tickIntervalMs ?? 1000),
         HOSTNAME: `relay-${process.pid}`,
         LOG_LEVEL: 'info',

@@ -6,10 +6,11 @@ import { callScript } from './scripts.ts';
 import { attempt, type Unknown } from './unknown.ts';
 
 /**
- * Who waits for whom (DESIGN.md section 6: "dependencies 30 s"): a machine that waits for its cluster's
- * infrastructure registers under the cluster; when the cluster's step records it ready, the waiting
- * members are taken in one atomic call and looked at at once instead of at their next 30 s requeue. A
- * hint only: the requeue stays the guarantee, and a lost set costs latency, never a result.
+ * Who waits for what (DESIGN.md section 6; src/core/wake.ts): a machine that waits for its cluster's
+ * infrastructure registers under the cluster, an object that misses a Secret under the Secret, a lease or
+ * slot wait under its lease group or slot set; the step or event that ends the wait takes the waiting
+ * members in one atomic call and they are looked at at once instead of at their safety requeue. A hint
+ * only: the requeue stays the guarantee, and a lost set costs latency, never a result.
  */
 
 export type DependentAdd = { kind: 'added' } | Unknown;
@@ -34,10 +35,16 @@ export class Dependents {
     return answer.kind === 'unknown' ? answer : { kind: 'added' };
   }
 
-  /** Takes (and forgets) every member waiting for `on`, atomically. */
-  async take(on: ObjectId): Promise<DependentTake> {
+  /**
+   * Takes (and forgets) the members waiting for `on`, atomically: every one, or at most `limit` of them
+   * (any `limit`, SPOP's choice), the rest staying registered.
+   */
+  async take(on: ObjectId, limit?: number): Promise<DependentTake> {
+    const key = this.#keys.dependents(on);
     const answer = await attempt(() =>
-      callScript(this.#client, 'captfDependentsTake', [this.#keys.dependents(on)]),
+      limit === undefined
+        ? callScript(this.#client, 'captfDependentsTake', [key])
+        : this.#client.spop(key, limit),
     );
     if (answer.kind === 'unknown') return answer;
     return {

@@ -13,6 +13,7 @@ import {
 } from '../../core/event-relevance.ts';
 import type { ObjectRef } from '../../core/object-ref.ts';
 import { heldPodOf } from '../../core/pod-release.ts';
+import { secretSource } from '../../core/wake.ts';
 import { EventJobSchema, EventPodSchema, type EventSubject } from '../../schemas/cloudevents.ts';
 import type { ObjectVersion } from '../../settle/ports.ts';
 import { capiClusterViewOf, capiOwnerDigest, infrastructureTargetOf } from '../../step/read-capi.ts';
@@ -23,6 +24,7 @@ import { AppError } from '../errors.ts';
 import { dedupeKeyOf, targetOf } from '../event-target.ts';
 import type { InFlight } from '../in-flight.ts';
 import { acceptRawText } from '../raw-body.ts';
+import { secretOf } from '../secret-event.ts';
 
 /**
  * `POST /events` (DESIGN.md section 13): one ApiServerSource CloudEvent → at most one step for the object it
@@ -39,6 +41,8 @@ import { acceptRawText } from '../raw-body.ts';
  * finalizer hands that pod to the step, which releases it at once when nothing will read its result
  * (src/core/pod-release.ts); when another call holds the object's step lock, it answers 429 so the source
  * sends it again.
+ * An event about a Secret (./secret-event.ts) runs no step either: the objects waiting for it get a
+ * requeue due now, at no API request.
  */
 /** How soon a held pod's event comes back when its object's step lock was taken (a step takes about 1 s). */
 const HELD_POD_RETRY_SECONDS = 1;
@@ -133,6 +137,14 @@ export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: Au
         eventType: `${subject.mode}.${subject.verb}`,
         eventKind: subject.kind,
       });
+      const secret = secretOf(subject, deps.config.watchNamespaces);
+      if (secret !== undefined) {
+        const woken = await deps.dependents.take(secretSource(secret.namespace, secret.name));
+        const nowMs = deps.clock();
+        for (const ref of woken) await deps.schedule.add(ref, nowMs);
+        if (woken.length > 0) eventLog.info({ secret, woken }, 'secret woke');
+        return reply.code(200).send({ handled: true, woken });
+      }
       if (target.kind === 'unsupported') throw new AppError('unsupported-event-kind', target.message);
       if (target.kind === 'ignored') {
         eventLog.debug({ reason: target.reason }, 'event ignored');

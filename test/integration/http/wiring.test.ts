@@ -116,7 +116,7 @@ describe('handlers wired to real Redis and the API server', () => {
     await app.close();
   });
 
-  it('reference-mode Job and Pod events map to the owner by live reads, which show nothing new; Secrets are not routed', async () => {
+  it('reference-mode Job and Pod events map to the owner by live reads, which show nothing new; a Secret event steps nothing', async () => {
     const app = appWith(redis);
     const labels = {
       'captf.io/managed': 'true',
@@ -170,13 +170,14 @@ describe('handlers wired to real Redis and the API server', () => {
       ...refEvent('v1', 'Pod', 'no-such-pod'),
     });
     expect(gone.json()).toEqual({ handled: false, reason: 'ObjectGone' });
-    // Issue 16: the sources watch no Secrets, so a Secret event is not one of ours.
+    // A Secret event runs no step and reads nothing: it only wakes the objects waiting for that Secret
+    // (none here).
     const secret = await app.inject({
       method: 'POST',
       url: '/events',
       ...refEvent('v1', 'Secret', 'captf-run-captf-m-m1-apply-a1-abcdef'),
     });
-    expect(secret.statusCode, secret.body).toBe(400);
+    expect(secret.json()).toEqual({ handled: true, woken: [] });
     expect(calls).toEqual([]);
     await app.close();
   });

@@ -119,6 +119,7 @@ afterAll(async () => {
       ...gone,
       'services.serving.knative.dev/captf',
       'apiserversource/captf-objects',
+      'apiserversource/captf-secrets',
       'pingsource/captf-tick',
       'deployment/captf-redis',
       'service/captf-redis',
@@ -169,6 +170,7 @@ describe('docs/install.md against the local control plane', () => {
     });
     for (const resource of [
       'apiserversource/captf-objects',
+      'apiserversource/captf-secrets',
       'pingsource/captf-tick',
       'deployment/captf-redis',
     ]) {

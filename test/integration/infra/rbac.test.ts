@@ -23,6 +23,7 @@ const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..', '..');
 const CONTROLLER = 'system:serviceaccount:captf-system:captf-controller';
 const EVENT_SOURCE = 'system:serviceaccount:captf-system:captf-event-source';
+const SECRET_EVENTS = 'system:serviceaccount:captf-system:captf-secret-events';
 
 const kubectl = (args: string[]) =>
   run(testStack().kubectlPath, ['--kubeconfig', testStack().kubeconfigPath, ...args]);
@@ -77,6 +78,7 @@ beforeAll(async () => {
     'namespace.yaml',
     'rbac/controller.yaml',
     'rbac/event-source.yaml',
+    'rbac/secret-events.yaml',
     'rbac/cluster-api.yaml',
   ]) {
     await kubectl(['apply', '-f', join(root, 'infra', file)]);
@@ -360,6 +362,19 @@ describe('event-source ClusterRole (ApiServerSource and the relay)', () => {
       }
     }
     expect(await canI(EVENT_SOURCE, 'watch', 'pods', '')).toBe(true);
+  });
+});
+
+describe('Secret events ClusterRole', () => {
+  it('lists and watches Secrets, in a namespace and cluster-wide, and nothing else: no get, no write, no other kind', async () => {
+    for (const namespace of ['default', '']) {
+      for (const verb of ['list', 'watch'])
+        expect(await canI(SECRET_EVENTS, verb, 'secrets', namespace), `${verb} in '${namespace}'`).toBe(true);
+    }
+    for (const verb of ['get', 'create', 'update', 'patch', 'delete'])
+      expect(await canI(SECRET_EVENTS, verb, 'secrets'), verb).toBe(false);
+    expect(await canI(SECRET_EVENTS, 'watch', 'pods', '')).toBe(false);
+    expect(await canI(SECRET_EVENTS, 'list', 'configmaps')).toBe(false);
   });
 });
 

@@ -3,7 +3,7 @@ import type { StartDecision } from '../../../src/core/decide.ts';
 import { applyGates, type GateInput } from '../../../src/core/gates.ts';
 import { jitterFraction } from '../../../src/core/jitter.ts';
 import { hasJobSlot } from '../../../src/core/slot-shares.ts';
-import { WAIT_TABLE, waitFor } from '../../../src/core/wait-table.ts';
+import { EVENT_SAFETY_SECONDS, WAIT_TABLE, waitFor } from '../../../src/core/wait-table.ts';
 import { WAIT_REASONS } from '../../../src/schemas/kinds/wait-reason.ts';
 import { at, record, T0 } from './builders.ts';
 
@@ -29,28 +29,11 @@ function gateInput(overrides: Partial<GateInput> = {}): GateInput {
 
 /** DESIGN.md section 6: each wait with its requeue. */
 const waitRows = [
-  {
-    id: 'S6.1',
-    name: 'lease waits: 30 s',
-    reasons: [
-      'WaitingForClusterOperation',
-      'WaitingForMachineOperations',
-      'WaitingForRunLease',
-      'LockContended',
-    ],
-    seconds: 30,
-  },
-  { id: 'S6.2', name: 'dependencies: 30 s', reasons: ['WaitingForDependencies'], seconds: 30 },
+  { id: 'S6.1', name: 'a contended state lock: 30 s', reasons: ['LockContended'], seconds: 30 },
   { id: 'S6.3', name: 'Job running: 60 s fallback', reasons: ['JobActive'], seconds: 60 },
   { id: 'S6.4', name: 'cache lag: 5 s', reasons: ['WaitingForCache'], seconds: 5 },
   { id: 'S6.5', name: 'approval: at most 10 min', reasons: ['AwaitingApproval'], seconds: 600 },
   { id: 'S6.6', name: 'JobPolicyInvalid: 10 min', reasons: ['JobPolicyInvalid'], seconds: 600 },
-  {
-    id: 'I16.1',
-    name: 'a variables Secret without the opt-in label: 60 s (labelling it emits nothing the object sees)',
-    reasons: ['VariablesSecretNotOptedIn'],
-    seconds: 60,
-  },
 ] as const;
 
 describe('WAIT_TABLE: DESIGN.md section 6', () => {
@@ -60,12 +43,26 @@ describe('WAIT_TABLE: DESIGN.md section 6', () => {
     }
   });
 
-  it('S6.7 WaitingForJobSlot: 15 s plus the object jitter', () => {
-    const wait = waitFor('WaitingForJobSlot', { now: T0, uid: UID, message: 'm' });
-    expect(wait.requeueAfterSeconds).toBe(Math.ceil(15 * (1 + jitterFraction(UID))));
-    expect(wait.requeueAfterSeconds).toBeGreaterThanOrEqual(15);
-    expect(wait.requeueAfterSeconds).toBeLessThanOrEqual(17);
-  });
+  it.each([
+    'WaitingForClusterOperation',
+    'WaitingForMachineOperations',
+    'WaitingForRunLease',
+    'WaitingForJobSlot',
+    'WaitingForDependencies',
+    'WaitingForOwner',
+    'WaitingForClusterInfrastructure',
+    'WaitingForBootstrapData',
+    'VariablesSecretNotOptedIn',
+    'WaitingForPreviousAttempt',
+  ] as const)(
+    'S6.7 %s, woken by an event or a release: a safety requeue of 10 min plus the object jitter',
+    (reason) => {
+      const wait = waitFor(reason, { now: T0, uid: UID, message: 'm' });
+      expect(wait.requeueAfterSeconds).toBe(Math.ceil(EVENT_SAFETY_SECONDS * (1 + jitterFraction(UID))));
+      expect(wait.requeueAfterSeconds).toBeGreaterThanOrEqual(600);
+      expect(wait.requeueAfterSeconds).toBeLessThanOrEqual(660);
+    },
+  );
 
   it('S6.8 backoff waits until nextAttemptAt', () => {
     const wait = waitFor('Backoff', { now: T0, uid: UID, message: 'm', untilMs: at(90).getTime() });
@@ -134,7 +131,7 @@ describe('applyGates: DESIGN.md section 5 step 5, in order', () => {
     expect(wait).toMatchObject({
       reason: 'WaitingForDependencies',
       message: 'cluster demo not provisioned',
-      requeueAfterSeconds: 30,
+      requeueAfterSeconds: Math.ceil(EVENT_SAFETY_SECONDS * (1 + jitterFraction(UID))),
     });
   });
 

@@ -198,6 +198,10 @@ describe('resolveRunInputs holds a run back for a Secret that did not opt in', (
       resolveJobsPolicy(undefined),
       {},
     );
-    expect(inputs).toEqual({ kind: 'missing', message: 'Secret absent (variable x) does not exist' });
+    expect(inputs).toEqual({
+      kind: 'missing',
+      secret: 'absent',
+      message: 'Secret absent (variable x) does not exist',
+    });
   });
 });

@@ -258,7 +258,6 @@ describe('POST /events: owned objects map to their owner', () => {
 
   it.each([
     { id: 'ConfigMap', name: 'core kind we do not watch', apiVersion: 'v1', kind: 'ConfigMap' },
-    { id: 'Secret', name: 'Secrets, which no source watches (issue 16)', apiVersion: 'v1', kind: 'Secret' },
     {
       id: 'Job/foreign-group',
       name: 'a Job kind from another group',

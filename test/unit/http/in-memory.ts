@@ -4,6 +4,7 @@ import { compareResourceVersions, type SeenObject } from '../../../src/core/even
 import type { ObjectRef } from '../../../src/core/object-ref.ts';
 import type { HeldPod } from '../../../src/core/pod-release.ts';
 import type { StepOutcome } from '../../../src/core/step-outcome.ts';
+import type { WakeSource } from '../../../src/core/wake.ts';
 import { buildApp } from '../../../src/http/app.ts';
 import type {
   AppConfig,
@@ -85,17 +86,22 @@ export class MemoryDedupe implements EventDedupe {
 }
 
 /** Dependencies in memory: who waits for whom. */
+function sourceKey(source: WakeSource): string {
+  return `${source.kind}/${source.namespace}/${source.name}`;
+}
+
 export class MemoryDependents implements DependentsPort {
   readonly waiting = new Map<string, ObjectRef[]>();
-  async add(on: ObjectRef, member: ObjectRef): Promise<void> {
-    const list = this.waiting.get(keyOf(on)) ?? [];
+  async add(on: WakeSource, member: ObjectRef): Promise<void> {
+    const list = this.waiting.get(sourceKey(on)) ?? [];
     if (!list.some((m) => keyOf(m) === keyOf(member))) list.push(member);
-    this.waiting.set(keyOf(on), list);
+    this.waiting.set(sourceKey(on), list);
   }
-  async take(on: ObjectRef): Promise<ObjectRef[]> {
-    const list = this.waiting.get(keyOf(on)) ?? [];
-    this.waiting.delete(keyOf(on));
-    return list;
+  async take(on: WakeSource, limit?: number): Promise<ObjectRef[]> {
+    const list = this.waiting.get(sourceKey(on)) ?? [];
+    const taken = list.splice(0, limit ?? list.length);
+    if (list.length === 0) this.waiting.delete(sourceKey(on));
+    return taken;
   }
 }
 
@@ -274,6 +280,7 @@ export function testApp(
     newest,
     owners,
     clusterMembers,
+    dependents,
     readiness: async () => ({ redis: { ok: true }, apiServer: { ok: true } }),
     metrics,
     sweep: async (nowMs): Promise<SweepReport> => {

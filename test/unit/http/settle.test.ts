@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ObjectRef } from '../../../src/core/object-ref.ts';
+import { releaseWakes, secretSource } from '../../../src/core/wake.ts';
 import { auth, binaryHeaders, T0, testApp } from './in-memory.ts';
 
 // Settling a step (src/settle/settle.ts), seen through the routes that use it: the version a step leaves is
@@ -70,7 +71,7 @@ describe('settle', () => {
               action: 'waiting',
               reason: 'WaitingForDependencies',
               requeueAfterSeconds: 30,
-              waitsFor: cluster,
+              waitsFor: [cluster],
             }
           : {
               action: 'bookkept',
@@ -84,5 +85,60 @@ describe('settle', () => {
     await t.app.inject({ method: 'POST', url: '/reconcile/TerraformCluster/team-a/demo', headers: auth });
     expect(t.schedule.dueAt(machine)).toBe(T0);
     expect(t.dependents.waiting.size).toBe(0);
+  });
+
+  it('S4 a Secret event wakes the objects waiting for that Secret, with no step and no read of its own', async () => {
+    const t = testApp();
+    await t.dependents.add(secretSource('team-a', 'vars'), machine);
+    await t.dependents.add(secretSource('team-a', 'other'), cluster);
+    const event = (name: string) => ({
+      method: 'POST' as const,
+      url: '/events',
+      headers: binaryHeaders('dev.knative.apiserver.ref.update', {
+        'ce-subject': `/api/v1/namespaces/team-a/secrets/${name}`,
+        'ce-kind': 'Secret',
+        'ce-name': name,
+        'ce-namespace': 'team-a',
+        'ce-apiversion': 'v1',
+      }),
+      payload: JSON.stringify({ apiVersion: 'v1', kind: 'Secret', name, namespace: 'team-a' }),
+    });
+    const response = await t.app.inject(event('vars'));
+    expect(response.json()).toEqual({ handled: true, woken: [machine] });
+    expect(t.schedule.dueAt(machine)).toBe(T0);
+    expect(t.schedule.dueAt(cluster)).toBeUndefined();
+    expect([t.calls.length, t.versions.reads.length]).toEqual([0, 0]);
+    // Taken once: the next event of the same Secret wakes nobody.
+    expect((await t.app.inject(event('vars'))).json()).toEqual({ handled: true, woken: [] });
+  });
+
+  it('S5 a step that releases leases wakes its lease group, and one waiter per freed slot set', async () => {
+    const others = ['m-b', 'm-c'].map((name): ObjectRef => ({ ...machine, name }));
+    const t = testApp({
+      answer: (ref) =>
+        ref.name === 'm-a'
+          ? {
+              action: 'bookkept',
+              reason: 'ApplySucceeded',
+              requeueAfterSeconds: 1800,
+              wakes: releaseWakes(ref, undefined),
+            }
+          : {
+              action: 'waiting',
+              reason: 'WaitingForJobSlot',
+              requeueAfterSeconds: 600,
+              waitsFor: [{ kind: 'JobSlots', namespace: '', name: '' }],
+            },
+    });
+    for (const ref of others)
+      await t.app.inject({
+        method: 'POST',
+        url: `/reconcile/${ref.kind}/${ref.namespace}/${ref.name}`,
+        headers: auth,
+      });
+    await t.app.inject({ method: 'POST', url: '/reconcile/TerraformMachine/team-a/m-a', headers: auth });
+    const due = others.map((ref) => t.schedule.dueAt(ref));
+    expect(due.filter((at) => at === T0)).toHaveLength(1);
+    expect(due.filter((at) => at === T0 + 600_000)).toHaveLength(1);
   });
 });

@@ -177,6 +177,7 @@ describe('clusterctl provider files (infra/clusterctl)', () => {
     const always = keys(CLUSTERCTL_FILES.components);
     expect([...knative].filter((key) => !always.has(key)).sort()).toEqual([
       'ApiServerSource/captf-objects',
+      'ApiServerSource/captf-secrets',
       'NetworkPolicy/captf-handlers',
       'PingSource/captf-tick',
       'Service/captf',

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseCloudEvent } from '../../../src/http/cloudevent.ts';
 import { buildEventMessage } from '../../../src/relay/event.ts';
-import { RELAY_RESOURCES } from '../../../src/relay/resources.ts';
+import { RELAY_RESOURCES, resourcesOf } from '../../../src/relay/resources.ts';
 import { DEFAULT_RETRY_POLICY, decideRetry } from '../../../src/relay/retry.ts';
 
 const cluster = RELAY_RESOURCES.find((r) => r.kind === 'TerraformCluster');
@@ -51,8 +51,24 @@ describe('relay events', () => {
     });
   });
 
-  it('watches no Secrets (issue 16: the event source reads none)', () => {
+  it('the objects relay watches no Secrets (issue 16: the event source reads none)', () => {
     expect(RELAY_RESOURCES.map((r) => r.kind)).not.toContain('Secret');
+    expect(resourcesOf('objects').map((r) => r.kind)).not.toContain('Secret');
+  });
+
+  it('the Secrets relay watches only Secrets, and sends them in reference mode whatever its mode', () => {
+    expect(resourcesOf('secrets')).toEqual([
+      expect.objectContaining({
+        kind: 'Secret',
+        labelSelector: 'captf.io/variables=true',
+        referenceOnly: true,
+      }),
+      expect.objectContaining({
+        kind: 'Secret',
+        fieldSelector: 'type=cluster.x-k8s.io/secret',
+        referenceOnly: true,
+      }),
+    ]);
   });
 });
 

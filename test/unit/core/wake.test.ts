@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import type { ObjectRef } from '../../../src/core/object-ref.ts';
+import { jobSlotSources, releaseWakes, runLeasesSource, secretSource } from '../../../src/core/wake.ts';
+
+// What wakes a waiting object (DESIGN.md section 6, src/core/wake.ts): the sources a wait registers under
+// and those the release of a finished Job's leases and slots wakes must name the same thing.
+
+const machine: ObjectRef = { kind: 'TerraformMachine', namespace: 'team-a', name: 'm-a' };
+
+describe('wake sources', () => {
+  it('W1 a lease wait and the release of a Job of the same lease group name one source', () => {
+    const other: ObjectRef = { ...machine, name: 'm-b' };
+    const released = releaseWakes(other, 'demo').map((wake) => wake.source);
+    expect(released).toContainEqual(runLeasesSource(machine, 'demo'));
+    // Without a cluster the group is the object itself: another object's release does not wake it.
+    expect(releaseWakes(other, undefined).map((wake) => wake.source)).not.toContainEqual(
+      runLeasesSource(machine, undefined),
+    );
+    expect(releaseWakes(machine, undefined).map((wake) => wake.source)).toContainEqual(
+      runLeasesSource(machine, undefined),
+    );
+  });
+
+  it('W2 a slot wait registers under every slot set a start needs; a release frees one waiter of each', () => {
+    expect(jobSlotSources('team-a', 'demo')).toEqual([
+      { kind: 'JobSlots', namespace: '', name: '' },
+      { kind: 'JobSlots', namespace: 'team-a', name: 'demo' },
+    ]);
+    const slotWakes = releaseWakes(machine, 'demo').filter((wake) => wake.source.kind === 'JobSlots');
+    expect(slotWakes).toEqual(jobSlotSources('team-a', 'demo').map((source) => ({ source, limit: 1 })));
+    // The lease group's waiters all go: a few objects of one cluster.
+    expect(releaseWakes(machine, 'demo').find((wake) => wake.source.kind === 'RunLeases')).not.toHaveProperty(
+      'limit',
+    );
+  });
+
+  it('W3 a Secret is named by its namespace and name', () => {
+    expect(secretSource('team-a', 'vars')).toEqual({ kind: 'Secret', namespace: 'team-a', name: 'vars' });
+  });
+});
