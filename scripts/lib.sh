@@ -32,6 +32,8 @@ ensure_debian_packages() {
   command -v containerd >/dev/null || missing+=(containerd)
   command -v runc >/dev/null || missing+=(runc)
   [[ -x /usr/lib/cni/bridge ]] || missing+=(containernetworking-plugins)
+  command -v nft >/dev/null || missing+=(nftables)
+  command -v ip >/dev/null || missing+=(iproute2)
   ((${#missing[@]} == 0)) && return 0
   say "installing Debian packages: ${missing[*]}"
   as_root apt-get update -qq || die "apt-get update failed"
