@@ -89,6 +89,12 @@ describe('Job pods on the real kubelet, containerd and runc', () => {
         runAsUser: 65532,
         seccompProfile: { type: 'RuntimeDefault' },
       });
+      for (const container of pod.spec.containers)
+        expect(container.securityContext).toMatchObject({
+          readOnlyRootFilesystem: true,
+          allowPrivilegeEscalation: false,
+          capabilities: { drop: ['ALL'] },
+        });
 
       // Image IDs are the registry's manifest digests, and the controller pinned the module's.
       const digests = run.controller.realNode?.digests ?? {};
