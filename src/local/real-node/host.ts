@@ -105,7 +105,7 @@ export function unmountUnder(dir: string): void {
     .map((line) => line.split(' ')[4]?.replace(/\\040/g, ' '))
     .filter((point): point is string => point?.startsWith(`${dir}/`) === true)
     .sort((a, b) => b.length - a.length);
-  for (const point of points) execFileSync('umount', ['-l', point]);
+  for (const point of points) tryRun('umount', ['-l', point]);
 }
 
 /** Runs `command args`; returns whether it succeeded (for removals of what may already be gone). */

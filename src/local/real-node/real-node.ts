@@ -109,10 +109,23 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNode>
     await kubelet?.stop();
     await containerd?.stop();
     await registry?.process.stop();
+    // Every removal is tried; what could not be removed is reported together, never dropped.
+    const leftovers: string[] = [];
     unmountUnder(dir);
-    tryRun('ip', ['link', 'delete', names.bridge]);
-    tryRun('nft', ['delete', 'table', 'ip', names.nftTable]);
-    for (const cgroup of cgroupDirs(names.cgroup)) removeCgroupTree(cgroup);
+    if (existsSync(`/sys/class/net/${names.bridge}`) && !tryRun('ip', ['link', 'delete', names.bridge]))
+      leftovers.push(`bridge ${names.bridge}`);
+    if (
+      tryRun('nft', ['list', 'table', 'ip', names.nftTable]) &&
+      !tryRun('nft', ['delete', 'table', 'ip', names.nftTable])
+    )
+      leftovers.push(`nftables table ip ${names.nftTable}`);
+    for (const cgroup of cgroupDirs(names.cgroup)) {
+      try {
+        removeCgroupTree(cgroup);
+      } catch (cause) {
+        leftovers.push(`cgroup ${cgroup} (${(cause as NodeJS.ErrnoException).code})`);
+      }
+    }
     tryRun(stack.kubectlPath, [
       '--kubeconfig',
       stack.kubeconfigPath,
@@ -122,6 +135,8 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNode>
       '--ignore-not-found',
       '--wait=false',
     ]);
+    if (leftovers.length > 0)
+      throw new Error(`stop the real node ${options.nodeName}: could not remove ${leftovers.join(', ')}`);
   };
   try {
     for (const cgroup of cgroupDirs(names.cgroup)) makeCgroup(cgroup);
