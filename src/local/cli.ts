@@ -125,7 +125,7 @@ async function up(options: UpOptions): Promise<void> {
       `  Cluster API v${info.versions.clusterApi} core manager: kubectl get clusters,machinedeployments,machines -A`,
     );
     log(
-      `  logs ${controller.logDir}/{controller,${eventLogs},local-node,capi-manager}.log and the control plane's`,
+      `  logs ${controller.logDir}/{controller,${eventLogs},${options.node === 'real' ? 'kubelet,containerd,registry' : 'local-node'},capi-manager}.log and the control plane's`,
     );
     if (!withSample) {
       log('no sample applied (--no-sample); press Ctrl-C to stop');
