@@ -169,4 +169,34 @@ describe('Job pods on the real kubelet, containerd and runc', () => {
     },
     4 * MINUTE,
   );
+
+  it(
+    'a runner over its memory limit is OOMKilled by the kernel, as the kubelet reports, and classified as such',
+    async () => {
+      await applyObjects(run, [
+        machine(run, 'oom', {
+          jobs: {
+            resources: { requests: { cpu: '10m', memory: '32Mi' }, limits: { memory: '32Mi' } },
+            lockTimeoutSeconds: 5,
+          },
+        }),
+      ]);
+      const failed = await waitObject(
+        run,
+        RESOURCE.TerraformMachine,
+        'oom',
+        'the run recorded as failed',
+        (o) => o.status?.lastRun?.result === 'failed',
+        3 * MINUTE,
+      );
+      expect(failed.status?.lastRun?.error?.summary).toContain('OOM-killed');
+      const [job] = await jobsOf(run, 'oom');
+      const [podName] = await podsOfJob(run, job ?? '');
+      const source = (await readPod(podName ?? '')).status.containerStatuses?.find(
+        (status) => status.name === 'source',
+      );
+      expect(source?.state.terminated?.reason).toBe('OOMKilled');
+    },
+    4 * MINUTE,
+  );
 });
