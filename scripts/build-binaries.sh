@@ -5,7 +5,9 @@
 # from the Go module proxy into a versioned cache outside the repo. Nothing built is committed.
 # A Prometheus server with Kubernetes service discovery (Debian's package is built without it) runs the
 # shipped scrape config in the tests.
-# Usage: scripts/build-binaries.sh [k8s|etcd|tofu|knative|capi|clusterctl|prometheus|all]   (default: all)
+# The real node (src/local/real-node/) adds the kubelet of the same Kubernetes release, crane
+# (go-containerregistry) to assemble OCI images, and a static pause program for the pod sandbox.
+# Usage: scripts/build-binaries.sh [k8s|node|etcd|tofu|knative|capi|clusterctl|prometheus|all]   (default: all)
 # Env:   CAPTF_CACHE (default ~/.cache/captf)
 set -euo pipefail
 
@@ -15,6 +17,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/versions.env"
 TOFU_HCL_REPLACE=${TOFU_HCL_REPLACE:-github.com/hashicorp/hcl/v2=github.com/opentofu/hcl/v2@v2.20.2-0.20251021132045-587d123c2828}
 
 CACHE=${CAPTF_CACHE:-$HOME/.cache/captf}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
 log() { printf '[build-binaries] %s\n' "$*" >&2; }
 
@@ -59,6 +62,54 @@ build_k8s() {
     mv "$out/$c.tmp" "$out/$c"
     log "kubernetes v$K8S_VERSION: $c built after $(elapsed "$start")"
   done
+}
+
+# The kubelet shares build_k8s's wrapper module, so its module download and warm build cache.
+build_node() {
+  local out="$CACHE/bin/k8s-v$K8S_VERSION"
+  if [[ -x "$out/kubelet" ]]; then
+    log "kubelet v$K8S_VERSION: cached in $out"; return 0
+  fi
+  build_k8s
+  local start; start=$(date +%s)
+  local minor=${K8S_VERSION#1.}; minor=${minor%%.*}
+  cd "$CACHE/src/k8s-v$K8S_VERSION"
+  go get -tool "k8s.io/kubernetes/cmd/kubelet@v$K8S_VERSION"
+  local ldf="-s -w" p
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldf="$ldf -X $p.gitVersion=v$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+  done
+  log "kubernetes v$K8S_VERSION: building kubelet (about a minute with the control plane's build cache)"
+  go build -trimpath -tags selinux,notest -ldflags "$ldf" -o "$out/kubelet.tmp" k8s.io/kubernetes/cmd/kubelet
+  mv "$out/kubelet.tmp" "$out/kubelet"
+  log "kubernetes v$K8S_VERSION: kubelet built after $(elapsed "$start")"
+}
+
+build_crane() {
+  local out="$CACHE/bin/crane-v$CRANE_VERSION"
+  if [[ -x "$out/crane" ]]; then log "crane v$CRANE_VERSION: cached in $out"; return 0; fi
+  local start; start=$(date +%s)
+  local src="$CACHE/src/crane-v$CRANE_VERSION"
+  mkdir -p "$src" "$out"
+  cd "$src"
+  [[ -f go.mod ]] || go mod init local/cranebin >/dev/null 2>&1
+  log "crane v$CRANE_VERSION: downloading modules"
+  go get -tool "github.com/google/go-containerregistry/cmd/crane@v$CRANE_VERSION"
+  go build -trimpath -ldflags "-s -w" -o "$out/crane.tmp" github.com/google/go-containerregistry/cmd/crane
+  mv "$out/crane.tmp" "$out/crane"
+  log "crane v$CRANE_VERSION: built in $(elapsed "$start")"
+}
+
+# The pause program is the repository's own (infra/local/pause/pause.go): its cache key is its content hash.
+build_pause() {
+  local source="$ROOT/infra/local/pause/pause.go" hash
+  hash=$(sha256sum "$source" | cut -c1-12)
+  local out="$CACHE/bin/pause-$hash"
+  if [[ -x "$out/pause" ]]; then log "pause $hash: cached in $out"; return 0; fi
+  mkdir -p "$out"
+  (cd "$(dirname "$source")" && go build -trimpath -ldflags "-s -w" -o "$out/pause.tmp" "$source")
+  mv "$out/pause.tmp" "$out/pause"
+  log "pause $hash: built in $out"
 }
 
 build_etcd() {
@@ -240,12 +291,13 @@ build_prometheus() {
 what=${1:-all}
 case "$what" in
   k8s) build_k8s ;;
+  node) build_node; build_crane; build_pause ;;
   etcd) build_etcd ;;
   tofu) build_tofu ;;
   knative) build_knative ;;
   capi) build_capi ;;
   clusterctl) build_clusterctl ;;
   prometheus) build_prometheus ;;
-  all) build_etcd; build_k8s; build_tofu; build_knative; build_capi; build_clusterctl; build_prometheus ;;
-  *) log "unknown component: $what (want k8s|etcd|tofu|knative|capi|clusterctl|prometheus|all)"; exit 2 ;;
+  all) build_etcd; build_k8s; build_node; build_crane; build_pause; build_tofu; build_knative; build_capi; build_clusterctl; build_prometheus ;;
+  *) log "unknown component: $what (want k8s|node|etcd|tofu|knative|capi|clusterctl|prometheus|all)"; exit 2 ;;
 esac

@@ -28,6 +28,12 @@ ensure_debian_packages() {
   command -v jq >/dev/null || missing+=(jq)
   # promtool and prometheus: the alert tests (test/integration/infra/alerts.test.ts, prometheus-scrape.test.ts).
   { command -v promtool && command -v prometheus; } >/dev/null || missing+=(prometheus)
+  # The real node (src/local/real-node/): the container runtime, its OCI runtime and the CNI plugins.
+  command -v containerd >/dev/null || missing+=(containerd)
+  command -v runc >/dev/null || missing+=(runc)
+  [[ -x /usr/lib/cni/bridge ]] || missing+=(containernetworking-plugins)
+  command -v nft >/dev/null || missing+=(nftables)
+  command -v ip >/dev/null || missing+=(iproute2)
   ((${#missing[@]} == 0)) && return 0
   say "installing Debian packages: ${missing[*]}"
   as_root apt-get update -qq || die "apt-get update failed"
@@ -49,7 +55,7 @@ stop_packaged_prometheus() {
 
 ensure_go_binaries() {
   command -v go >/dev/null || die "Go is needed to build etcd, Kubernetes, OpenTofu, Knative's adapters and Cluster API's core manager from the Go module proxy; install Go >= 1.26"
-  say "checking the local control-plane, OpenTofu, Knative adapter and Cluster API binaries in $CAPTF_CACHE/bin (a first build takes a while)"
+  say "checking the local control-plane, kubelet, crane, OpenTofu, Knative adapter and Cluster API binaries in $CAPTF_CACHE/bin (a first build takes a while)"
   bash "$ROOT/scripts/build-binaries.sh" all || die "building the Go binaries failed (see above)"
 }
 

@@ -475,7 +475,14 @@ function fromResult(
           violation: true,
           summary: 'runner reported failed without an error',
         };
-      const withError = { ...base, step: result.error.step, summary: result.error.summary };
+      // The kernel's OOM killer picks the largest process of the container's cgroup: usually the runtime the
+      // runner started, so the runner reports a step killed by SIGKILL while the runtime (containerd) marks
+      // the container OOMKilled. The summary keeps both, so the fix (a higher memory limit) is visible.
+      const summary =
+        winner.terminationReason === 'OOMKilled'
+          ? `${result.error.summary} (the source container was OOM-killed; raise spec.jobs.resources.limits.memory)`
+          : result.error.summary;
+      const withError = { ...base, step: result.error.step, summary };
       if (result.error.kind === 'image-layout') return { ...withError, evidence: 'image-layout' };
       if (result.error.kind === 'state-decryption') return { ...withError, evidence: 'state-decryption' };
       if (result.error.reason === 'OutputsInvalid') return { ...withError, evidence: 'outputs-invalid' };

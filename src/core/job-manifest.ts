@@ -101,10 +101,14 @@ export interface PodSecurityContext {
   seccompProfile: { type: 'RuntimeDefault' };
 }
 
-/** The container-level security context: the `restricted` fields that exist only per container. */
+/**
+ * The container-level security context: the `restricted` fields that exist only per container, and a
+ * read-only root filesystem (the runner writes only to its emptyDirs and the termination message).
+ */
 export interface ContainerSecurityContext {
   allowPrivilegeEscalation: false;
   capabilities: { drop: ['ALL'] };
+  readOnlyRootFilesystem: true;
 }
 
 /**
@@ -124,7 +128,7 @@ export function jobPodSecurityContext(): PodSecurityContext {
 
 /** Every container's security context: `restricted` sets these per container, not per pod. */
 export function jobContainerSecurityContext(): ContainerSecurityContext {
-  return { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } };
+  return { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, readOnlyRootFilesystem: true };
 }
 
 /** The object a Job runs for. */

@@ -6,6 +6,8 @@
 // (src/local/capi-manager.ts), as on a management cluster. `up --no-sample` starts everything but the sample;
 // `--events=knative` replaces the relay and timer with Knative's own ApiServerSource and PingSource
 // adapters; `--redis=cluster` (or `sentinel`) runs the controller on a Redis Cluster (or under Sentinel).
+// Job pods run on a real node (kubelet, containerd, runc: src/local/real-node/; needs root) unless
+// `--node=stand-in` asks for the process-based stand-in (src/local/node/).
 import { rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,8 +17,10 @@ import { kubectlFor } from './kubectl.ts';
 import { runLiveView } from './live-view.ts';
 import {
   LOCAL_EVENT_PATHS,
+  LOCAL_NODE_KINDS,
   type LocalController,
   type LocalEventPath,
+  type LocalNodeKind,
   startLocalController,
 } from './local-controller.ts';
 import {
@@ -42,6 +46,7 @@ interface UpOptions {
   withSample: boolean;
   events: LocalEventPath;
   redis: LocalRedisTopology;
+  node: LocalNodeKind;
 }
 
 async function up(options: UpOptions): Promise<void> {
@@ -80,7 +85,13 @@ async function up(options: UpOptions): Promise<void> {
     // The controller and Cluster API's manager need nothing from each other: started side by side; each is
     // recorded as soon as it runs, so the shutdown stops it when the other fails.
     const [controllerStart, capiStart] = await Promise.allSettled([
-      startLocalController({ stack: info, workDir: info.workDir, events: options.events, log }).then((c) => {
+      startLocalController({
+        stack: info,
+        workDir: info.workDir,
+        events: options.events,
+        node: options.node,
+        log,
+      }).then((c) => {
         controller = c;
         log(`controller ready in ${((Date.now() - started) / 1000).toFixed(1)} s: handlers ${c.url}`);
         return c;
@@ -114,7 +125,7 @@ async function up(options: UpOptions): Promise<void> {
       `  Cluster API v${info.versions.clusterApi} core manager: kubectl get clusters,machinedeployments,machines -A`,
     );
     log(
-      `  logs ${controller.logDir}/{controller,${eventLogs},local-node,capi-manager}.log and the control plane's`,
+      `  logs ${controller.logDir}/{controller,${eventLogs},${options.node === 'real' ? 'kubelet,containerd,registry' : 'local-node'},capi-manager}.log and the control plane's`,
     );
     if (!withSample) {
       log('no sample applied (--no-sample); press Ctrl-C to stop');
@@ -174,7 +185,7 @@ function describeRedis(topology: LocalStack['info']['redis']): string {
 
 /** Reads `up`'s flags; undefined (after printing the usage) when one is unknown. */
 function parseUp(args: string[]): UpOptions | undefined {
-  const options: UpOptions = { withSample: true, events: 'relay', redis: 'single' };
+  const options: UpOptions = { withSample: true, events: 'relay', redis: 'single', node: 'real' };
   for (const arg of args) {
     const [flag, value] = arg.split('=', 2);
     if (arg === '--no-sample') options.withSample = false;
@@ -182,6 +193,8 @@ function parseUp(args: string[]): UpOptions | undefined {
       options.events = value as LocalEventPath;
     else if (flag === '--redis' && LOCAL_REDIS_TOPOLOGIES.some((topology) => topology === value))
       options.redis = value as LocalRedisTopology;
+    else if (flag === '--node' && LOCAL_NODE_KINDS.some((kind) => kind === value))
+      options.node = value as LocalNodeKind;
     else return undefined;
   }
   return options;
@@ -191,7 +204,7 @@ const [command = 'up', ...flags] = process.argv.slice(2);
 const upOptions = command === 'up' ? parseUp(flags) : undefined;
 if (upOptions === undefined) {
   console.error(
-    `usage: node src/local/cli.ts up [--no-sample] [--events=${LOCAL_EVENT_PATHS.join('|')}] [--redis=${LOCAL_REDIS_TOPOLOGIES.join('|')}] (got: ${process.argv.slice(2).join(' ')})`,
+    `usage: node src/local/cli.ts up [--no-sample] [--events=${LOCAL_EVENT_PATHS.join('|')}] [--redis=${LOCAL_REDIS_TOPOLOGIES.join('|')}] [--node=${LOCAL_NODE_KINDS.join('|')}] (got: ${process.argv.slice(2).join(' ')})`,
   );
   process.exit(2);
 }

@@ -33,6 +33,8 @@ export interface ControlPlane {
  */
 export interface KubeletTls {
   caPath: string;
+  /** The CA's key: a real node's kubelet gets a serving certificate for its own address from it. */
+  caKeyPath: string;
   /** A serving certificate for `127.0.0.1` (every local node's InternalIP), signed by the CA. */
   certPath: string;
   keyPath: string;
@@ -272,7 +274,7 @@ function makeKubeletCertificates(pki: string): KubeletTls {
     extensions: LOOPBACK_SERVER_EXTENSIONS,
     issuer: ca,
   });
-  return { caPath: ca.certPath, ...serving };
+  return { caPath: ca.certPath, caKeyPath: ca.keyPath, ...serving };
 }
 
 function kubeconfig(server: string, caPath: string, token: string): string {

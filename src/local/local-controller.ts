@@ -7,8 +7,10 @@ import { type Balancer, startBalancer } from './balancer.ts';
 import { applyClusterResources } from './cluster-resources.ts';
 import { type KnativeSources, startKnativeSources } from './knative-sources.ts';
 import { type Kubectl, kubectlFor } from './kubectl.ts';
+import { DEDICATED_TAINT_KEY } from './node/node-registration.ts';
 import { freePort } from './ports.ts';
 import { type ManagedProcess, startProcess, waitUntilHealthy } from './process.ts';
+import { type RealNode, startRealNode } from './real-node/real-node.ts';
 import { ensureRunnerBuilt } from './runner-build.ts';
 import type { StackInfo } from './stack.ts';
 
@@ -27,6 +29,10 @@ export type LocalEventPath = (typeof LOCAL_EVENT_PATHS)[number];
 
 /** The controller's `--runner-image` in the local run: the node maps it to infra/local/images/runner/. */
 export const LOCAL_RUNNER_IMAGE = 'captf.local/runner:dev';
+
+/** The nodes the local run can run its Job pods on. */
+export const LOCAL_NODE_KINDS = ['stand-in', 'real'] as const;
+export type LocalNodeKind = (typeof LOCAL_NODE_KINDS)[number];
 
 /** Options of {@link startLocalController}. */
 export interface LocalControllerOptions {
@@ -55,6 +61,11 @@ export interface LocalControllerOptions {
   logLevel?: 'info' | 'debug';
   /** Image directories the node searches after the local images (tests add test/fixtures/images). */
   imageDirs?: readonly string[];
+  /**
+   * The node that runs the Job pods: the stand-in (src/local/node/, default) or a real kubelet with
+   * containerd and runc (src/local/real-node/; needs root, see its preflight).
+   */
+  node?: LocalNodeKind;
   /**
    * Handler processes; default 1 (`npm start`, the tests: one `controller.log`). With more, each listens on
    * its own port (logs `controller-<i>.log`) behind a loopback round-robin balancer (src/local/balancer.ts)
@@ -85,6 +96,8 @@ export interface LocalController {
    */
   token: string | undefined;
   nodeName: string;
+  /** The real node (its registry and image digests), when `node: 'real'`. */
+  realNode: RealNode | undefined;
   /** Knative's adapters, when they are the event path. */
   knative: KnativeSources | undefined;
   logDir: string;
@@ -227,6 +240,7 @@ export async function startLocalController(options: LocalControllerOptions): Pro
   if (!Number.isInteger(handlerCount) || handlerCount < 1)
     throw new Error(`start the local controller: handlers must be a whole number ≥ 1 (got ${handlerCount})`);
   const handlerProcesses = new Set<ManagedProcess>();
+  let realNode: RealNode | undefined;
   const stop = async (): Promise<void> => {
     await knative?.stop();
     for (const proc of [...started].reverse()) {
@@ -237,22 +251,37 @@ export async function startLocalController(options: LocalControllerOptions): Pro
       }
       await proc.stop(STOP_GRACE_MS);
     }
+    await realNode?.stop();
   };
   try {
-    log(`starting the local node ${nodeName}`);
-    started.push(
-      await startLocalNode({
-        kubectl,
-        kubeconfigPath: stack.kubeconfigPath,
-        kubeletTls: stack.kubeletTls,
-        nodeName,
-        // A test run names its own node and pins its Jobs to it; the main job's node runs every pod.
-        dedicated: options.nodeName !== undefined,
-        workDir: options.workDir,
+    log(`starting the ${options.node === 'real' ? 'real' : 'local'} node ${nodeName}`);
+    // A test run names its own node and pins its Jobs to it; the main job's node runs every pod.
+    const dedicated = options.nodeName !== undefined;
+    if (options.node === 'real')
+      realNode = await startRealNode({
+        stack,
+        dir: join(options.workDir, 'node'),
         logDir,
+        nodeName,
+        ...(dedicated
+          ? { taints: [{ key: DEDICATED_TAINT_KEY, value: nodeName, effect: 'NoSchedule' }] }
+          : {}),
         ...(options.imageDirs === undefined ? {} : { imageDirs: options.imageDirs }),
-      }),
-    );
+        log,
+      });
+    else
+      started.push(
+        await startLocalNode({
+          kubectl,
+          kubeconfigPath: stack.kubeconfigPath,
+          kubeletTls: stack.kubeletTls,
+          nodeName,
+          dedicated,
+          workDir: options.workDir,
+          logDir,
+          ...(options.imageDirs === undefined ? {} : { imageDirs: options.imageDirs }),
+        }),
+      );
 
     const token = events === 'knative' ? undefined : randomBytes(32).toString('base64url');
     const auth: Record<string, string> =
@@ -313,7 +342,7 @@ export async function startLocalController(options: LocalControllerOptions): Pro
         tickSchedule: `@every ${Math.max(1, Math.round(tickIntervalMs / 1000))}s`,
         log,
       });
-      return { url, handlers, balancer, token, nodeName, logDir, kubectl, knative, stop };
+      return { url, handlers, balancer, token, nodeName, realNode, logDir, kubectl, knative, stop };
     }
     log('starting the relay (watch → /events) and the local timer (/tick)');
     const relay = startProcess(
@@ -342,7 +371,7 @@ export async function startLocalController(options: LocalControllerOptions): Pro
       async () => readFileSync(relay.logPath, 'utf8').includes('relay: lease taken'),
       READY_TIMEOUT_MS,
     );
-    return { url, handlers, balancer, token, nodeName, logDir, kubectl, knative, stop };
+    return { url, handlers, balancer, token, nodeName, realNode, logDir, kubectl, knative, stop };
   } catch (error) {
     await stop();
     throw error;

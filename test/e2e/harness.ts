@@ -10,6 +10,7 @@ import { type Kubectl, kubectlFor } from '../../src/local/kubectl.ts';
 import {
   type LocalController,
   type LocalEventPath,
+  type LocalNodeKind,
   startLocalController,
 } from '../../src/local/local-controller.ts';
 import { dedicatedToleration } from '../../src/local/node/node-registration.ts';
@@ -143,6 +144,8 @@ export interface E2eRunOptions {
   logLevel?: 'info' | 'debug';
   /** Image directories the node searches after the local images (test/fixtures/images, for one). */
   imageDirs?: readonly string[];
+  /** The node that runs the Job pods; default the stand-in (src/local/node/). */
+  node?: LocalNodeKind;
 }
 
 /** Starts the local run's controller on the test stack with its own node, Redis keys and namespace. */
@@ -167,6 +170,7 @@ export async function startE2eRun(label: string, options: E2eRunOptions = {}): P
     ...(options.syncPeriodSeconds === undefined ? {} : { syncPeriodSeconds: options.syncPeriodSeconds }),
     ...(options.logLevel === undefined ? {} : { logLevel: options.logLevel }),
     ...(options.imageDirs === undefined ? {} : { imageDirs: options.imageDirs }),
+    ...(options.node === undefined ? {} : { node: options.node }),
     nodeName,
     keyPrefix,
     // One API server serves every test file: a run steps its own namespace only, never another's leftovers.

@@ -436,6 +436,37 @@ describe('classifyJob: field cases', () => {
     expect(c.error).toEqual({ kind: 'unknown', summary: expect.stringContaining('OOM-killed') });
   });
 
+  it("a step killed by the OOM killer while the runner lives: the runner's error, and the OOM in the summary", () => {
+    const c = classifyJob({
+      op: 'apply',
+      job: failedJob,
+      pods: [
+        pod('p1', {
+          exitCode: 1,
+          reason: 'OOMKilled',
+          message: ok(
+            result({
+              op: 'apply',
+              result: 'failed',
+              error: { kind: 'step', step: 'init', summary: 'init was killed by SIGKILL' },
+            }),
+          ),
+        }),
+      ],
+      now: T0,
+    });
+    expect(c.error?.summary).toBe(
+      'init was killed by SIGKILL (the source container was OOM-killed; raise spec.jobs.resources.limits.memory)',
+    );
+    const plain = classifyJob({
+      op: 'apply',
+      job: failedJob,
+      pods: [pod('p1', { exitCode: 1, message: applyStepFailed })],
+      now: T0,
+    });
+    expect(plain.error?.summary).toBe('Error: quota exceeded');
+  });
+
   it('C08a: deadline kill with empty containerStatuses → JobDeadlineExceeded, counted, no parse error', () => {
     const c = classifyJob({
       op: 'apply',

@@ -132,13 +132,14 @@ describe('buildJobManifest: DESIGN.md section 9', () => {
     expect(JOB_RUN_AS_USER).toBe(65_532);
   });
 
-  it('I16.6 restricted: both containers forbid privilege escalation and drop every capability', () => {
+  it('I16.6 restricted: both containers forbid privilege escalation, drop every capability, keep / read-only', () => {
     const containers = [...pod.initContainers, ...pod.containers];
     expect(containers.map((c) => c.name)).toEqual(['runner', 'source']);
     for (const container of containers) {
       expect(container.securityContext).toEqual({
         allowPrivilegeEscalation: false,
         capabilities: { drop: ['ALL'] },
+        readOnlyRootFilesystem: true,
       });
     }
     // No container may undo the pod's non-root user or seccomp profile (restricted checks both levels).
