@@ -60,6 +60,10 @@ export interface ContainerStateView {
 export interface ContainerStatusView {
   name: string;
   state?: ContainerStateView;
+  /** The previous run's state, once the container restarted. */
+  lastState?: ContainerStateView;
+  /** The kubelet's startup verdict: true once the container started and passed its startup probe. */
+  started?: boolean;
   restartCount?: number;
   /** The image the container runs, as a digest reference (`repo@sha256:…`), once it was pulled. */
   imageID?: string;

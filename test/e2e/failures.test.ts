@@ -9,8 +9,10 @@ import {
   podDirs,
   podsOfJob,
   RESOURCE,
+  readObject,
   sourceLog,
   startE2eRun,
+  stateSecretName,
   waitFor,
   waitObject,
 } from './harness.ts';
@@ -66,7 +68,74 @@ async function waitUntilSleeping(job: string): Promise<{ pod: string; uid: strin
   return { pod, uid };
 }
 
+/** Whether a resource of the run's namespace exists. */
+async function exists(resource: string, name: string): Promise<boolean> {
+  const out = await run.kubectl.run([
+    'get',
+    resource,
+    name,
+    '-n',
+    run.namespace,
+    '--ignore-not-found',
+    '-o',
+    'name',
+  ]);
+  return out.trim() !== '';
+}
+
 describe.concurrent('runs that go wrong, on the real stack', () => {
+  it(
+    'a machine deleted while its apply Job cannot pull its image: the Job is deleted (UnstartedJobDeleted), not waited for, and nothing is left',
+    async () => {
+      const name = 'pull-deleted';
+      // The default deadline (600 s) is longer than this test may take: only deleting the Job ends it in time.
+      await applyObjects(run, [machine(run, name, { image: 'captf.local/no-such-module:1' })]);
+      const waiting = await waitObject(
+        run,
+        RESOURCE.TerraformMachine,
+        name,
+        'waitReason ImagePullBackOff',
+        (o) => o.status?.waitReason === 'ImagePullBackOff',
+        MINUTE,
+      );
+      const job = waiting.status?.activeJob?.name ?? '';
+      const state = stateSecretName(waiting.status?.stateSuffix ?? '');
+      expect(await exists('job', job)).toBe(true);
+      expect(await exists('secret', `captf-run-${job}`)).toBe(true);
+      expect(await exists('secret', state)).toBe(true);
+      expect(await exists('lease', `lock-${state}`)).toBe(true);
+
+      await run.kubectl.run(['delete', RESOURCE.TerraformMachine, name, '-n', run.namespace, '--wait=false']);
+      await waitFor(
+        `${name} gone`,
+        () => readObject(run, RESOURCE.TerraformMachine, name),
+        (o) => o === undefined,
+        2 * MINUTE,
+      );
+      expect(await eventReasons(run, name)).toContain('UnstartedJobDeleted');
+      for (const [resource, left] of [
+        ['job', job],
+        ['secret', `captf-run-${job}`],
+        ['secret', state],
+        ['lease', `lock-${state}`],
+      ] as const) {
+        await waitFor(
+          `${resource} ${left} gone`,
+          () => exists(resource, left),
+          (is) => !is,
+          MINUTE,
+        );
+      }
+      await waitFor(
+        `the pods of ${job} gone`,
+        () => podsOfJob(run, job),
+        (pods) => pods.length === 0,
+        MINUTE,
+      );
+    },
+    4 * MINUTE,
+  );
+
   it(
     'C09: an unknown module image shows ImagePullBackOff at once and is recorded as ImagePullFailed (counted) at the deadline',
     async () => {
