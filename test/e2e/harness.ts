@@ -87,6 +87,7 @@ export interface ObservedObject {
     pendingPlanRef?: { name: string };
     addresses?: { type: string; address: string }[];
     source?: { pinnedImage?: string };
+    outputs?: { secretName: string; names?: string[] };
   };
 }
 
