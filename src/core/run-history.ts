@@ -135,7 +135,9 @@ export function runLogHeader(job: string, annotations: Readonly<Record<string, s
   const truncated = Number(annotations[RUN_LOG_ANNOTATIONS.truncatedBytes] ?? '0');
   if (Number.isFinite(truncated) && truncated > 0)
     notes.push(`truncated: the first ${truncated} bytes are not kept`);
-  if (annotations[RUN_LOG_ANNOTATIONS.complete] === 'false')
+  if (annotations[RUN_LOG_ANNOTATIONS.source] !== undefined)
+    notes.push("from the pod's log: its runner was killed before it kept its own");
+  else if (annotations[RUN_LOG_ANNOTATIONS.complete] === 'false')
     notes.push('incomplete: the log could not be read to its end');
   return `# log of ${job}, kept after its pod (${notes.length > 0 ? notes.join('; ') : 'complete'})`;
 }

@@ -14,7 +14,14 @@ export interface MetaView {
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
   finalizers?: string[];
-  ownerReferences?: { kind: string; name: string; uid: string }[];
+  ownerReferences?: {
+    kind: string;
+    name: string;
+    uid: string;
+    apiVersion?: string;
+    controller?: boolean;
+    blockOwnerDeletion?: boolean;
+  }[];
   creationTimestamp?: Timestamp;
   deletionTimestamp?: Timestamp;
 }

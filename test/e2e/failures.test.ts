@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   applyObjects,
@@ -168,6 +169,50 @@ describe.concurrent('runs that go wrong, on the real stack', () => {
       expect(failed.status?.waitReason).toBe('Backoff');
       expect(Date.parse(failed.status?.nextAttemptAt ?? '')).toBeGreaterThan(Date.now() + 20_000);
       expect(await eventReasons(run, 'pull')).toContain('JobFailed');
+    },
+    5 * MINUTE,
+  );
+
+  it(
+    'a runner killed outright (SIGKILL, as the OOM killer or a lost node does) writes no log: bookkeeping keeps its pod log instead, marked as such',
+    async () => {
+      const name = 'killed';
+      await applyObjects(run, [
+        machine(run, name, {
+          variables: { sleep_seconds: 600 },
+          jobs: { activeDeadlineSeconds: 900, lockTimeoutSeconds: 5 },
+        }),
+      ]);
+      const job = await newestJob(name, MINUTE);
+      const { uid } = await waitUntilSleeping(job);
+      // The runner process of that pod on this node (the local node runs containers as host processes).
+      const pids = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
+        .split('\n')
+        .filter((line) => line.includes(uid) && /\/runner run --op=/.test(line))
+        .map((line) => Number.parseInt(line.trim(), 10));
+      expect(pids.length).toBeGreaterThan(0);
+      for (const pid of pids) process.kill(pid, 'SIGKILL');
+
+      await waitObject(
+        run,
+        RESOURCE.TerraformMachine,
+        name,
+        'the killed run bookkept',
+        (o) => o.status?.lastRun?.job === job,
+        2 * MINUTE,
+      );
+      const secret = JSON.parse(
+        await run.kubectl.run(['get', 'secret', `captf-log-${job}`, '-n', run.namespace, '-o', 'json']),
+      ) as { type: string; metadata: { annotations: Record<string, string> }; data: { log: string } };
+      expect(secret.type).toBe('captf.io/run-log');
+      expect(secret.metadata.annotations).toMatchObject({
+        'captf.io/log-source': 'pod-log',
+        'captf.io/log-complete': 'false',
+      });
+      expect(Date.parse(secret.metadata.annotations['captf.io/finished-at'] ?? '')).toBeGreaterThan(0);
+      const log = Buffer.from(secret.data.log, 'base64').toString('utf8');
+      expect(log).toContain('captf-runner: step ');
+      expect(log).toContain('terraform_data.busy[0]: Provisioning with');
     },
     5 * MINUTE,
   );
