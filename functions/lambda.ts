@@ -19,7 +19,10 @@ import {
 } from './lambda-secrets.ts';
 import { productionStep } from './production-step.ts';
 
-/** A refused request reads the secrets again at most this often, so bad callers cannot hammer SSM. */
+/**
+ * A request refused for its bearer token reads the secrets again at most this often after the last read, so
+ * callers with wrong tokens cannot hammer SSM (nor delay a rotation by more than this).
+ */
 const REREAD_ON_401_MIN_MS = 10_000;
 
 const ssm = requestedParameters(process.env).size > 0 ? new SSMClient({}) : undefined;
@@ -59,7 +62,9 @@ function statusOf(response: APIGatewayProxyResultV2): number {
 export async function api(event: APIGatewayProxyEventV2, context: Context): Promise<APIGatewayProxyResultV2> {
   if (ssm && Date.now() - secrets.readAtMs >= ttlMs) await reread();
   const response = await current.functions.api(event, context);
-  if (statusOf(response) === 401 && ssm && Date.now() - secrets.readAtMs >= REREAD_ON_401_MIN_MS) {
+  // Only a token that does not match may be a rotated one; a request without any proves nothing.
+  const bearer = event.headers?.authorization?.startsWith('Bearer ') === true;
+  if (statusOf(response) === 401 && bearer && ssm && Date.now() - secrets.readAtMs >= REREAD_ON_401_MIN_MS) {
     if (await reread()) return current.functions.api(event, context);
   }
   return response;
