@@ -53,7 +53,7 @@ export const EVENT_REASONS = {
   UnstartedJobDeleted: {
     type: 'Normal',
     meaning:
-      'The object is being deleted and no pod of its active Job ever started the module container (an image that cannot be pulled, a pod that cannot be scheduled): the Job was deleted so the destroy or cleanup goes on.',
+      'The object is being deleted and no pod of its active apply, drift or refresh Job ever started the module container (an image that cannot be pulled, a pod that cannot be scheduled): the Job was deleted so the destroy or cleanup goes on.',
   },
   DestructivePlanBlocked: {
     type: 'Warning',

@@ -301,6 +301,7 @@ function watchOf(planning: Planning, record: JobRecord): Watched | undefined {
       pods,
       runSecretExists,
       deleting: snap.meta.deletionTimestamp !== undefined,
+      op: record.op,
     }),
     runSecretExists,
   };

@@ -1,4 +1,5 @@
 import { TERMINATION_GRACE_SECONDS } from '../schemas/job-contract.ts';
+import type { Op } from '../schemas/result.ts';
 import { podPullFailure } from './classify.ts';
 import { type JobView, type PodView, timestampMs } from './views.ts';
 import { WAIT_TABLE } from './wait-table.ts';
@@ -23,6 +24,8 @@ export interface WatchInput {
   runSecretExists: boolean;
   /** The object carries a deletionTimestamp. */
   deleting: boolean;
+  /** The Job's op (its label). */
+  op: Op;
 }
 
 export type WatchDecision =
@@ -114,12 +117,13 @@ export function watchActiveJob(input: WatchInput): WatchDecision {
       message: `the Job ran past activeDeadlineSeconds (${deadlineSeconds}s) plus grace and slack; deleting it`,
     };
   }
-  if (input.deleting && jobNeverStarted(input.job, input.pods)) {
-    // Waiting out the deadline for a Job that never ran keeps the state Secret and Lease for nothing.
+  if (input.deleting && input.op !== 'destroy' && jobNeverStarted(input.job, input.pods)) {
+    // Waiting out the deadline for a Job that never ran keeps the state Secret and Lease for nothing. Never
+    // the destroy: the deletion itself started it, and deleting it would start it again, and again.
     return {
       kind: 'delete',
       reason: 'UnstartedJobDeleted',
-      message: 'the object is being deleted and no pod of the Job ever started its source container',
+      message: `the object is being deleted and no pod of its ${input.op} Job ever started the source container`,
     };
   }
   const createdMs = timestampMs(input.job.metadata.creationTimestamp) ?? now;

@@ -17,6 +17,7 @@ const waitingWith = (reason: string) =>
     pods: [pod('p1', { waiting: reason }, { phase: 'Pending' })],
     runSecretExists: true,
     deleting: false,
+    op: 'apply',
   });
 
 describe('watchActiveJob: DESIGN.md section 5 step 4', () => {
@@ -28,6 +29,7 @@ describe('watchActiveJob: DESIGN.md section 5 step 4', () => {
         pods: [runningPod],
         runSecretExists: true,
         deleting: false,
+        op: 'apply',
       }),
     ).toEqual({
       kind: 'watch',
@@ -60,6 +62,7 @@ describe('watchActiveJob: DESIGN.md section 5 step 4', () => {
         pods: [stuck],
         runSecretExists: true,
         deleting: false,
+        op: 'apply',
       }),
     ).toMatchObject({ kind: 'watch', requeueAfterSeconds: 1 });
     expect(
@@ -69,6 +72,7 @@ describe('watchActiveJob: DESIGN.md section 5 step 4', () => {
         pods: [stuck],
         runSecretExists: true,
         deleting: false,
+        op: 'apply',
       }),
     ).toMatchObject({
       kind: 'delete',
@@ -79,10 +83,24 @@ describe('watchActiveJob: DESIGN.md section 5 step 4', () => {
   it('W2 a Job stuck over 1 min with its Secret missing and every pod Pending is deleted (StuckJobDeleted)', () => {
     const pending = pod('p1', 'no-status', { phase: 'Pending' });
     expect(
-      watchActiveJob({ now: at(59), job: running, pods: [pending], runSecretExists: false, deleting: false }),
+      watchActiveJob({
+        now: at(59),
+        job: running,
+        pods: [pending],
+        runSecretExists: false,
+        deleting: false,
+        op: 'apply',
+      }),
     ).toMatchObject({ kind: 'watch', requeueAfterSeconds: 1 });
     expect(
-      watchActiveJob({ now: at(60), job: running, pods: [pending], runSecretExists: false, deleting: false }),
+      watchActiveJob({
+        now: at(60),
+        job: running,
+        pods: [pending],
+        runSecretExists: false,
+        deleting: false,
+        op: 'apply',
+      }),
     ).toMatchObject({ kind: 'delete', reason: 'StuckJobDeleted' });
     expect(
       watchActiveJob({
@@ -91,6 +109,7 @@ describe('watchActiveJob: DESIGN.md section 5 step 4', () => {
         pods: [runningPod],
         runSecretExists: false,
         deleting: false,
+        op: 'apply',
       }),
     ).toMatchObject({ kind: 'watch' });
   });
@@ -157,20 +176,41 @@ describe('jobNeverStarted: a deleting object deletes an active Job that never ra
 
   it('U10 deleting: a Job whose pod cannot pull is deleted at once (UnstartedJobDeleted); not deleting: watched', () => {
     const pulling = [pod('p1', { waiting: 'ErrImagePull' }, { phase: 'Pending' })];
-    const input = { now: at(5), job: running, pods: pulling, runSecretExists: true };
+    const input = { now: at(5), job: running, pods: pulling, runSecretExists: true, op: 'apply' as const };
     expect(watchActiveJob({ ...input, deleting: true })).toMatchObject({
       kind: 'delete',
       reason: 'UnstartedJobDeleted',
     });
-    expect(watchActiveJob({ ...input, deleting: false })).toMatchObject({
+    expect(watchActiveJob({ ...input, deleting: false, op: 'apply' })).toMatchObject({
       kind: 'watch',
       reason: 'ImagePullBackOff',
     });
   });
 
+  it('U12 deleting: the destroy Job itself is never deleted for not having started (the deletion started it)', () => {
+    const pending = [pod('p1', { waiting: 'ContainerCreating' }, { phase: 'Pending' })];
+    expect(
+      watchActiveJob({
+        now: at(5),
+        job: running,
+        pods: pending,
+        runSecretExists: true,
+        deleting: true,
+        op: 'destroy',
+      }),
+    ).toMatchObject({ kind: 'watch', reason: 'JobActive' });
+  });
+
   it('U11 deleting: a Job whose source container runs is never deleted before its deadline', () => {
     expect(
-      watchActiveJob({ now: at(5), job: running, pods: [runningPod], runSecretExists: true, deleting: true }),
+      watchActiveJob({
+        now: at(5),
+        job: running,
+        pods: [runningPod],
+        runSecretExists: true,
+        deleting: true,
+        op: 'apply',
+      }),
     ).toMatchObject({ kind: 'watch', reason: 'JobActive' });
   });
 });
