@@ -43,6 +43,17 @@ ensure_debian_packages() {
   return 0
 }
 
+# moto's server: a real AWS API (SSM Parameter Store here) for the Lambda's secret store tests
+# (test/integration/infra/lambda-secrets.test.ts), from PyPI, pinned like the other tools.
+MOTO_VERSION=5.2.1
+ensure_moto_server() {
+  command -v moto_server >/dev/null && return 0
+  command -v python3 >/dev/null || die "python3 is required for moto_server (the Lambda secret store tests)"
+  say "installing moto ${MOTO_VERSION} (moto_server, an AWS API server for the Lambda secret store tests)"
+  python3 -m pip install --quiet "moto[server,ssm]==${MOTO_VERSION}" || die "pip install moto failed"
+  command -v moto_server >/dev/null || die "moto_server is not on PATH after pip install (pip's bin directory)"
+}
+
 # The package starts a Prometheus service where an init system runs one; the tests start their own, so the
 # packaged one would only hold port 9090. Stopped and disabled; where no init system runs, nothing started.
 stop_packaged_prometheus() {
@@ -61,6 +72,7 @@ ensure_go_binaries() {
 
 setup_all() {
   ensure_debian_packages
+  ensure_moto_server
   ensure_npm_packages
   ensure_go_binaries
 }

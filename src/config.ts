@@ -66,6 +66,11 @@ const EnvSchema = z
      * never more often however many Prometheus servers scrape; 0 reads at every scrape.
      */
     CAPTF_METRICS_FLEET_MAX_AGE_SECONDS: z.coerce.number().int().min(0).default(60),
+    /**
+     * `/metrics` behind the same bearer auth as the other routes: where the function URL is public (AWS
+     * Lambda's HTTP API, serverless.yml), not where a PodMonitor scrapes the pod inside the cluster.
+     */
+    CAPTF_METRICS_AUTH: envFlag,
     /** DESIGN.md section 9: `--runner-image`, copied into every Job by its init container. */
     CAPTF_RUNNER_IMAGE: z.string().min(1),
     /** Namespaces this installation reconciles, comma-separated; absent: all (src/core/watch-scope.ts). */
@@ -130,6 +135,8 @@ export interface Config {
   tickBatch: number;
   /** Seconds a fleet snapshot answers `/metrics` (DESIGN.md section 14). */
   metricsFleetMaxAgeSeconds: number;
+  /** `/metrics` asks for the bearer auth of the other routes. */
+  metricsAuth: boolean;
   runnerImage: string;
   /** Namespaces reconciled; empty: all (src/core/watch-scope.ts). */
   watchNamespaces: WatchNamespaces;
@@ -197,6 +204,7 @@ export function readConfig(env: Record<string, string | undefined>): ConfigResul
       tickConcurrency: e.CAPTF_TICK_CONCURRENCY,
       tickBatch: e.CAPTF_TICK_BATCH,
       metricsFleetMaxAgeSeconds: e.CAPTF_METRICS_FLEET_MAX_AGE_SECONDS,
+      metricsAuth: e.CAPTF_METRICS_AUTH,
       runnerImage: e.CAPTF_RUNNER_IMAGE,
       watchNamespaces: e.CAPTF_WATCH_NAMESPACES,
       keyPrefix: e.CAPTF_KEY_PREFIX,

@@ -9,6 +9,7 @@ import type { LockVerdict } from './locks.ts';
 import { podsOfJob } from './pods.ts';
 import { type PlanChange, recordRun } from './record-run.ts';
 import type { Redactor } from './redaction.ts';
+import { type PodLogFallback, podLogFallback } from './run-log-fallback.ts';
 import type { Snapshot } from './snapshot.ts';
 import { type JobView, type PodView, timestampMs } from './views.ts';
 
@@ -25,6 +26,8 @@ export interface BookkeptRun {
   classification: Classification & { lock?: LockVerdict };
   /** From the Job's start (its creation when it never started) to its classified finish, in seconds. */
   durationSeconds: number;
+  /** The pod log to keep as the run's log: its runner was killed before it wrote one (section 7). */
+  podLog?: PodLogFallback;
 }
 
 /** Bookkeeping computed but not yet written. */
@@ -149,11 +152,13 @@ export function planBookkeeping(
     spec = input.refusedOutputs === undefined ? { ...spec, ...recorded.spec } : {};
     plans.push(...recorded.plans);
     events.push(...recorded.events);
+    const podLog = podLogFallback({ job, pods, classification });
     runs.push({
       job,
       record,
       classification,
       durationSeconds: runSeconds(job, record, classification.finishedAt),
+      ...(podLog ? { podLog } : {}),
     });
     const updated = records.find((r) => r.name === record.name);
     if (updated) {

@@ -50,6 +50,11 @@ export const EVENT_REASONS = {
     meaning:
       'A Job whose per-run Secret is gone and whose pods stayed Pending for over a minute was deleted.',
   },
+  UnstartedJobDeleted: {
+    type: 'Normal',
+    meaning:
+      'The object is being deleted and no pod of its active apply, drift or refresh Job ever started the module container (an image that cannot be pulled, a pod that cannot be scheduled): the Job was deleted so the destroy or cleanup goes on.',
+  },
   DestructivePlanBlocked: {
     type: 'Warning',
     meaning: 'The plan deletes or replaces resources; its TerraformPlan waits for approval.',

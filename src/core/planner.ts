@@ -298,7 +298,14 @@ function watchOf(planning: Planning, record: JobRecord): Watched | undefined {
     kind: 'verdict',
     job,
     record,
-    verdict: watchActiveJob({ now: facts.now, job, pods, runSecretExists }),
+    verdict: watchActiveJob({
+      now: facts.now,
+      job,
+      pods,
+      runSecretExists,
+      deleting: snap.meta.deletionTimestamp !== undefined,
+      op: record.op,
+    }),
     runSecretExists,
   };
 }
@@ -684,11 +691,11 @@ function planWatch(base: Base, watched: Extract<Watched, { kind: 'verdict' }>): 
   );
 
   if (verdict.kind === 'delete') {
-    // Stuck: the Job never started and cannot (its Secret is gone). No run to record.
+    // Stuck (its Secret is gone) or unstarted while the object is deleting: no tofu ran, no run to record.
     const next: TargetStatus = { ...base.status };
     if (next.activeJob?.name === record.name) delete next.activeJob;
     delete next.waitReason;
-    const stuck = runEvent('StuckJobDeleted', {
+    const stuck = runEvent(verdict.reason, {
       action: 'DeleteJob',
       note: planning.redactor.redact(`Job ${record.name}: ${verdict.message}`),
       transitionKey: record.name,
@@ -697,7 +704,7 @@ function planWatch(base: Base, watched: Extract<Watched, { kind: 'verdict' }>): 
       { ...base, events: [...base.events, stuck] },
       next,
       { kind: 'delete-job', job: ref, release: guard, releasePods: [] },
-      outcome(planning, 'StuckJobDeleted', { job: record.name, message: verdict.message }),
+      outcome(planning, verdict.reason, { job: record.name, message: verdict.message }),
       false,
     );
   }

@@ -44,6 +44,28 @@ export interface LastRunView {
   job?: string;
   result?: string;
   reason?: string;
+  /** RFC 3339; when the run's Job finished, as bookkeeping recorded it. */
+  finishedAt?: string;
+}
+
+/**
+ * When a run whose Job is gone finished: its log Secret's `captf.io/finished-at` (the controller writes it on
+ * a log it kept from the pod), else the object's `status.lastRun` when it is that run, else the Secret's
+ * creation, as the runner creates it just before it exits (DESIGN.md section 7).
+ */
+function keptRunFinishedMs(
+  job: string,
+  secret: RunLogView,
+  lastRun: LastRunView | undefined,
+): number | undefined {
+  const annotations = secret.metadata.annotations ?? {};
+  return (
+    timestampMs(annotations[ANNOTATIONS.finishedAt]) ??
+    (lastRun?.job === job ? timestampMs(lastRun.finishedAt) : undefined) ??
+    (annotations[RUN_LOG_ANNOTATIONS.source] === undefined
+      ? timestampMs(secret.metadata.creationTimestamp)
+      : undefined)
+  );
 }
 
 /**
@@ -79,8 +101,7 @@ export function runHistory(
   for (const [job, secret] of logsByJob) {
     if (job === '' || jobNames.has(job)) continue;
     const labels = secret.metadata.labels ?? {};
-    const annotations = secret.metadata.annotations ?? {};
-    const finishedAtMs = timestampMs(annotations[ANNOTATIONS.finishedAt]);
+    const finishedAtMs = keptRunFinishedMs(job, secret, lastRun);
     rows.push({
       job,
       op: labels[LABELS.op] ?? '?',
@@ -114,7 +135,9 @@ export function runLogHeader(job: string, annotations: Readonly<Record<string, s
   const truncated = Number(annotations[RUN_LOG_ANNOTATIONS.truncatedBytes] ?? '0');
   if (Number.isFinite(truncated) && truncated > 0)
     notes.push(`truncated: the first ${truncated} bytes are not kept`);
-  if (annotations[RUN_LOG_ANNOTATIONS.complete] === 'false')
+  if (annotations[RUN_LOG_ANNOTATIONS.source] !== undefined)
+    notes.push("from the pod's log: its runner was killed before it kept its own");
+  else if (annotations[RUN_LOG_ANNOTATIONS.complete] === 'false')
     notes.push('incomplete: the log could not be read to its end');
   return `# log of ${job}, kept after its pod (${notes.length > 0 ? notes.join('; ') : 'complete'})`;
 }

@@ -26,6 +26,11 @@ export const RUN_LOG_ANNOTATIONS = {
   truncatedBytes: 'captf.io/log-truncated-bytes',
   /** `"true"` when the runner wrote it as it exited; `"false"` when it holds less than the whole run. */
   complete: 'captf.io/log-complete',
+  /**
+   * `pod-log` on a log the controller kept from the pod's own log because the runner was killed before it
+   * wrote one (DESIGN.md section 7); absent on the runner's.
+   */
+  source: 'captf.io/log-source',
 } as const;
 
 /** `captf-log-<job>`: at most 67 characters, as Job names are at most 57 (src/core/names.ts). */

@@ -37,7 +37,8 @@ export type StepOnlyReason =
   | 'StepLockLost'
   | 'Unavailable'
   | 'Conflict'
-  | 'StuckJobDeleted';
+  | 'StuckJobDeleted'
+  | 'UnstartedJobDeleted';
 
 /** Every reason a step outcome can carry (DESIGN.md sections 3, 6 and 7). */
 export type StepReason = WaitReason | StartReason | RunReason | StepOnlyReason;
@@ -130,6 +131,7 @@ const STEP_ROWS: Readonly<Record<StepOnlyReason, ReasonRow>> = {
   // A concurrent writer moved the object on: read again at once.
   Conflict: { action: 'waiting', requeue: 1, echo: 'next-step' },
   StuckJobDeleted: { action: 'waiting', requeue: 1, echo: 'seen' },
+  UnstartedJobDeleted: { action: 'waiting', requeue: 1, echo: 'seen' },
 };
 
 /** Every reason's action and requeue; a reason without its row does not compile. */

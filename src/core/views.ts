@@ -14,7 +14,14 @@ export interface MetaView {
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
   finalizers?: string[];
-  ownerReferences?: { kind: string; name: string; uid: string }[];
+  ownerReferences?: {
+    kind: string;
+    name: string;
+    uid: string;
+    apiVersion?: string;
+    controller?: boolean;
+    blockOwnerDeletion?: boolean;
+  }[];
   creationTimestamp?: Timestamp;
   deletionTimestamp?: Timestamp;
 }
@@ -60,6 +67,10 @@ export interface ContainerStateView {
 export interface ContainerStatusView {
   name: string;
   state?: ContainerStateView;
+  /** The previous run's state, once the container restarted. */
+  lastState?: ContainerStateView;
+  /** The kubelet's startup verdict: true once the container started and passed its startup probe. */
+  started?: boolean;
   restartCount?: number;
   /** The image the container runs, as a digest reference (`repo@sha256:…`), once it was pulled. */
   imageID?: string;

@@ -1,4 +1,5 @@
 import { TERMINATION_GRACE_SECONDS } from '../schemas/job-contract.ts';
+import type { Op } from '../schemas/result.ts';
 import { podPullFailure } from './classify.ts';
 import { type JobView, type PodView, timestampMs } from './views.ts';
 import { WAIT_TABLE } from './wait-table.ts';
@@ -21,6 +22,10 @@ export interface WatchInput {
   pods: readonly PodView[];
   /** The Job's per-run Secret exists (read live). */
   runSecretExists: boolean;
+  /** The object carries a deletionTimestamp. */
+  deleting: boolean;
+  /** The Job's op (its label). */
+  op: Op;
 }
 
 export type WatchDecision =
@@ -32,7 +37,7 @@ export type WatchDecision =
       message: string;
     }
   | { kind: 'delete'; reason: 'JobDeadlineExceeded'; message: string }
-  | { kind: 'delete'; reason: 'StuckJobDeleted'; message: string };
+  | { kind: 'delete'; reason: 'StuckJobDeleted' | 'UnstartedJobDeleted'; message: string };
 
 /** The kubelet's waiting reason for a container it cannot create from the pod's configuration. */
 const CONFIG_ERROR = 'CreateContainerConfigError';
@@ -71,6 +76,30 @@ function startTrouble(
   return undefined;
 }
 
+/**
+ * Whether no pod of the Job ever started its `source` container, the only one that runs OpenTofu (the init
+ * container `runner` only copies the runner, DESIGN.md section 9). A pod proves it never started one while
+ * it is Pending and no container status shows a running or terminated state, a last state, `started` or a
+ * restart. A Job reporting active pods the read did not list proves nothing. Pods the kubelet is about to
+ * start are covered too: a deleted pod's containers get SIGTERM, the runner's interrupt path (section 10).
+ */
+export function jobNeverStarted(job: JobView, pods: readonly PodView[]): boolean {
+  if (pods.length === 0) return (job.status?.active ?? 0) === 0;
+  return pods.every(
+    (pod) =>
+      pod.status?.phase === 'Pending' &&
+      (pod.status.containerStatuses ?? []).every(
+        (c) =>
+          c.state?.running === undefined &&
+          c.state?.terminated === undefined &&
+          c.lastState?.running === undefined &&
+          c.lastState?.terminated === undefined &&
+          c.started !== true &&
+          (c.restartCount ?? 0) === 0,
+      ),
+  );
+}
+
 /** What to do about an active Job now. Pure: the shell deletes (Background propagation) and records. */
 export function watchActiveJob(input: WatchInput): WatchDecision {
   const now = input.now.getTime();
@@ -86,6 +115,15 @@ export function watchActiveJob(input: WatchInput): WatchDecision {
       kind: 'delete',
       reason: 'JobDeadlineExceeded',
       message: `the Job ran past activeDeadlineSeconds (${deadlineSeconds}s) plus grace and slack; deleting it`,
+    };
+  }
+  if (input.deleting && input.op !== 'destroy' && jobNeverStarted(input.job, input.pods)) {
+    // Waiting out the deadline for a Job that never ran keeps the state Secret and Lease for nothing. Never
+    // the destroy: the deletion itself started it, and deleting it would start it again, and again.
+    return {
+      kind: 'delete',
+      reason: 'UnstartedJobDeleted',
+      message: `the object is being deleted and no pod of its ${input.op} Job ever started the source container`,
     };
   }
   const createdMs = timestampMs(input.job.metadata.creationTimestamp) ?? now;

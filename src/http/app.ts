@@ -79,7 +79,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     ...(deps.tokenReviews === undefined ? {} : { reviews: deps.tokenReviews }),
     clock: deps.clock,
   });
-  app.register(healthRoutes(deps));
+  app.register(healthRoutes(deps, deps.config.metricsAuth === true ? authenticate : undefined));
   app.register(eventsRoutes(deps, inFlight, authenticate));
   app.register(reconcileRoutes(deps, inFlight, authenticate));
   app.register(tickRoutes(deps, inFlight, authenticate));

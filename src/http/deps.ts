@@ -121,7 +121,8 @@ export interface TokenReviews {
 export type AppConfig = Pick<
   Config,
   'auth' | 'bodyLimitBytes' | 'tickBudgetMs' | 'tickConcurrency' | 'tickBatch' | 'watchNamespaces'
->;
+> &
+  Partial<Pick<Config, 'metricsAuth'>>;
 
 export interface AppDeps {
   config: AppConfig;

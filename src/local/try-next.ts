@@ -2,8 +2,9 @@ import { dirname } from 'node:path';
 
 /**
  * The commands the main job prints after applying the sample: what a new user can try next on the local
- * run (change a variable, make a destructive change and approve its plan as the requesting user, check
- * drift, delete), spelled with the stack's own kubectl and kubeconfig so they can be pasted as they are.
+ * run (change a variable, make a destructive change and approve its plan as the requesting user, read the
+ * sample cluster's outputs Secret, check drift, delete), spelled with the stack's own kubectl and kubeconfig
+ * so they can be pasted as they are.
  */
 
 /** Where the commands point. */
@@ -39,6 +40,9 @@ export function nextCommands(target: TryNextTarget): string[] {
     '  # approve it as yourself (spec.approvedBy must be the requesting user; the admission policy checks it)',
     `  $K --as=alice patch terraformplan <plan> --type=merge -p '{"spec":{"approved":true,"approvedBy":"alice"}}'`,
     `  ${c} approve terraformmachine/m-b ${n} --as=alice`,
+    "  # the cluster's module outputs (spec.outputs.secretName: demo-outputs), sensitive ones included",
+    `  $K get terraformcluster demo -o jsonpath='{.status.outputs}{"\\n"}'`,
+    `  $K get secret demo-outputs -o go-template='{{range $k, $v := .data}}{{$k}}: {{$v | base64decode}}{{"\\n"}}{{end}}'`,
     '  # what happened, and why nothing is happening',
     '  $K get terraformclusters,terraformmachines,jobs',
     '  $K get events --field-selector involvedObject.name=m-b',

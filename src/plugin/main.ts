@@ -68,7 +68,7 @@ async function readTarget(caller: Caller, target: PluginTarget) {
       waitReason?: WaitReason;
       nextAttemptAt?: string;
       activeJob?: { name?: string };
-      lastRun?: { job?: string; result?: string; reason?: string };
+      lastRun?: { job?: string; result?: string; reason?: string; finishedAt?: string };
     };
   };
 }

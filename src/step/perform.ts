@@ -23,6 +23,7 @@ import { PLAN_CHANGES_LOG_TAIL_LINES, readPlanChangesLog } from '../schemas/plan
 import type { StepDeps } from './deps.ts';
 import { healStaleLease, releaseRunGuards, renewRunGuards, runGuard } from './leases.ts';
 import { runConfigOf } from './run-config.ts';
+import { keepPodLog } from './run-log-fallback.ts';
 import { createRunSecret } from './run-secret.ts';
 import { performStart } from './start-job.ts';
 import type { KeptStepLock } from './step-lock.ts';
@@ -434,6 +435,7 @@ async function performWrites(performance: Performance): Promise<Performed | unde
     // deleting a Secret that is gone already is a no-op.
     await deps.kube.writer.deleteSecret(snap.ref.namespace, runSecretName(run.record.name));
     deps.failpoints.hit('after-run-secret-delete');
+    if (run.podLog) await keepPodLog(deps, run.podLog, plan.redactor);
     await markBookkept(performance, run);
     // After the mark: a step that crashed before it bookkeeps the Job again, and only then counts it.
     await deps.metrics.jobBookkept({

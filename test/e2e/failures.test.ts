@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   applyObjects,
@@ -9,8 +10,10 @@ import {
   podDirs,
   podsOfJob,
   RESOURCE,
+  readObject,
   sourceLog,
   startE2eRun,
+  stateSecretName,
   waitFor,
   waitObject,
 } from './harness.ts';
@@ -66,7 +69,74 @@ async function waitUntilSleeping(job: string): Promise<{ pod: string; uid: strin
   return { pod, uid };
 }
 
+/** Whether a resource of the run's namespace exists. */
+async function exists(resource: string, name: string): Promise<boolean> {
+  const out = await run.kubectl.run([
+    'get',
+    resource,
+    name,
+    '-n',
+    run.namespace,
+    '--ignore-not-found',
+    '-o',
+    'name',
+  ]);
+  return out.trim() !== '';
+}
+
 describe.concurrent('runs that go wrong, on the real stack', () => {
+  it(
+    'a machine deleted while its apply Job cannot pull its image: the Job is deleted (UnstartedJobDeleted), not waited for, and nothing is left',
+    async () => {
+      const name = 'pull-deleted';
+      // The default deadline (600 s) is longer than this test may take: only deleting the Job ends it in time.
+      await applyObjects(run, [machine(run, name, { image: 'captf.local/no-such-module:1' })]);
+      const waiting = await waitObject(
+        run,
+        RESOURCE.TerraformMachine,
+        name,
+        'waitReason ImagePullBackOff',
+        (o) => o.status?.waitReason === 'ImagePullBackOff',
+        MINUTE,
+      );
+      const job = waiting.status?.activeJob?.name ?? '';
+      const state = stateSecretName(waiting.status?.stateSuffix ?? '');
+      expect(await exists('job', job)).toBe(true);
+      expect(await exists('secret', `captf-run-${job}`)).toBe(true);
+      expect(await exists('secret', state)).toBe(true);
+      expect(await exists('lease', `lock-${state}`)).toBe(true);
+
+      await run.kubectl.run(['delete', RESOURCE.TerraformMachine, name, '-n', run.namespace, '--wait=false']);
+      await waitFor(
+        `${name} gone`,
+        () => readObject(run, RESOURCE.TerraformMachine, name),
+        (o) => o === undefined,
+        2 * MINUTE,
+      );
+      expect(await eventReasons(run, name)).toContain('UnstartedJobDeleted');
+      for (const [resource, left] of [
+        ['job', job],
+        ['secret', `captf-run-${job}`],
+        ['secret', state],
+        ['lease', `lock-${state}`],
+      ] as const) {
+        await waitFor(
+          `${resource} ${left} gone`,
+          () => exists(resource, left),
+          (is) => !is,
+          MINUTE,
+        );
+      }
+      await waitFor(
+        `the pods of ${job} gone`,
+        () => podsOfJob(run, job),
+        (pods) => pods.length === 0,
+        MINUTE,
+      );
+    },
+    4 * MINUTE,
+  );
+
   it(
     'C09: an unknown module image shows ImagePullBackOff at once and is recorded as ImagePullFailed (counted) at the deadline',
     async () => {
@@ -99,6 +169,50 @@ describe.concurrent('runs that go wrong, on the real stack', () => {
       expect(failed.status?.waitReason).toBe('Backoff');
       expect(Date.parse(failed.status?.nextAttemptAt ?? '')).toBeGreaterThan(Date.now() + 20_000);
       expect(await eventReasons(run, 'pull')).toContain('JobFailed');
+    },
+    5 * MINUTE,
+  );
+
+  it(
+    'a runner killed outright (SIGKILL, as the OOM killer or a lost node does) writes no log: bookkeeping keeps its pod log instead, marked as such',
+    async () => {
+      const name = 'killed';
+      await applyObjects(run, [
+        machine(run, name, {
+          variables: { sleep_seconds: 600 },
+          jobs: { activeDeadlineSeconds: 900, lockTimeoutSeconds: 5 },
+        }),
+      ]);
+      const job = await newestJob(name, MINUTE);
+      const { uid } = await waitUntilSleeping(job);
+      // The runner process of that pod on this node (the local node runs containers as host processes).
+      const pids = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
+        .split('\n')
+        .filter((line) => line.includes(uid) && /\/runner run --op=/.test(line))
+        .map((line) => Number.parseInt(line.trim(), 10));
+      expect(pids.length).toBeGreaterThan(0);
+      for (const pid of pids) process.kill(pid, 'SIGKILL');
+
+      await waitObject(
+        run,
+        RESOURCE.TerraformMachine,
+        name,
+        'the killed run bookkept',
+        (o) => o.status?.lastRun?.job === job,
+        2 * MINUTE,
+      );
+      const secret = JSON.parse(
+        await run.kubectl.run(['get', 'secret', `captf-log-${job}`, '-n', run.namespace, '-o', 'json']),
+      ) as { type: string; metadata: { annotations: Record<string, string> }; data: { log: string } };
+      expect(secret.type).toBe('captf.io/run-log');
+      expect(secret.metadata.annotations).toMatchObject({
+        'captf.io/log-source': 'pod-log',
+        'captf.io/log-complete': 'false',
+      });
+      expect(Date.parse(secret.metadata.annotations['captf.io/finished-at'] ?? '')).toBeGreaterThan(0);
+      const log = Buffer.from(secret.data.log, 'base64').toString('utf8');
+      expect(log).toContain('captf-runner: step ');
+      expect(log).toContain('terraform_data.busy[0]: Provisioning with');
     },
     5 * MINUTE,
   );

@@ -88,6 +88,7 @@ export interface ObservedObject {
     pendingPlanRef?: { name: string };
     addresses?: { type: string; address: string }[];
     source?: { pinnedImage?: string };
+    outputs?: { secretName: string; names?: string[] };
   };
 }
 

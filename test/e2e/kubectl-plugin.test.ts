@@ -98,11 +98,14 @@ beforeAll(async () => {
       apiVersion: 'v1',
       kind: 'Secret',
       metadata: { name: 'canary-vars', namespace: run.namespace, labels: VARIABLES_SECRET_LABELS },
-      stringData: { generation: CANARY },
+      stringData: { generation: CANARY, size: CANARY },
     }),
   );
   await applyObjects(run, [
-    machine(run, 'm-b', { variables: { size: 'small' } }),
+    // A string variable fed the canary: it is in every plan and apply log of m-b, for the plugin to leak.
+    machine(run, 'm-b', {
+      variablesFrom: [{ name: 'size', secretKeyRef: { name: 'canary-vars', key: 'size' } }],
+    }),
     // A number variable fed the canary: its plan fails, and OpenTofu's error quotes the value.
     machine(run, 'm-f', {
       variablesFrom: [{ name: 'generation', secretKeyRef: { name: 'canary-vars', key: 'generation' } }],
@@ -150,6 +153,10 @@ describe('kubectl captf against the local run', () => {
     expect(status.stdout).toMatch(/OBJECT\s+READY\s+OP\s+REASON\s+LAST RUN\s+CLUSTER API/);
     expect(status.stdout).toMatch(/TerraformMachine\/m-b\s+True\s+apply/);
     expect(status.stdout).toMatch(/captf-local:\/\/m-b\//);
+    const applyLog = await captf('logs', 'terraformmachine/m-b', '--op', 'apply');
+    expect(applyLog.code).toBe(0);
+    expect(applyLog.stdout).toContain('captf-runner: step ');
+    expect(applyLog.stdout).not.toContain(CANARY);
     const why = await captf('why', 'tfm/m-b');
     expect(why.code).toBe(0);
     expect(why.stdout).toMatch(/^next step: /m);
@@ -177,6 +184,7 @@ describe('kubectl captf against the local run', () => {
     expect(live.code).toBe(0);
     expect(live.stdout).toContain(`# log of ${job} (pod `);
     expect(live.stdout).toMatch(/generation/);
+    expect(live.stdout).not.toContain(CANARY);
     // The runner kept its log as it exited (a Secret per finished run, its text redacted); then the Job
     // and its pod go: the log is still readable, from that Secret.
     const keptLog = await waitFor(
@@ -210,11 +218,15 @@ describe('kubectl captf against the local run', () => {
     );
     // The doc's runs and logs block: the history, then the kept log under its header.
     const kept = await doc('Runs and their logs', 0, { NAME: 'm-f' });
-    expect(kept).toMatch(new RegExp(`^${job}\\s+apply\\s+1\\s.*\\sfailed \\(ApplyFailed\\)\\s+kept$`, 'm'));
+    // Its Job gone, the run still shows when it started and finished.
+    expect(kept).toMatch(
+      new RegExp(`^${job}\\s+apply\\s+1\\s+\\S+Z\\s+\\S+Z\\s+failed \\(ApplyFailed\\)\\s+kept$`, 'm'),
+    );
     expect(kept).toContain(`# log of ${job}, kept after its pod (complete)`);
     // The same runner lines the live log showed, the canary's variable among them.
     expect(kept).toContain('captf-runner: step ');
     expect(kept).toMatch(/generation/);
+    expect(kept).not.toContain(CANARY);
   });
 
   it('plan and approve: a destructive change reads as a plan; a caller without the right is refused, an approver approves as themself, bound to the digest', async () => {
@@ -234,6 +246,7 @@ describe('kubectl captf against the local run', () => {
     expect(plan.stdout).toContain(`TerraformPlan ${planName}  phase Pending`);
     expect(plan.stdout).toMatch(/-\/\+\s+terraform_data\.server\s+replace/);
     expect(plan.stdout).toContain('forces replacement: triggers_replace');
+    expect(plan.stdout).not.toContain(CANARY);
     const digest = /--digest (\S+)/.exec(plan.stdout)?.[1] ?? '';
     // why: the object waits for the approval, and the step's own decision says it would do nothing else.
     const why = await captf('why', 'terraformmachine/m-b');

@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { parse } from 'yaml';
 import { applyClusterResources } from '../../src/local/cluster-resources.ts';
 import { type Kubectl, kubectlFor } from '../../src/local/kubectl.ts';
@@ -19,7 +20,8 @@ import { testStack } from '../env/index.ts';
  * changes to `<HTTP API>/events` with the bearer token, as infra/lambda/relay.yaml does in a cluster; and a
  * ticker invokes the `tick` function through serverless-offline's Lambda Invoke API with an EventBridge
  * Scheduled Event, as the schedule does (every 2 s instead of every minute). No other handler runs, so
- * every step is a Lambda invocation. Job pods run on a local node of their own.
+ * every step is a Lambda invocation. Job pods run on a local node of their own. The functions read the
+ * kubeconfig and the bearer token from SSM Parameter Store (moto's server), not from their environment.
  */
 
 const repoRoot = join(import.meta.dirname, '..', '..');
@@ -51,6 +53,8 @@ export interface LambdaRun {
   ticks: TickInvocation[];
   /** serverless-offline's log so far: one line per invocation, with the function's name. */
   offlineLog(): string;
+  /** Writes a new value of one of the functions' SSM parameters (`auth-token`, `kubeconfig`): a rotation. */
+  rotateSecret(name: 'auth-token' | 'kubeconfig', value: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -119,13 +123,55 @@ export async function startLambdaRun(label: string): Promise<LambdaRun> {
       }),
     );
 
+    // The secrets come from SSM Parameter Store, as serverless.yml recommends: moto's server stands for it
+    // (a real implementation of the SSM API, installed by scripts/lib.sh), so the functions' environment
+    // holds parameter names, never the token or the kubeconfig.
+    const motoPort = await freePort();
+    const ssmUrl = `http://127.0.0.1:${motoPort}`;
+    const moto = startProcess('moto', 'moto_server', ['-H', '127.0.0.1', '-p', String(motoPort)], logDir, {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+    });
+    started.push(moto);
+    await waitUntilHealthy(
+      moto,
+      'answering',
+      async () => (await fetch(`${ssmUrl}/moto-api/`).catch(() => undefined))?.ok === true,
+      READY_TIMEOUT_MS,
+    );
+    const awsEnv = {
+      AWS_ENDPOINT_URL_SSM: ssmUrl,
+      AWS_ACCESS_KEY_ID: 'offline',
+      AWS_SECRET_ACCESS_KEY: 'offline',
+    };
+    const parameterPath = `/captf/${STAGE}-${suffix}/`;
+    const putSecret = async (name: string, value: string): Promise<void> => {
+      const ssm = new SSMClient({
+        endpoint: ssmUrl,
+        region: 'eu-west-1',
+        credentials: { accessKeyId: awsEnv.AWS_ACCESS_KEY_ID, secretAccessKey: awsEnv.AWS_SECRET_ACCESS_KEY },
+      });
+      await ssm.send(
+        new PutParameterCommand({
+          Name: `${parameterPath}${name}`,
+          Value: value,
+          Type: 'SecureString',
+          Overwrite: true,
+        }),
+      );
+      ssm.destroy();
+    };
+    await putSecret('kubeconfig', kubeconfigOneLine(stack.kubeconfigPath));
+    await putSecret('auth-token', token);
+
     const [httpPort, lambdaPort] = [await freePort(), await freePort()];
     const httpApiUrl = `http://127.0.0.1:${httpPort}`;
     const lambdaUrl = `http://127.0.0.1:${lambdaPort}`;
     const params = {
       redisUrl: stack.redisUrl,
-      authToken: token,
-      kubeconfig: kubeconfigOneLine(stack.kubeconfigPath),
+      ssmParameterPath: parameterPath,
+      ssmKubeconfig: `${parameterPath}kubeconfig`,
+      ssmAuthToken: `${parameterPath}auth-token`,
       runnerImage: LOCAL_RUNNER_IMAGE,
       keyPrefix,
       syncPeriodSeconds: '60',
@@ -154,7 +200,8 @@ export async function startLambdaRun(label: string): Promise<LambdaRun> {
         ...Object.entries(params).map(([name, value]) => `--param=${name}=${value}`),
       ],
       logDir,
-      { PATH: process.env.PATH, HOME: process.env.HOME, CI: 'true' },
+      // serverless-offline passes the AWS_* variables on to the functions: SSM's endpoint and credentials.
+      { PATH: process.env.PATH, HOME: process.env.HOME, CI: 'true', ...awsEnv },
       repoRoot,
     );
     started.push(offline);
@@ -212,6 +259,7 @@ export async function startLambdaRun(label: string): Promise<LambdaRun> {
       token,
       ticks,
       offlineLog: () => readFileSync(offline.logPath, 'utf8'),
+      rotateSecret: putSecret,
       close: async () => {
         // The handlers stop first (running, they would put back the finalizers removed below); then the
         // finalizers go: with the handlers gone nobody would remove them and the namespace would hang.

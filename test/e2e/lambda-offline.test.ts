@@ -82,4 +82,27 @@ describe('the Lambda functions of serverless.yml (serverless-offline, DESIGN.md 
     );
     expect(after?.status?.lastRun?.job).toBe(before?.status?.lastRun?.job);
   });
+
+  it('/metrics asks for the same token on the public HTTP API (CAPTF_METRICS_AUTH in serverless.yml)', async () => {
+    expect((await fetch(`${run.httpApiUrl}/metrics`)).status).toBe(401);
+    const allowed = await fetch(`${run.httpApiUrl}/metrics`, {
+      headers: { authorization: `Bearer ${run.token}` },
+    });
+    expect(allowed.status).toBe(200);
+    expect(await allowed.text()).toContain('captf_');
+  });
+
+  it('secrets come from SSM Parameter Store: a rotated bearer token is read again at its first use; the old one is refused', async () => {
+    // Last in this file: the relay keeps the old token, as it would until its Secret is rotated too.
+    const rotated = `rotated-${run.token}`;
+    await run.rotateSecret('auth-token', rotated);
+    const withNew = await fetch(`${run.httpApiUrl}/metrics`, {
+      headers: { authorization: `Bearer ${rotated}` },
+    });
+    expect(withNew.status).toBe(200);
+    const withOld = await fetch(`${run.httpApiUrl}/metrics`, {
+      headers: { authorization: `Bearer ${run.token}` },
+    });
+    expect(withOld.status).toBe(401);
+  });
 });

@@ -1,5 +1,10 @@
+import { execFile } from 'node:child_process';
+import { dirname } from 'node:path';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { nextCommands } from '../../src/local/try-next.ts';
 import { grantPlanApprovers } from '../../src/local/workload-namespace.ts';
+import { testStack } from '../env/index.ts';
 import {
   conditionOf,
   type E2eRun,
@@ -27,6 +32,25 @@ import {
  */
 
 const MINUTE = 60_000;
+const exec = promisify(execFile);
+
+/** Runs the lines of npm start's banner that start with `prefixes`, in bash, as a person pastes them. */
+async function pastedBanner(run: E2eRun, prefixes: readonly string[]): Promise<string> {
+  const stack = testStack();
+  const banner = nextCommands({
+    kubectlPath: stack.kubectlPath,
+    kubeconfigPath: stack.kubeconfigPath,
+    namespace: run.namespace,
+    pluginDir: '/nonexistent',
+    nodeDir: dirname(process.execPath),
+  }).map((line) => line.trim());
+  const lines = prefixes.map((prefix) => {
+    const line = banner.find((l) => l.startsWith(prefix));
+    if (line === undefined) throw new Error(`the banner has no line starting ${prefix}`);
+    return line;
+  });
+  return (await exec('bash', ['-o', 'pipefail', '-c', lines.join('\n')])).stdout;
+}
 
 /**
  * m-a checks drift every minute (the shortest interval the CRD admits) so the drift test, which waits up
@@ -61,6 +85,14 @@ export function describeSampleLifecycle(
         expect(await eventReasons(run, 'm-a')).toEqual(
           expect.arrayContaining(['JobCreated', 'JobSucceeded']),
         );
+        // The sample cluster's outputs Secret, read as the start banner prints it.
+        expect(cluster.status?.outputs).toEqual({
+          secretName: 'demo-outputs',
+          names: ['controlPlaneEndpoint', 'exports', 'failureDomains'],
+        });
+        const outputs = await pastedBanner(run, ['export K=', '$K get secret demo-outputs']);
+        expect(outputs).toMatch(/^controlPlaneEndpoint: .*"10\.20\.0\.10"/m);
+        expect(outputs).toMatch(/^exports: /m);
       },
       10 * MINUTE,
     );

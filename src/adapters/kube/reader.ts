@@ -35,14 +35,15 @@ export interface KubeReader {
   getPod(namespace: string, name: string): Promise<V1Pod | undefined>;
   listPods(selector?: ListSelector): Promise<V1Pod[]>;
   /**
-   * The last `tailLines` lines of one container's log (the kubelet's, through the API server), or
-   * undefined when the pod is gone.
+   * The last `tailLines` lines of one container's log (the kubelet's, through the API server), at most
+   * `limitBytes` of them from their start when given, or undefined when the pod is gone.
    */
   readPodLog(
     namespace: string,
     pod: string,
     container: string,
     tailLines: number,
+    limitBytes?: number,
   ): Promise<string | undefined>;
   /** A Secret, data included (base64): never log it. */
   getSecret(namespace: string, name: string): Promise<V1Secret | undefined>;
@@ -186,10 +187,17 @@ export class ApiKubeReader implements KubeReader {
     pod: string,
     container: string,
     tailLines: number,
+    limitBytes?: number,
   ): Promise<string | undefined> {
     return readOne(`get Pod ${namespace}/${pod} log`, async () => {
       try {
-        return await this.#apis.core.readNamespacedPodLog({ namespace, name: pod, container, tailLines });
+        return await this.#apis.core.readNamespacedPodLog({
+          namespace,
+          name: pod,
+          container,
+          tailLines,
+          ...(limitBytes === undefined ? {} : { limitBytes }),
+        });
       } catch (error) {
         // The API server answers 200 with no body and no Content-Type for a pod no node runs (nothing to
         // stream), and client-node 2.x then throws while parsing an answer that is not an error: no log.

@@ -147,6 +147,8 @@ describe('docs/install.md against the local control plane', () => {
       [
         'needs AWS',
         'needs AWS',
+        // The SSM parameters and the deployment that names them (the Lambda's secret store).
+        'needs AWS',
         'needs running controllers',
         'needs running controllers',
         'needs running controllers',

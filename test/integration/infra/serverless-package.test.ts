@@ -133,6 +133,11 @@ describe('osls package of serverless.yml (offline)', () => {
         CAPTF_STATE_ENCRYPTION_FALLBACK: '',
       });
       expect(fn.Environment.Variables).not.toHaveProperty('CAPTF_AUTH_DISABLED');
+      // The public HTTP API keeps /metrics behind the token; no secret store named unless asked for.
+      expect(fn.Environment.Variables).toMatchObject({
+        CAPTF_METRICS_AUTH: 'true',
+        CAPTF_SSM_AUTH_TOKEN: '',
+      });
     }
   });
 
@@ -154,6 +159,29 @@ describe('osls package of serverless.yml (offline)', () => {
     }
     const role = JSON.stringify(resources.IamRoleLambdaExecution?.Properties);
     expect(role).toContain('AWSLambdaVPCAccessExecutionRole');
+    // The secret store, least privilege: the parameters under /captf/ only, decrypted through SSM only.
+    expect(role).toContain('":parameter/captf/*"');
+    expect(role).toContain('"ssm:GetParameters"');
+    expect(role).toContain('"kms:ViaService":"ssm.eu-west-1.amazonaws.com"');
+    expect(role).not.toContain('ssm:GetParametersByPath');
+    // docs/install.md shows the same statements (the ARN with an example account and region).
+    const doc = readFileSync(join(root, 'docs', 'install.md'), 'utf8');
+    const shown = /holds, beside the VPC execution policy, exactly this[\s\S]*?```json\n([\s\S]*?)```/.exec(
+      doc,
+    )?.[1];
+    const statements = (
+      JSON.parse(shown ?? '{}') as { Statement: { Action: string[]; Condition?: unknown }[] }
+    ).Statement;
+    const packaged = JSON.stringify(resources.IamRoleLambdaExecution?.Properties?.Policies);
+    for (const statement of statements) {
+      for (const action of statement.Action) expect(packaged).toContain(`"${action}"`);
+      if (statement.Condition)
+        expect(packaged).toContain(JSON.stringify(statement.Condition).slice(1, -1).replace(/\s/g, ''));
+    }
+    expect(statements.flatMap((statement) => statement.Action).sort()).toEqual([
+      'kms:Decrypt',
+      'ssm:GetParameters',
+    ]);
   });
 
   it('the artifact holds only the Lambda bundle', () => {

@@ -61,6 +61,7 @@ describe('API requests per step', () => {
     expect(bookkeep.counts.total).toBeLessThanOrEqual(9);
     expect(bookkeep.counts.byRequest['patch terraformmachines']).toBe(1);
     expect(bookkeep.counts.byRequest['get secrets'] ?? 0).toBeLessThanOrEqual(1);
+    expect(bookkeep.counts.byRequest['get pods/log'] ?? 0).toBe(0);
 
     const noop = await counted(ref);
     expect(noop.outcome).toMatchObject({ action: 'none', reason: 'UpToDate' });
@@ -96,6 +97,24 @@ describe('API requests per step', () => {
     expect(second.counts.byRequest['get leases']).toBe(1);
     expect(second.counts.byRequest['create secrets']).toBe(1);
     expect(second.counts.byRequest['create rolebindings'] ?? 0).toBe(0);
+  });
+
+  it('bookkeeping a run whose runner was killed (no result) reads its pod log once and may create its log: two more, only then', async () => {
+    const ref = await createObject(env, 'TerraformMachine', 'm-count-killed');
+    await stepUntil(env.step(), ref, 'none');
+    const create = await counted(ref);
+    expect(create.outcome.action).toBe('created');
+
+    // Killed outright (the OOM killer): exit 137 and no result, so no run log of its own.
+    await finishJob(env, create.outcome.job ?? '', { exitCode: 137, reason: 'OOMKilled' });
+    const bookkeep = await counted(ref);
+    expect(bookkeep.outcome.action).toBe('bookkept');
+    print('bookkeeping step of a killed runner', bookkeep.counts);
+    // The failed bookkeeping budget (no state read after a failure) plus the pod log read and, when the log
+    // holds anything (no node serves this test's pods, so it holds nothing here), one Secret create.
+    expect(bookkeep.counts.byRequest['get pods/log']).toBe(1);
+    expect(bookkeep.counts.byRequest['create secrets'] ?? 0).toBeLessThanOrEqual(1);
+    expect(bookkeep.counts.total).toBeLessThanOrEqual(9 + 2);
   });
 });
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { planLines } from '../../../src/core/plan-text.ts';
 import { parsePluginArgs, parseTarget } from '../../../src/core/plugin-args.ts';
 import {
+  type LastRunView,
   pickRun,
   type RunLogView,
   runHistory,
@@ -77,6 +78,55 @@ describe('run history', () => {
     expect(pickRun(rows, 'destroy')).toBeUndefined();
     expect(runTable(rows)[3]).toMatch(/^j-drift-1\s+drift\s+1\s.*kept$/);
     expect(runHistory([], logs)[1]?.result).toBe('(job gone)');
+  });
+
+  const rows: {
+    id: string;
+    name: string;
+    annotations: Record<string, string>;
+    lastRun: LastRunView | undefined;
+    finished: string | undefined;
+  }[] = [
+    {
+      id: 'H1',
+      name: "a gone Job's run is the status's lastRun: FINISHED is its finishedAt",
+      annotations: {},
+      lastRun: { job: 'j-gone', result: 'failed', finishedAt: '2026-01-02T00:03:00Z' },
+      finished: '2026-01-02T00:03:00Z',
+    },
+    {
+      id: 'H2',
+      name: "an older run, logged by its runner as it exited: FINISHED is the log's creation",
+      annotations: {},
+      lastRun: { job: 'j-other', finishedAt: '2026-01-03T00:00:00Z' },
+      finished: '2026-01-02T00:02:00Z',
+    },
+    {
+      id: 'H3',
+      name: "a log kept from the pod names its run's finish",
+      annotations: { 'captf.io/log-source': 'pod-log', 'captf.io/finished-at': '2026-01-02T00:01:30Z' },
+      lastRun: undefined,
+      finished: '2026-01-02T00:01:30Z',
+    },
+    {
+      id: 'H4',
+      name: 'a log kept from the pod says nothing of the finish by its creation (bookkeeping wrote it later)',
+      annotations: { 'captf.io/log-source': 'pod-log' },
+      lastRun: undefined,
+      finished: undefined,
+    },
+  ];
+  it.each(rows)('$id $name', ({ annotations, lastRun, finished }) => {
+    const secret: RunLogView = {
+      metadata: {
+        name: 'captf-log-j-gone',
+        creationTimestamp: '2026-01-02T00:02:00Z',
+        labels: { 'captf.io/job': 'j-gone', 'captf.io/op': 'apply', 'captf.io/attempt': '1' },
+        annotations,
+      },
+    };
+    const [row] = runHistory([], [secret], lastRun);
+    expect(row?.finishedAtMs).toBe(finished === undefined ? undefined : Date.parse(finished));
   });
 
   it('the kept log header says when the log was cut or is incomplete', () => {

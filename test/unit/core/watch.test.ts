@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { JobView } from '../../../src/core/views.ts';
-import { watchActiveJob } from '../../../src/core/watch.ts';
+import type { JobView, PodView } from '../../../src/core/views.ts';
+import { jobNeverStarted, watchActiveJob } from '../../../src/core/watch.ts';
 import { at, iso, pod } from './builders.ts';
 
 const running: JobView = {
@@ -16,11 +16,22 @@ const waitingWith = (reason: string) =>
     job: running,
     pods: [pod('p1', { waiting: reason }, { phase: 'Pending' })],
     runSecretExists: true,
+    deleting: false,
+    op: 'apply',
   });
 
 describe('watchActiveJob: DESIGN.md section 5 step 4', () => {
   it('W1 a running Job is looked at again within 60 s', () => {
-    expect(watchActiveJob({ now: at(10), job: running, pods: [runningPod], runSecretExists: true })).toEqual({
+    expect(
+      watchActiveJob({
+        now: at(10),
+        job: running,
+        pods: [runningPod],
+        runSecretExists: true,
+        deleting: false,
+        op: 'apply',
+      }),
+    ).toEqual({
       kind: 'watch',
       reason: 'JobActive',
       requeueAfterSeconds: 60,
@@ -45,10 +56,24 @@ describe('watchActiveJob: DESIGN.md section 5 step 4', () => {
   it('C08: no deletion during the grace period; the deadline is enforced after deadline + grace + 60 s', () => {
     const stuck = pod('p1', { running: true }, { phase: 'Failed', podReason: 'DeadlineExceeded' });
     expect(
-      watchActiveJob({ now: at(3600 + 600 + 59), job: running, pods: [stuck], runSecretExists: true }),
+      watchActiveJob({
+        now: at(3600 + 600 + 59),
+        job: running,
+        pods: [stuck],
+        runSecretExists: true,
+        deleting: false,
+        op: 'apply',
+      }),
     ).toMatchObject({ kind: 'watch', requeueAfterSeconds: 1 });
     expect(
-      watchActiveJob({ now: at(3600 + 600 + 60), job: running, pods: [stuck], runSecretExists: true }),
+      watchActiveJob({
+        now: at(3600 + 600 + 60),
+        job: running,
+        pods: [stuck],
+        runSecretExists: true,
+        deleting: false,
+        op: 'apply',
+      }),
     ).toMatchObject({
       kind: 'delete',
       reason: 'JobDeadlineExceeded',
@@ -58,13 +83,134 @@ describe('watchActiveJob: DESIGN.md section 5 step 4', () => {
   it('W2 a Job stuck over 1 min with its Secret missing and every pod Pending is deleted (StuckJobDeleted)', () => {
     const pending = pod('p1', 'no-status', { phase: 'Pending' });
     expect(
-      watchActiveJob({ now: at(59), job: running, pods: [pending], runSecretExists: false }),
+      watchActiveJob({
+        now: at(59),
+        job: running,
+        pods: [pending],
+        runSecretExists: false,
+        deleting: false,
+        op: 'apply',
+      }),
     ).toMatchObject({ kind: 'watch', requeueAfterSeconds: 1 });
     expect(
-      watchActiveJob({ now: at(60), job: running, pods: [pending], runSecretExists: false }),
+      watchActiveJob({
+        now: at(60),
+        job: running,
+        pods: [pending],
+        runSecretExists: false,
+        deleting: false,
+        op: 'apply',
+      }),
     ).toMatchObject({ kind: 'delete', reason: 'StuckJobDeleted' });
     expect(
-      watchActiveJob({ now: at(600), job: running, pods: [runningPod], runSecretExists: false }),
+      watchActiveJob({
+        now: at(600),
+        job: running,
+        pods: [runningPod],
+        runSecretExists: false,
+        deleting: false,
+        op: 'apply',
+      }),
     ).toMatchObject({ kind: 'watch' });
+  });
+});
+
+/** A Pending pod whose `source` container has the given status fields. */
+const pendingWith = (source: Record<string, unknown>): PodView => ({
+  metadata: { name: 'p1' },
+  status: { phase: 'Pending', containerStatuses: [{ name: 'source', ...source }] },
+});
+
+describe('jobNeverStarted: a deleting object deletes an active Job that never ran OpenTofu', () => {
+  const rows: { id: string; name: string; pods: PodView[]; active?: number; never: boolean }[] = [
+    {
+      id: 'U1',
+      name: 'a pod that cannot pull its module image never started',
+      pods: [pod('p1', { waiting: 'ImagePullBackOff' }, { phase: 'Pending' })],
+      never: true,
+    },
+    {
+      id: 'U2',
+      name: 'an unschedulable pod (no status yet) never started',
+      pods: [pod('p1', 'no-status', { phase: 'Pending' })],
+      never: true,
+    },
+    { id: 'U3', name: 'no pod listed and none active: nothing started', pods: [], active: 0, never: true },
+    { id: 'U4', name: 'no pod listed but one active: proves nothing', pods: [], active: 1, never: false },
+    { id: 'U5', name: 'a running source container started', pods: [runningPod], never: false },
+    {
+      id: 'U6',
+      name: 'a Pending pod whose container shows a terminated state ran',
+      pods: [pendingWith({ state: { terminated: { exitCode: 1 } } })],
+      never: false,
+    },
+    {
+      id: 'U7',
+      name: 'a container reported started ran',
+      pods: [pendingWith({ state: { waiting: { reason: 'ContainerCreating' } }, started: true })],
+      never: false,
+    },
+    {
+      id: 'U8',
+      name: 'a container with a last state or a restart ran',
+      pods: [
+        pendingWith({
+          state: { waiting: { reason: 'ImagePullBackOff' } },
+          lastState: { terminated: { exitCode: 137 } },
+          restartCount: 1,
+        }),
+      ],
+      never: false,
+    },
+    {
+      id: 'U9',
+      name: 'a pod that ended (Failed) ran',
+      pods: [pod('p1', { exitCode: 1 }, { phase: 'Failed' })],
+      never: false,
+    },
+  ];
+  it.each(rows)('$id $name', ({ pods, active, never }) => {
+    const job: JobView = { ...running, status: { startTime: iso(0), active: active ?? pods.length } };
+    expect(jobNeverStarted(job, pods)).toBe(never);
+  });
+
+  it('U10 deleting: a Job whose pod cannot pull is deleted at once (UnstartedJobDeleted); not deleting: watched', () => {
+    const pulling = [pod('p1', { waiting: 'ErrImagePull' }, { phase: 'Pending' })];
+    const input = { now: at(5), job: running, pods: pulling, runSecretExists: true, op: 'apply' as const };
+    expect(watchActiveJob({ ...input, deleting: true })).toMatchObject({
+      kind: 'delete',
+      reason: 'UnstartedJobDeleted',
+    });
+    expect(watchActiveJob({ ...input, deleting: false, op: 'apply' })).toMatchObject({
+      kind: 'watch',
+      reason: 'ImagePullBackOff',
+    });
+  });
+
+  it('U12 deleting: the destroy Job itself is never deleted for not having started (the deletion started it)', () => {
+    const pending = [pod('p1', { waiting: 'ContainerCreating' }, { phase: 'Pending' })];
+    expect(
+      watchActiveJob({
+        now: at(5),
+        job: running,
+        pods: pending,
+        runSecretExists: true,
+        deleting: true,
+        op: 'destroy',
+      }),
+    ).toMatchObject({ kind: 'watch', reason: 'JobActive' });
+  });
+
+  it('U11 deleting: a Job whose source container runs is never deleted before its deadline', () => {
+    expect(
+      watchActiveJob({
+        now: at(5),
+        job: running,
+        pods: [runningPod],
+        runSecretExists: true,
+        deleting: true,
+        op: 'apply',
+      }),
+    ).toMatchObject({ kind: 'watch', reason: 'JobActive' });
   });
 });

@@ -58,6 +58,24 @@ it.each(['/healthz', '/readyz', '/metrics'])('GET %s needs no token', async (url
   expect((await t.app.inject({ method: 'GET', url })).statusCode).toBe(200);
 });
 
+it('CAPTF_METRICS_AUTH (a public endpoint): /metrics asks for the token of the other routes; health stays open', async () => {
+  const t = testApp({ config: { metricsAuth: true } });
+  const refused = await t.app.inject({ method: 'GET', url: '/metrics' });
+  expect(refused.statusCode).toBe(401);
+  expect(refused.json().error).toMatchObject({ code: 'unauthorized' });
+  expect(
+    (await t.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer nope' } }))
+      .statusCode,
+  ).toBe(401);
+  const allowed = await t.app.inject({
+    method: 'GET',
+    url: '/metrics',
+    headers: { authorization: `Bearer ${TOKEN}` },
+  });
+  expect(allowed.statusCode).toBe(200);
+  expect((await t.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+});
+
 describe('audience-bound tokens checked by TokenReview (issue 16)', () => {
   const AUDIENCE = 'captf.captf-system';
   const SOURCE = 'system:serviceaccount:captf-system:captf-objects-oidc-sources.knative.dev-apiserversource';
