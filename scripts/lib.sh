@@ -44,14 +44,24 @@ ensure_debian_packages() {
 }
 
 # moto's server: a real AWS API (SSM Parameter Store here) for the Lambda's secret store tests
-# (test/integration/infra/lambda-secrets.test.ts), from PyPI, pinned like the other tools.
-MOTO_VERSION=5.2.1
+# (test/integration/infra/lambda-secrets.test.ts, test/e2e/lambda-harness.ts), from PyPI, pinned in
+# versions.env. It goes into a venv of its own in the cache, so neither the system's Python (which Debian
+# marks externally managed) nor the user's site-packages is touched; test/env/moto.ts finds it there.
 ensure_moto_server() {
-  command -v moto_server >/dev/null && return 0
+  local version venv
+  version=$(sed -n 's/^MOTO_VERSION=//p' "$ROOT/scripts/versions.env")
+  venv="$CAPTF_CACHE/bin/moto-v$version"
+  [[ -x $venv/bin/moto_server ]] && return 0
   command -v python3 >/dev/null || die "python3 is required for moto_server (the Lambda secret store tests)"
-  say "installing moto ${MOTO_VERSION} (moto_server, an AWS API server for the Lambda secret store tests)"
-  python3 -m pip install --quiet "moto[server,ssm]==${MOTO_VERSION}" || die "pip install moto failed"
-  command -v moto_server >/dev/null || die "moto_server is not on PATH after pip install (pip's bin directory)"
+  say "installing moto $version into $venv (an AWS API server for the Lambda secret store tests)"
+  rm -rf "$venv"
+  if ! python3 -m venv "$venv" 2>/dev/null; then
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null ||
+      die "python3 -m venv failed and python3-venv could not be installed"
+    python3 -m venv "$venv" || die "python3 -m venv $venv failed"
+  fi
+  "$venv/bin/python" -m pip install --quiet "moto[server,ssm]==$version" || die "pip install moto==$version failed"
+  [[ -x $venv/bin/moto_server ]] || die "no moto_server in $venv/bin after pip install"
 }
 
 # The package starts a Prometheus service where an init system runs one; the tests start their own, so the

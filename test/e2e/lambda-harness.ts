@@ -12,6 +12,7 @@ import { freePort } from '../../src/local/ports.ts';
 import { type ManagedProcess, startProcess, waitUntilHealthy } from '../../src/local/process.ts';
 import { prepareWorkloadNamespace } from '../../src/local/workload-namespace.ts';
 import { testStack } from '../env/index.ts';
+import { locateMotoServer } from '../env/moto.ts';
 
 /**
  * The AWS Lambda path on the test stack (serverless.yml): serverless-offline runs the packaged handler
@@ -128,10 +129,16 @@ export async function startLambdaRun(label: string): Promise<LambdaRun> {
     // holds parameter names, never the token or the kubeconfig.
     const motoPort = await freePort();
     const ssmUrl = `http://127.0.0.1:${motoPort}`;
-    const moto = startProcess('moto', 'moto_server', ['-H', '127.0.0.1', '-p', String(motoPort)], logDir, {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-    });
+    const moto = startProcess(
+      'moto',
+      locateMotoServer(),
+      ['-H', '127.0.0.1', '-p', String(motoPort)],
+      logDir,
+      {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+      },
+    );
     started.push(moto);
     await waitUntilHealthy(
       moto,

@@ -9,6 +9,7 @@ import {
   withSecrets,
 } from '../../../functions/lambda-secrets.ts';
 import { freePort } from '../../../src/local/ports.ts';
+import { locateMotoServer } from '../../env/moto.ts';
 
 // The Lambda's secrets from SSM Parameter Store (functions/lambda-secrets.ts) against moto's server, a real
 // implementation of the SSM API (installed by scripts/lib.sh): SecureString parameters read with decryption
@@ -19,7 +20,7 @@ let client: SSMClient;
 
 beforeAll(async () => {
   const port = await freePort();
-  moto = spawn('moto_server', ['-H', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
+  moto = spawn(locateMotoServer(), ['-H', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
   client = new SSMClient({
     endpoint: `http://127.0.0.1:${port}`,
     region: 'eu-west-1',
