@@ -32,6 +32,7 @@ import { type LocalController, startLocalController } from '../src/local/local-c
 import { startLocalStack } from '../src/local/stack.ts';
 import { prepareWorkloadNamespace } from '../src/local/workload-namespace.ts';
 import type { WaitReason } from '../src/schemas/kinds/wait-reason.ts';
+import { measureApiCeiling } from './lib/api-ceiling.ts';
 import { cpuMs, deltaCounters, loggedSteps, quantile, scrapeHandlers, totals } from './lib/fleet-probe.ts';
 import { FleetReport } from './lib/fleet-report.ts';
 import { printMachine } from './lib/machine.ts';
@@ -389,26 +390,7 @@ try {
   const loadDuring = loadavg();
 
   // The API server's ceiling, in the same run, on the handlers' client.
-  let calls = 0;
-  {
-    const until = performance.now() + CEILING_MS;
-    let n = 0;
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        while (performance.now() < until) {
-          const name = `ceiling-${n}`;
-          n += 1;
-          await apis.core.createNamespacedConfigMap({
-            namespace: PROBE_NS,
-            body: { metadata: { name }, data: { n: String(n) } },
-          });
-          await apis.core.readNamespacedConfigMap({ namespace: PROBE_NS, name });
-          calls += 2;
-        }
-      }),
-    );
-  }
-  const ceiling = calls / (CEILING_MS / 1000);
+  const ceiling = await measureApiCeiling(apis.core, PROBE_NS, CEILING_MS, CONCURRENCY);
 
   // /tick over the resting fleet's schedule: the median of several calls, one handler, none due.
   const tickMs: number[] = [];

@@ -46,6 +46,7 @@ import type { ManagedProcess } from '../src/local/process.ts';
 import { startLocalStack } from '../src/local/stack.ts';
 import { prepareWorkloadNamespace } from '../src/local/workload-namespace.ts';
 import type { WaitReason } from '../src/schemas/kinds/wait-reason.ts';
+import { measureApiCeiling } from './lib/api-ceiling.ts';
 import { captureRunObjects, runFloor } from './lib/fleet-floor.ts';
 import {
   cpuMs,
@@ -777,26 +778,7 @@ try {
   log(
     `ceiling: the API server's own (create + get ConfigMaps, ${CONCURRENCY} in flight), then /reconcile through the balancer`,
   );
-  let apiCalls = 0;
-  {
-    const until = performance.now() + CEILING_MS;
-    let n = 0;
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        while (performance.now() < until) {
-          const name = `ceiling-${n}`;
-          n += 1;
-          await apis.core.createNamespacedConfigMap({
-            namespace: NS.probe,
-            body: { metadata: { name }, data: { n: String(n) } },
-          });
-          await apis.core.readNamespacedConfigMap({ namespace: NS.probe, name });
-          apiCalls += 2;
-        }
-      }),
-    );
-  }
-  const ceilingRps = apiCalls / (CEILING_MS / 1000);
+  const ceilingRps = await measureApiCeiling(apis.core, NS.probe, CEILING_MS, CONCURRENCY);
   const before4 = await scrapeHandlers(handlerUrls());
   let stepsDone = 0;
   let notOk = 0;
