@@ -36,8 +36,15 @@ export interface EventApp {
   close(): Promise<void>;
 }
 
-/** Builds the app over `env`. */
-export async function eventApp(env: StepEnv): Promise<EventApp> {
+/**
+ * The handlers over `env`, not yet ready: the real composition root with the env's Redis, Kubernetes
+ * adapter, clock and key prefix, authentication off, silent logs. `configEnv` adds configuration variables
+ * (e.g. `CAPTF_WATCH_NAMESPACES`); `step` is the step's options (shadow on unless it says otherwise).
+ */
+export function handlersOver(
+  env: StepEnv,
+  options: { configEnv?: Record<string, string>; step?: Parameters<StepEnv['step']>[0] } = {},
+): FastifyInstance {
   const stack = testStack();
   const read = readConfig({
     REDIS_URL: stack.redisUrl,
@@ -46,18 +53,24 @@ export async function eventApp(env: StepEnv): Promise<EventApp> {
     CAPTF_RUNNER_IMAGE: env.config.runnerImage,
     CAPTF_KEY_PREFIX: env.keyPrefix,
     LOG_LEVEL: 'silent',
+    ...options.configEnv,
   });
   if (!read.ok) throw new Error(read.message);
-  const app = buildApp(
+  return buildApp(
     composeAppDeps({
       config: read.config,
       logger: createLogger('silent'),
       redis: env.redis,
       kube: env.kube,
-      step: env.step({ shadow: false }),
+      step: env.step(options.step),
       clock: env.clock,
     }),
   );
+}
+
+/** Builds the app over `env`, unshadowed: a dry run's reads would be counted as the event's. */
+export async function eventApp(env: StepEnv): Promise<EventApp> {
+  const app = handlersOver(env, { step: { shadow: false } });
   await app.ready();
   return {
     app,

@@ -4,13 +4,9 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { composeAppDeps } from '../../../functions/compose.ts';
 import { runRelayProcess } from '../../../functions/relay.ts';
 import { createKubeAdapter } from '../../../src/adapters/kube/adapter.ts';
 import type { RequestCounts } from '../../../src/adapters/kube/request-count.ts';
-import { readConfig } from '../../../src/config.ts';
-import { buildApp } from '../../../src/http/app.ts';
-import { createLogger } from '../../../src/http/logger.ts';
 import {
   apiServerSourceConfig,
   prepareEventSourceIdentity,
@@ -30,6 +26,7 @@ import {
   type StepEnv,
   statusOf,
 } from '../step/harness.ts';
+import { handlersOver } from './event-app.ts';
 
 // What an event about an object the controller has already seen costs, on the real event sources, which
 // send Resource mode as shipped. Every status or metadata write of a step comes back as an update event
@@ -81,26 +78,8 @@ beforeAll(async () => {
     }),
   };
   workDir = mkdtempSync(join(tmpdir(), 'captf-replay-'));
-  const read = readConfig({
-    REDIS_URL: stack.redisUrl,
-    KUBECONFIG: stack.kubeconfigPath,
-    CAPTF_AUTH_DISABLED: 'true',
-    CAPTF_RUNNER_IMAGE: env.config.runnerImage,
-    CAPTF_KEY_PREFIX: env.keyPrefix,
-    LOG_LEVEL: 'silent',
-  });
-  if (!read.ok) throw new Error(read.message);
-  app = buildApp(
-    composeAppDeps({
-      config: read.config,
-      logger: createLogger('silent'),
-      redis: env.redis,
-      kube: env.kube,
-      // Unshadowed: a dry run's reads would be counted as the event's.
-      step: env.step({ shadow: false }),
-      clock: env.clock,
-    }),
-  );
+  // Unshadowed: a dry run's reads would be counted as the event's.
+  app = handlersOver(env, { step: { shadow: false } });
   // One /events request at a time, so the counter's difference over a request is that request's cost.
   let queue: Promise<void> = Promise.resolve();
   const release = new WeakMap<object, () => void>();

@@ -1,13 +1,9 @@
 import { PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { composeAppDeps } from '../../../functions/compose.ts';
 import { runRelayProcess } from '../../../functions/relay.ts';
 import { CUSTOM_RESOURCES } from '../../../src/adapters/kube/resources.ts';
-import { readConfig } from '../../../src/config.ts';
 import { POD_RESULT_FINALIZER } from '../../../src/core/job-labels.ts';
-import { buildApp } from '../../../src/http/app.ts';
-import { createLogger } from '../../../src/http/logger.ts';
 import { testStack } from '../../env/index.ts';
 import {
   createObject,
@@ -21,6 +17,7 @@ import {
   type StepEnv,
   statusOf,
 } from '../step/harness.ts';
+import { handlersOver } from './event-app.ts';
 
 // Issue 23 item 2: our pod finalizer `captf.io/result` never outlives what could read it. The events alone
 // (the bundled relay → POST /events → the real step, API server, garbage collector and namespace controller)
@@ -43,26 +40,7 @@ beforeAll(async () => {
   env = await createStepEnv('podrel');
   doomed = await createStepEnv('podrel-ns');
   const watched = `${env.namespace},${doomed.namespace}`;
-  const read = readConfig({
-    REDIS_URL: testStack().redisUrl,
-    KUBECONFIG: testStack().kubeconfigPath,
-    CAPTF_AUTH_DISABLED: 'true',
-    CAPTF_RUNNER_IMAGE: env.config.runnerImage,
-    CAPTF_KEY_PREFIX: env.keyPrefix,
-    CAPTF_WATCH_NAMESPACES: watched,
-    LOG_LEVEL: 'silent',
-  });
-  if (!read.ok) throw new Error(read.message);
-  app = buildApp(
-    composeAppDeps({
-      config: read.config,
-      logger: createLogger('silent'),
-      redis: env.redis,
-      kube: env.kube,
-      step: env.step(),
-      clock: env.clock,
-    }),
-  );
+  app = handlersOver(env, { configEnv: { CAPTF_WATCH_NAMESPACES: watched } });
   // Each answer about a pod, printed when a test fails: which step it ran, with what outcome.
   app.addHook('onSend', async (request, reply, payload) => {
     if (request.url === '/events' && String(request.headers['ce-type'] ?? '').length > 0)

@@ -2,16 +2,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { composeAppDeps } from '../../../functions/compose.ts';
 import { runRelayProcess } from '../../../functions/relay.ts';
 import { createKubeAdapter } from '../../../src/adapters/kube/adapter.ts';
 import { SCHEDULE_SHARDS } from '../../../src/adapters/redis/keys.ts';
-import { readConfig } from '../../../src/config.ts';
 import { refKey } from '../../../src/core/object-ref.ts';
 import { VARIABLES_SECRET_LABELS } from '../../../src/core/variables-opt-in.ts';
 import { secretSource } from '../../../src/core/wake.ts';
-import { buildApp } from '../../../src/http/app.ts';
-import { createLogger } from '../../../src/http/logger.ts';
 import { testStack } from '../../env/index.ts';
 import {
   createObject,
@@ -25,6 +21,7 @@ import {
   type StepEnv,
   statusOf,
 } from '../step/harness.ts';
+import { handlersOver } from './event-app.ts';
 
 // Waits woken, not polled (DESIGN.md section 6, src/core/wake.ts), on the real API server, Redis and the
 // bundled relay (resource mode, watching our objects and the Secrets waits depend on). Each object is taken
@@ -59,27 +56,11 @@ beforeAll(async () => {
       reporter: { controller: 'captf.io/test', instance: 'wake-view' },
     }),
   };
-  const read = readConfig({
-    REDIS_URL: stack.redisUrl,
-    KUBECONFIG: stack.kubeconfigPath,
-    CAPTF_AUTH_DISABLED: 'true',
-    CAPTF_RUNNER_IMAGE: env.config.runnerImage,
-    CAPTF_KEY_PREFIX: env.keyPrefix,
-    CAPTF_WATCH_NAMESPACES: env.namespace,
-    LOG_LEVEL: 'silent',
+  // One Job slot for the installation: the second start waits for the first Job's release.
+  app = handlersOver(env, {
+    configEnv: { CAPTF_WATCH_NAMESPACES: env.namespace },
+    step: { shadow: false, config: { maxActiveJobs: 1 } },
   });
-  if (!read.ok) throw new Error(read.message);
-  app = buildApp(
-    composeAppDeps({
-      config: read.config,
-      logger: createLogger('silent'),
-      redis: env.redis,
-      kube: env.kube,
-      // One Job slot for the installation: the second start waits for the first Job's release.
-      step: env.step({ shadow: false, config: { maxActiveJobs: 1 } }),
-      clock: env.clock,
-    }),
-  );
   app.addHook('onResponse', async (request) => {
     if (request.url === '/events') lastEventAtMs = Date.now();
   });
