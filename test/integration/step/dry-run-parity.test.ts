@@ -25,11 +25,14 @@ describe('dry run parity check', () => {
   });
   it('D4 what only the perform can meet is forgiven (a lease held in Redis)', () => {
     const dry = outcomeOf(ref, 'NoState', { job: 'captf-m-m-a-apply-a1-abcdef' });
-    const real = outcomeOf(ref, 'WaitingForRunLease', { message: 'held' });
+    const real = outcomeOf(ref, 'WaitingForRunLease', { message: 'held', requeueAfterSeconds: 600 });
     expect(() => assertSameDecision(ref, dry, real)).not.toThrow();
   });
   it('D5 a pod of an earlier attempt that the garbage collector removed in between is forgiven, one way only', () => {
-    const waiting = outcomeOf(ref, 'WaitingForPreviousAttempt', { message: 'pod still runs' });
+    const waiting = outcomeOf(ref, 'WaitingForPreviousAttempt', {
+      message: 'pod still runs',
+      requeueAfterSeconds: 600,
+    });
     const created = outcomeOf(ref, 'NoState', { job: 'captf-m-m-a-apply-a2-123456' });
     expect(() => assertSameDecision(ref, waiting, created)).not.toThrow();
     expect(() => assertSameDecision(ref, created, waiting)).toThrow(/differently/);
