@@ -283,7 +283,8 @@ function ownerResolverOf(kube: KubeAdapter): OwnerResolver {
           if (!lookup.found) return lookup;
           const heldPod = heldPodOf(pod.metadata);
           if (heldPod !== undefined) return { ...lookup, heldPod };
-          const verdict = podEventVerdict(asPodView(pod));
+          // Read live, the pod exists: only its state can matter (a gone pod answered ObjectGone above).
+          const verdict = podEventVerdict('update', asPodView(pod));
           return verdict.matters ? lookup : { ...lookup, quiet: verdict.reason };
         }
         case 'TerraformPlan': {

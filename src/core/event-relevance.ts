@@ -37,12 +37,15 @@ export function jobEventVerdict(verb: 'add' | 'update' | 'delete', job: JobView)
 const CONFIG_ERROR = 'CreateContainerConfigError';
 
 /**
- * An event about one of our pods, judged from its copy. The step reads a pod for two things only: a pod
- * being deleted while it holds our finalizer (released at once, section 7) and a pod that cannot start
- * (an image that cannot be pulled, a configuration error: the waiting reason on the object's status).
- * A pod's end reaches the step through its Job's condition, which the Job's own event carries.
+ * An event about one of our pods, judged from its copy. The step reads a pod for three things: a pod
+ * being deleted while it holds our finalizer (released at once, section 7), a pod that cannot start (an
+ * image that cannot be pulled, a configuration error: the waiting reason on the object's status), and a
+ * pod that is gone, which may end a WaitingForPreviousAttempt (the API guard, section 5 step 7): when its
+ * Job was deleted, no Job event follows the pod's end. A pod's end otherwise reaches the step through its
+ * Job's condition, which the Job's own event carries.
  */
-export function podEventVerdict(pod: PodView): OwnedEventVerdict {
+export function podEventVerdict(verb: 'add' | 'update' | 'delete', pod: PodView): OwnedEventVerdict {
+  if (verb === 'delete') return { matters: true };
   if (heldPodOf(pod.metadata) !== undefined) return { matters: true };
   if (podPullFailure(pod) !== undefined) return { matters: true };
   const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];

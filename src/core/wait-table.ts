@@ -156,10 +156,11 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
     jitter: false,
     meaning: 'The state lock is held by another live pod of this object (DESIGN.md section 4: not counted).',
   },
-  // The pod's own events (it is labelled) wake its owner when it ends.
+  // A pod's deletion event wakes its owner (src/core/event-relevance.ts), but a reference-mode source cannot
+  // map a gone pod to its owner, and a terminating pod's wait is short by nature (its grace period): polled.
   WaitingForPreviousAttempt: {
-    requeueSeconds: EVENT_SAFETY_SECONDS,
-    jitter: true,
+    requeueSeconds: 30,
+    jitter: false,
     meaning: 'A pod of an earlier attempt is not terminal yet (DESIGN.md section 5, API guard).',
   },
   WaitingForForeignJob: {

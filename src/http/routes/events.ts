@@ -65,7 +65,7 @@ function quietOwned(subject: EventSubject): QuietReason | undefined {
   if (subject.kind === 'Pod') {
     const pod = EventPodSchema.safeParse(subject.object);
     if (!pod.success) return undefined;
-    const verdict = podEventVerdict(pod.data);
+    const verdict = podEventVerdict(subject.verb, pod.data);
     return verdict.matters ? undefined : verdict.reason;
   }
   return undefined;

@@ -49,29 +49,40 @@ function pod(meta: Partial<PodView['metadata']>, status: PodView['status'] = {})
 
 describe('podEventVerdict', () => {
   it('a running pod or one that ended changes nothing the step reads', () => {
-    expect(podEventVerdict(pod({}, { phase: 'Running' }))).toEqual({
+    expect(podEventVerdict('update', pod({}, { phase: 'Running' }))).toEqual({
       matters: false,
       reason: 'PodUneventful',
     });
-    expect(podEventVerdict(pod({ finalizers: [POD_RESULT_FINALIZER] }, { phase: 'Succeeded' }))).toEqual({
+    expect(
+      podEventVerdict('update', pod({ finalizers: [POD_RESULT_FINALIZER] }, { phase: 'Succeeded' })),
+    ).toEqual({
       matters: false,
       reason: 'PodUneventful',
     });
   });
   it('a pod deleted while it holds our finalizer, or one that cannot start, starts a step', () => {
     expect(
-      podEventVerdict(pod({ finalizers: [POD_RESULT_FINALIZER], deletionTimestamp: '2026-12-03T00:00:00Z' })),
+      podEventVerdict(
+        'update',
+        pod({ finalizers: [POD_RESULT_FINALIZER], deletionTimestamp: '2026-12-03T00:00:00Z' }),
+      ),
     ).toEqual({ matters: true });
     const waiting = (reason: string) => ({
       phase: 'Pending',
       containerStatuses: [{ name: 'source', state: { waiting: { reason } } }],
     });
-    expect(podEventVerdict(pod({}, waiting('ImagePullBackOff')))).toEqual({ matters: true });
-    expect(podEventVerdict(pod({}, waiting('CreateContainerConfigError')))).toEqual({ matters: true });
-    expect(podEventVerdict(pod({}, waiting('ContainerCreating')))).toEqual({
+    expect(podEventVerdict('update', pod({}, waiting('ImagePullBackOff')))).toEqual({ matters: true });
+    expect(podEventVerdict('update', pod({}, waiting('CreateContainerConfigError')))).toEqual({
+      matters: true,
+    });
+    expect(podEventVerdict('update', pod({}, waiting('ContainerCreating')))).toEqual({
       matters: false,
       reason: 'PodUneventful',
     });
+  });
+  it('a pod that is gone starts a step: it may end a wait for an earlier attempt whose Job was deleted', () => {
+    expect(podEventVerdict('delete', pod({}, { phase: 'Failed' }))).toEqual({ matters: true });
+    expect(podEventVerdict('delete', pod({}, { phase: 'Running' }))).toEqual({ matters: true });
   });
 });
 

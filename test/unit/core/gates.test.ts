@@ -32,6 +32,12 @@ const waitRows = [
   { id: 'S6.1', name: 'a contended state lock: 30 s', reasons: ['LockContended'], seconds: 30 },
   { id: 'S6.3', name: 'Job running: 60 s fallback', reasons: ['JobActive'], seconds: 60 },
   { id: 'S6.4', name: 'cache lag: 5 s', reasons: ['WaitingForCache'], seconds: 5 },
+  {
+    id: 'S6.4b',
+    name: 'a terminating pod of an earlier attempt: 30 s (a reference-mode source cannot map a gone pod)',
+    reasons: ['WaitingForPreviousAttempt'],
+    seconds: 30,
+  },
   { id: 'S6.5', name: 'approval: at most 10 min', reasons: ['AwaitingApproval'], seconds: 600 },
   { id: 'S6.6', name: 'JobPolicyInvalid: 10 min', reasons: ['JobPolicyInvalid'], seconds: 600 },
 ] as const;
@@ -53,7 +59,6 @@ describe('WAIT_TABLE: DESIGN.md section 6', () => {
     'WaitingForClusterInfrastructure',
     'WaitingForBootstrapData',
     'VariablesSecretNotOptedIn',
-    'WaitingForPreviousAttempt',
   ] as const)(
     'S6.7 %s, woken by an event or a release: a safety requeue of 10 min plus the object jitter',
     (reason) => {
