@@ -14,6 +14,7 @@
 // client), the waiting objects' steps per wait (their info log lines), and `/tick` over the resting
 // fleet's schedule, the median of `--tick-samples` calls.
 // A dev run: `npm run bench -- fleet-at-rest --at-rest-objects=500 --at-rest-minutes=2`.
+
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,6 +24,7 @@ import { parseArgs } from 'node:util';
 import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { ensureBundlesBuilt } from '../functions/bundle.ts';
 import { loadKubeConfig, makeKubeApis } from '../src/adapters/kube/connection.ts';
+import type { NewCustomObject } from '../src/adapters/kube/custom-object.ts';
 import { RequestCounter } from '../src/adapters/kube/request-count.ts';
 import { createRedisAdapter } from '../src/adapters/redis/adapter.ts';
 import { CLONED_FROM_NAME_ANNOTATION, PAUSED_ANNOTATION } from '../src/core/cluster-api.ts';
@@ -88,18 +90,8 @@ const log = (line: string) => process.stdout.write(`[fleet-at-rest] ${line}\n`);
 const started = performance.now();
 const S = '6. at rest at fleet scale';
 
-type Obj = {
-  apiVersion: string;
-  kind: string;
-  metadata: {
-    name: string;
-    namespace: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    finalizers?: string[];
-  };
-  spec: Record<string, unknown>;
-};
+/** An object the bench creates straight through the API: a create's shape, with its spec. */
+type Obj = NewCustomObject & { spec: Record<string, unknown> };
 interface Listed {
   metadata: { name: string; finalizers?: string[] };
   spec: Record<string, unknown>;

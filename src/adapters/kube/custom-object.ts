@@ -52,6 +52,7 @@ export interface NewCustomObject {
     namespace: string;
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
+    finalizers?: string[];
     ownerReferences?: z.infer<typeof OwnerReferenceSchema>[];
   };
   spec?: unknown;
