@@ -44,8 +44,12 @@ export function startProcess(
     env: env ?? process.env,
     ...(cwd === undefined ? {} : { cwd }),
   });
-  child.stdout?.pipe(log);
-  child.stderr?.pipe(log);
+  // Two sources share one log: neither may end it (the first to reach its end would, and the other's last
+  // chunk would then be written after the end, an uncaught error). The log ends on 'close', which comes
+  // after both pipes have drained; 'exit' may come before their last data.
+  child.stdout?.pipe(log, { end: false });
+  child.stderr?.pipe(log, { end: false });
+  child.on('close', () => log.end());
   if (child.pid === undefined) throw new Error(`start ${name}: could not spawn ${command}`);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     child.on('exit', (code, signal) => resolve({ code, signal }));
@@ -73,13 +77,11 @@ export function startProcess(
       child.kill('SIGKILL');
       await exited;
     }
-    log.end();
   };
   const kill = async (): Promise<void> => {
     if (!running) return;
     child.kill('SIGKILL');
     await exited;
-    log.end();
   };
   return { name, pid: child.pid, logPath, exited, stop, kill, tail };
 }
