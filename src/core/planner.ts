@@ -41,6 +41,7 @@ import { inputSecretTexts, type RunInputs, resolveRunInputs } from './run-inputs
 import { runLogSecretName } from './run-log.ts';
 import type { RunConfigSource } from './run-secret-manifest.ts';
 import { runnerAccountOf } from './runner-identity.ts';
+import { fullSlotScopes, type SlotScope } from './slot-shares.ts';
 import type { Snapshot } from './snapshot.ts';
 import { decideStateCleanup, stateObjectsOf } from './state-cleanup.ts';
 import {
@@ -68,7 +69,7 @@ import type {
 import { type NotOptedIn, notOptedInEvent } from './variables-opt-in.ts';
 import { type JobView, timestampMs } from './views.ts';
 import { type WaitDecision, waitFor } from './wait-table.ts';
-import { jobSlotSources, releaseWakes, runLeasesSource, secretSource } from './wake.ts';
+import { fullJobSlotSources, releaseWakes, runLeasesSource, secretSource } from './wake.ts';
 import { watchActiveJob } from './watch.ts';
 
 /**
@@ -602,13 +603,15 @@ function finish(base: Base, status: TargetStatus, move: Move, result: StepOutcom
 
 /**
  * What a gate's wait is woken by (src/core/wake.ts): the TerraformCluster whose infrastructure it waits for
- * (`cluster`, when that is the cause), the bootstrap data Secret its owner names, the Job slots. The other
- * gates' waits end by the object's own events (approval, pause, owner) or by time (backoff, policy).
+ * (`cluster`, when that is the cause), the bootstrap data Secret its owner names, the Job slots found full
+ * (`slotScopes`). The other gates' waits end by the object's own events (approval, pause, owner) or by time
+ * (backoff, policy).
  */
 function gateWaitsFor(
   snap: Snapshot,
   reason: WaitDecision['reason'],
   cluster: Snapshot['owningCluster'],
+  slotScopes: readonly SlotScope[],
 ): Pick<StepOutcome, 'waitsFor'> {
   if (reason === 'WaitingForDependencies' && cluster !== undefined && !cluster.ready)
     return { waitsFor: [{ kind: 'TerraformCluster', namespace: snap.ref.namespace, name: cluster.name }] };
@@ -616,14 +619,24 @@ function gateWaitsFor(
   if (reason === 'WaitingForBootstrapData' && bootstrap !== undefined)
     return secretWaitOf(snap.ref, bootstrap);
   if (reason === 'WaitingForJobSlot')
-    return { waitsFor: jobSlotSources(snap.ref.namespace, snap.clusterName) };
+    return { waitsFor: fullJobSlotSources(snap.ref.namespace, snap.clusterName, slotScopes) };
   return {};
 }
 
-/** What a start held back at its guards is woken by: the release of its lease group or of a Job slot. */
-function heldWaitsFor(snap: Snapshot, reason: HeldWait['reason']): Pick<StepOutcome, 'waitsFor'> {
+/**
+ * What a start held back at its guards is woken by: the release of its lease group or of a slot of the
+ * Job slot set found full.
+ */
+function heldWaitsFor(snap: Snapshot, held: HeldWait): Pick<StepOutcome, 'waitsFor'> {
+  const { reason } = held;
   if (reason === 'WaitingForJobSlot')
-    return { waitsFor: jobSlotSources(snap.ref.namespace, snap.clusterName) };
+    return {
+      waitsFor: fullJobSlotSources(
+        snap.ref.namespace,
+        snap.clusterName,
+        held.slotScope === undefined ? [] : [held.slotScope],
+      ),
+    };
   if (
     reason === 'WaitingForRunLease' ||
     reason === 'WaitingForClusterOperation' ||
@@ -879,16 +892,20 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
   const unread = applyGates(decision, gateInput({ installation: 0, cluster: 0 }));
   const early = unread.kind === 'wait' && unread.reason !== 'JobPolicyInvalid' ? unread : undefined;
   if (early === undefined && facts.slots === undefined) return { kind: 'read', read: 'slots' };
-  const gated =
-    early ??
-    applyGates(
-      decision,
-      gateInput({ installation: facts.slots?.installation ?? 0, cluster: facts.slots?.cluster ?? 0 }),
-    );
+  const read = gateInput({
+    installation: facts.slots?.installation ?? 0,
+    cluster: facts.slots?.cluster ?? 0,
+  });
+  const gated = early ?? applyGates(decision, read);
   if (gated.kind === 'wait') {
     return planRest(base, waitStatus(planning.statusContext, base.status, gated), {
       ...waitOutcome(base, gated),
-      ...gateWaitsFor(snap, gated.reason, capiHold === undefined ? cluster : undefined),
+      ...gateWaitsFor(
+        snap,
+        gated.reason,
+        capiHold === undefined ? cluster : undefined,
+        fullSlotScopes(op, read.slots),
+      ),
     });
   }
 
@@ -1058,7 +1075,7 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
         outcome: {
           ...waitOutcome(base, wait),
           ...(held.reason === 'WaitingForForeignJob' ? { job: name } : {}),
-          ...heldWaitsFor(snap, held.reason),
+          ...heldWaitsFor(snap, held),
         },
       };
     },

@@ -51,11 +51,22 @@ export function slotLimitsFor(op: Op, limits: SlotLimits): { installation: numbe
   };
 }
 
+/** A set of Job slots: the installation's or one Cluster API cluster's. */
+export type SlotScope = 'installation' | 'cluster';
+
+/**
+ * The slot sets `op` finds full (at or above its share of the limit): what holds a start back, so what a
+ * waiting start registers under (src/core/wake.ts). Empty when `op` may take a slot.
+ */
+export function fullSlotScopes(op: Op, slots: SlotUsage): SlotScope[] {
+  const share = slotShare(op);
+  return [
+    ...(slots.installationActive >= slots.installationLimit * share ? (['installation'] as const) : []),
+    ...(slots.clusterActive >= slots.clusterLimit * share ? (['cluster'] as const) : []),
+  ];
+}
+
 /** True when `op` may take a slot: below the limit, and below 80 % of it for drift and refresh. */
 export function hasJobSlot(op: Op, slots: SlotUsage): boolean {
-  const share = slotShare(op);
-  return (
-    slots.installationActive < slots.installationLimit * share &&
-    slots.clusterActive < slots.clusterLimit * share
-  );
+  return fullSlotScopes(op, slots).length === 0;
 }

@@ -13,6 +13,7 @@ import type { Redactor } from './redaction.ts';
 import type { RunDecisions } from './run-decisions.ts';
 import type { RunConfigSource } from './run-secret-manifest.ts';
 import type { RunnerIdentity } from './runner-identity.ts';
+import type { SlotScope } from './slot-shares.ts';
 import type { Snapshot } from './snapshot.ts';
 import type { StateCleanup, StateObjects } from './state-cleanup.ts';
 import type { StateContent } from './state-evidence.ts';
@@ -112,6 +113,8 @@ export interface HeldWait {
     | 'WaitingForJobSlot'
     | 'WaitingForForeignJob';
   message: string;
+  /** `WaitingForJobSlot`: the slot set found full (the one the wait registers under). */
+  slotScope?: SlotScope;
 }
 
 /** A Job to start, with everything the shell needs to create it crash-safely. */

@@ -1,4 +1,5 @@
 import type { ObjectRef } from './object-ref.ts';
+import type { SlotScope } from './slot-shares.ts';
 
 /**
  * What wakes a waiting object (DESIGN.md section 6): a wait that depends on another object, a Secret, a
@@ -43,6 +44,22 @@ export function jobSlotSources(namespace: string, clusterName: string | undefine
   return clusterName === undefined
     ? [installation]
     : [installation, { kind: 'JobSlots', namespace, name: clusterName }];
+}
+
+/**
+ * The slot sets of `jobSlotSources` that were found full (`scopes`): what a `WaitingForJobSlot` registers
+ * under. Only the full ones: a release wakes one waiter per set, and a waiter held by its cluster's slots
+ * would take (and waste) the wake of a freed installation slot. When none of `scopes` applies (none known
+ * full), every set, so the wait is never left without a wake.
+ */
+export function fullJobSlotSources(
+  namespace: string,
+  clusterName: string | undefined,
+  scopes: readonly SlotScope[],
+): WakeSource[] {
+  const all = jobSlotSources(namespace, clusterName);
+  const full = all.filter((source) => scopes.includes(source.name === '' ? 'installation' : 'cluster'));
+  return full.length > 0 ? full : all;
 }
 
 /**

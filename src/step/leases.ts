@@ -5,7 +5,7 @@ import { TERMINATION_GRACE_SECONDS } from '../core/job-manifest.ts';
 import type { JobRecord } from '../core/job-record.ts';
 import type { ObjectRef } from '../core/object-ref.ts';
 import { isOwnJobName } from '../core/own-jobs.ts';
-import { slotLimitsFor } from '../core/slot-shares.ts';
+import { type SlotScope, slotLimitsFor } from '../core/slot-shares.ts';
 import type { RunGuardSpec } from '../core/step-plan.ts';
 import type { Op } from '../schemas/result.ts';
 import type { StepConfig, StepRedis } from './deps.ts';
@@ -61,6 +61,8 @@ export type GuardTake =
         | 'WaitingForMachineOperations'
         | 'WaitingForJobSlot';
       message: string;
+      /** `WaitingForJobSlot`: the slot set found full. */
+      slotScope?: SlotScope;
     }
   | Unknown;
 
@@ -129,6 +131,7 @@ export async function takeRunGuards(
       kind: 'wait',
       reason: 'WaitingForJobSlot',
       message: `every Job slot ${op} may use in the ${slot.scope} is taken (limit ${slot.limit})`,
+      slotScope: slot.scope,
     };
   }
   return { kind: 'acquired' };

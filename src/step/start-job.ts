@@ -94,7 +94,12 @@ async function startJob(
     () => deps.failpoints.hit('after-lease-take'),
   );
   if (taken.kind === 'unknown') return unavailable(performance, `take the run lease: ${taken.cause.message}`);
-  if (taken.kind === 'wait') return held({ reason: taken.reason, message: taken.message });
+  if (taken.kind === 'wait')
+    return held({
+      reason: taken.reason,
+      message: taken.message,
+      ...(taken.slotScope === undefined ? {} : { slotScope: taken.slotScope }),
+    });
   deps.failpoints.hit('after-slot-take');
   // One metadata write before the Job exists, under the version read: Cluster API's block-move annotation
   // (src/core/block-move.ts: a move waits while it is there, so no Job runs without it) and, when this start
