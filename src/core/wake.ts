@@ -38,12 +38,21 @@ export function runLeasesSource(ref: ObjectRef, clusterName: string | undefined)
   return { kind: 'RunLeases', namespace: ref.namespace, name: clusterName ?? `${ref.kind}/${ref.name}` };
 }
 
+/** The wake source of one slot set: the installation's (cluster-wide, no name) or cluster `clusterName`'s. */
+function slotSetSource(scope: SlotScope, namespace: string, clusterName: string): WakeSource {
+  return scope === 'installation'
+    ? { kind: 'JobSlots', namespace: '', name: '' }
+    : { kind: 'JobSlots', namespace, name: clusterName };
+}
+
+/** The slot sets a start needs: the installation's, and its cluster's when it has one. */
+function slotScopesOf(clusterName: string | undefined): SlotScope[] {
+  return clusterName === undefined ? ['installation'] : ['installation', 'cluster'];
+}
+
 /** The Job slots a start of `ref` needs: the installation's, and its cluster's when it has one. */
 export function jobSlotSources(namespace: string, clusterName: string | undefined): WakeSource[] {
-  const installation: WakeSource = { kind: 'JobSlots', namespace: '', name: '' };
-  return clusterName === undefined
-    ? [installation]
-    : [installation, { kind: 'JobSlots', namespace, name: clusterName }];
+  return slotScopesOf(clusterName).map((scope) => slotSetSource(scope, namespace, clusterName ?? ''));
 }
 
 /**
@@ -57,9 +66,9 @@ export function fullJobSlotSources(
   clusterName: string | undefined,
   scopes: readonly SlotScope[],
 ): WakeSource[] {
-  const all = jobSlotSources(namespace, clusterName);
-  const full = all.filter((source) => scopes.includes(source.name === '' ? 'installation' : 'cluster'));
-  return full.length > 0 ? full : all;
+  const needed = slotScopesOf(clusterName);
+  const full = needed.filter((scope) => scopes.includes(scope));
+  return (full.length > 0 ? full : needed).map((scope) => slotSetSource(scope, namespace, clusterName ?? ''));
 }
 
 /**
