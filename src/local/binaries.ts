@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -46,6 +47,21 @@ export function readVersions(): Record<string, string> {
     if (match?.[1] && match[2]) versions[match[1]] = match[2];
   }
   return versions;
+}
+
+/**
+ * The static pause program of this checkout (infra/local/pause/pause.go), in
+ * `<cacheBin>/pause-<first 12 hex of the source's sha256>/pause`, as scripts/build-binaries.sh node names it.
+ * The path only; the file may not be built.
+ */
+export function pauseBinaryPath(
+  cacheBin = join(process.env.CAPTF_CACHE ?? join(homedir(), '.cache', 'captf'), 'bin'),
+): string {
+  const hash = createHash('sha256')
+    .update(readFileSync(join(repoRoot, 'infra', 'local', 'pause', 'pause.go')))
+    .digest('hex')
+    .slice(0, 12);
+  return join(cacheBin, `pause-${hash}`, 'pause');
 }
 
 /**

@@ -4,7 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig, type V1Pod, Watch } from '@kubernetes/client-node';
-import { locateBinaries } from '../binaries.ts';
+import { locateBinaries, pauseBinaryPath } from '../binaries.ts';
 import { KUBELET_CLIENT_CN } from '../control-plane.ts';
 import { canSetHostname } from './container-process.ts';
 import { localImageTarget, parseImageReference } from './image-reference.ts';
@@ -46,8 +46,8 @@ export interface LocalNodeOptions {
   /** Registry host that maps to the image dirs; default `captf.local`. */
   registry?: string;
   /**
-   * Host tools images may link to, by name; merged over the defaults `runner` (dist/runner/runner) and
-   * `tofu` (the pinned OpenTofu in `~/.cache/captf/bin`), each when built.
+   * Host tools images may link to, by name; merged over the defaults `runner` (dist/runner/runner),
+   * `tofu` (the pinned OpenTofu in `~/.cache/captf/bin`) and `pause` (the static pause program), each when built.
    */
   tools?: Record<string, string>;
   /** Where pod work directories live; default a fresh temp directory, removed on stop. */
@@ -95,6 +95,7 @@ const kubeletVersionOf = (): string => {
 /**
  * The host tools images link to: `runner`, the runner's single executable (`npm run build:runner` writes
  * dist/runner/runner; `runner copy` works only from it), and `tofu`, the pinned OpenTofu. A tool that is
+ * `pause`, the static pause program (infra/local/pause/pause.go; the sample machine module's `sleep`). A tool that is
  * not built is left out: an image linking it then fails to pull with a message naming the tool.
  */
 function defaultTools(log: (line: string) => void): Record<string, string> {
@@ -107,6 +108,9 @@ function defaultTools(log: (line: string) => void): Record<string, string> {
   } catch (cause) {
     log(`no tofu tool: ${(cause as Error).message}`);
   }
+  const pause = pauseBinaryPath();
+  if (existsSync(pause)) tools.pause = pause;
+  else log(`no pause program at ${pause}: build it with \`bash scripts/build-binaries.sh node\``);
   return tools;
 }
 

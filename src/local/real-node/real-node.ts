@@ -1,8 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { readVersions } from '../binaries.ts';
+import { pauseBinaryPath, readVersions } from '../binaries.ts';
 import { freePort } from '../ports.ts';
 import type { ManagedProcess } from '../process.ts';
 import { waitUntilHealthy } from '../process.ts';
@@ -44,14 +43,10 @@ export function realNodeBinaries(
   pause: string;
 } {
   const versions = readVersions();
-  const pauseHash = createHash('sha256')
-    .update(readFileSync(join(repoRoot, 'infra', 'local', 'pause', 'pause.go')))
-    .digest('hex')
-    .slice(0, 12);
   return {
     kubelet: join(binDir, 'kubelet'),
     crane: join(cacheBin, `crane-v${versions.CRANE_VERSION}`, 'crane'),
-    pause: join(cacheBin, `pause-${pauseHash}`, 'pause'),
+    pause: pauseBinaryPath(cacheBin),
   };
 }
 
@@ -149,7 +144,11 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNode>
       pause: binaries.pause,
       repoRoot,
       imageDirs: [join(repoRoot, 'infra', 'local', 'images'), ...(options.imageDirs ?? [])],
-      tools: { tofu: stack.tofuPath, runner: join(repoRoot, 'dist', 'runner', 'runner') },
+      tools: {
+        tofu: stack.tofuPath,
+        runner: join(repoRoot, 'dist', 'runner', 'runner'),
+        pause: binaries.pause,
+      },
       workDir: join(dir, 'images'),
     });
     log(`starting containerd (bridge ${names.bridge}, pods ${names.subnet})`);

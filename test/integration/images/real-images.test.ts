@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { layOutImage } from '../../../images/tree.ts';
+import { pauseBinaryPath } from '../../../src/local/binaries.ts';
 import {
   type LocalRegistry,
   localImageRecipe,
@@ -115,13 +116,15 @@ describe('the real node images agree with their recipes', () => {
     const recipe = localImageRecipe(
       join(repoRoot, 'infra', 'local', 'images', 'sample-machine'),
       'sample-machine',
-      { tofu: testStack().tofuPath },
+      { tofu: testStack().tofuPath, pause: pauseBinaryPath() },
       join(workDir, 'module'),
     );
     const digest = await pushImage(crane, registry.address, recipe, workDir, ['test']);
     const files = imageFiles(`${registry.address}/sample-machine@${digest}`);
     expect(files.get('/captf/module/main.tf')).toMatch(/^-rw-r--r-- 0\/0$/);
     expect(files.get('/captf/runtime')).toMatch(/^-rwxr-xr-x 0\/0$/);
+    // The provisioner's `sleep` (the image has no shell): the pause program, a copy, executable.
+    expect(files.get('/captf/module/sleep')).toMatch(/^-rwxr-xr-x 0\/0$/);
     expect(files.has('/image.json')).toBe(false);
     expect(
       execFileSync('cmp', [

@@ -97,13 +97,16 @@ resource "terraform_data" "boot" {
   }
 }
 
-# Created (and so run) only when sleep_seconds > 0; the local node runs containers on the host, which has
-# a shell. A later change of sleep_seconds updates it in place without sleeping again.
+# Created (and so run) only when sleep_seconds > 0. A later change of sleep_seconds updates it in place
+# without sleeping again. The runner's image has no shell and no `sleep`: the image carries the local
+# node's pause program as `sleep` beside the module (image.json), which given a number sleeps that long
+# and exits 128+signal on SIGTERM or SIGINT. The runner copies the module, so `path.module` holds it.
 resource "terraform_data" "busy" {
   count = var.sleep_seconds > 0 ? 1 : 0
   input = var.sleep_seconds
   provisioner "local-exec" {
-    command = "sleep ${var.sleep_seconds}"
+    interpreter = ["${path.module}/sleep"]
+    command     = tostring(var.sleep_seconds)
   }
 }
 
