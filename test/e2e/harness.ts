@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { parseAllDocuments } from 'yaml';
 import type { RedisTopology } from '../../src/adapters/redis/topology.ts';
+import { dedicatedToleration } from '../../src/local/dedicated-node.ts';
 import { type Kubectl, kubectlFor } from '../../src/local/kubectl.ts';
 import {
   type LocalController,
@@ -13,7 +14,6 @@ import {
   type LocalNodeKind,
   startLocalController,
 } from '../../src/local/local-controller.ts';
-import { dedicatedToleration } from '../../src/local/node/node-registration.ts';
 import { prepareWorkloadNamespace } from '../../src/local/workload-namespace.ts';
 import type { PlanChanges } from '../../src/schemas/plan-changes.ts';
 import { testStack } from '../env/index.ts';

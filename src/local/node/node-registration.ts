@@ -8,8 +8,8 @@ import {
   type V1Node,
   type V1NodeCondition,
   type V1Taint,
-  type V1Toleration,
 } from '@kubernetes/client-node';
+import { DEDICATED_TAINT_KEY } from '../dedicated-node.ts';
 import { httpStatusOf } from './node-api.ts';
 import { localNodeIp } from './pod-status.ts';
 
@@ -19,20 +19,8 @@ import { localNodeIp } from './pod-status.ts';
  * `nodeLeaseRenewIntervalFraction` 0.25 of 40 s), and its Ready condition heartbeat every 60 s.
  */
 
-/**
- * Taint key of a dedicated node (Kubernetes' "dedicated nodes" pattern): `captf.io/dedicated=<node>:NoSchedule`.
- * The scheduler binds only pods that tolerate it, so a test run's node on a shared API server runs that
- * run's pods and never the Pending leftovers of other files.
- */
-export const DEDICATED_TAINT_KEY = 'captf.io/dedicated';
-
 /** Label (value `true`) on every Node the local node registers. */
 export const LOCAL_NODE_LABEL = 'captf.io/local-node';
-
-/** The toleration a pod needs to be scheduled on dedicated node `nodeName`. */
-export function dedicatedToleration(nodeName: string): V1Toleration {
-  return { key: DEDICATED_TAINT_KEY, operator: 'Equal', value: nodeName, effect: 'NoSchedule' };
-}
 
 function dedicatedTaint(nodeName: string): V1Taint {
   return { key: DEDICATED_TAINT_KEY, value: nodeName, effect: 'NoSchedule' };

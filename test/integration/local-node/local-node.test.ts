@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BatchV1Api, CoordinationV1Api, CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEDICATED_TAINT_KEY, dedicatedToleration } from '../../../src/local/dedicated-node.ts';
 import { pullLocalImage } from '../../../src/local/node/image-store.ts';
 import { type LocalNode, startLocalNode } from '../../../src/local/node/local-node.ts';
 import { httpStatusOf } from '../../../src/local/node/node-api.ts';
-import { DEDICATED_TAINT_KEY, dedicatedToleration } from '../../../src/local/node/node-registration.ts';
 import { parseRunnerResult } from '../../../src/schemas/result.ts';
 import { testStack } from '../../env/index.ts';
 import {
