@@ -125,7 +125,10 @@ export interface E2eRun {
   keyPrefix: string;
   controller: LocalController;
   kubectl: Kubectl;
-  /** Directory of the node's pod work directories (container logs). */
+  /**
+   * The stand-in node's pod work directories (its container logs); nothing is there on a real node, whose
+   * container logs are read as a cluster gives them (`containerLog`, `kubectl logs`).
+   */
   podsDir: string;
   close(): Promise<void>;
 }
@@ -145,7 +148,10 @@ export interface E2eRunOptions {
   logLevel?: 'info' | 'debug';
   /** Image directories the node searches after the local images (test/fixtures/images, for one). */
   imageDirs?: readonly string[];
-  /** The node that runs the Job pods; default the stand-in (src/local/node/). */
+  /**
+   * The node that runs the Job pods: default a real kubelet with containerd and runc (src/local/real-node/);
+   * `stand-in` for the process-based stand-in (src/local/node/).
+   */
   node?: LocalNodeKind;
 }
 
@@ -171,7 +177,7 @@ export async function startE2eRun(label: string, options: E2eRunOptions = {}): P
     ...(options.syncPeriodSeconds === undefined ? {} : { syncPeriodSeconds: options.syncPeriodSeconds }),
     ...(options.logLevel === undefined ? {} : { logLevel: options.logLevel }),
     ...(options.imageDirs === undefined ? {} : { imageDirs: options.imageDirs }),
-    ...(options.node === undefined ? {} : { node: options.node }),
+    node: options.node ?? 'real',
     nodeName,
     keyPrefix,
     // One API server serves every test file: a run steps its own namespace only, never another's leftovers.
@@ -369,7 +375,15 @@ export async function podsOfJob(run: E2eScope, job: string): Promise<string[]> {
   return out.split(' ').filter(Boolean);
 }
 
-/** The `source` container log of a pod on the test's node ('' until it starts). */
+/**
+ * The log of `container` of pod `pod`, as the kubelet serves it (`kubectl logs`); '' until the container
+ * has started or once the pod is gone.
+ */
+export async function containerLog(run: E2eScope, pod: string, container: string): Promise<string> {
+  return run.kubectl.run(['logs', pod, '-c', container, '-n', run.namespace]).catch(() => '');
+}
+
+/** The `source` container log of a pod on the stand-in node ('' until it starts). */
 export function sourceLog(run: E2eRun, podUid: string): string {
   try {
     return readFileSync(join(run.podsDir, podUid, 'containers', 'source', 'log'), 'utf8');
@@ -378,7 +392,7 @@ export function sourceLog(run: E2eRun, podUid: string): string {
   }
 }
 
-/** Uids of the pod directories on the test's node. */
+/** Uids of the pod directories on the stand-in node. */
 export function podDirs(run: E2eRun): string[] {
   try {
     return readdirSync(run.podsDir);

@@ -6,10 +6,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { parse } from 'yaml';
 import { applyClusterResources } from '../../src/local/cluster-resources.ts';
+import { DEDICATED_TAINT_KEY } from '../../src/local/dedicated-node.ts';
 import { type Kubectl, kubectlFor } from '../../src/local/kubectl.ts';
-import { LOCAL_RUNNER_IMAGE, startLocalNode } from '../../src/local/local-controller.ts';
+import { LOCAL_RUNNER_IMAGE } from '../../src/local/local-controller.ts';
 import { freePort } from '../../src/local/ports.ts';
 import { type ManagedProcess, startProcess, waitUntilHealthy } from '../../src/local/process.ts';
+import { type RealNode, startRealNode } from '../../src/local/real-node/real-node.ts';
 import { prepareWorkloadNamespace } from '../../src/local/workload-namespace.ts';
 import { testStack } from '../env/index.ts';
 import { locateMotoServer } from '../env/moto.ts';
@@ -103,26 +105,24 @@ export async function startLambdaRun(label: string): Promise<LambdaRun> {
   await applyClusterResources(kubectl, repoRoot);
 
   const started: ManagedProcess[] = [];
+  let node: RealNode | undefined;
   let ticking = true;
   let ticker: Promise<void> = Promise.resolve();
   const stopAll = async (): Promise<void> => {
     ticking = false;
     await ticker;
     for (const proc of [...started].reverse()) await proc.stop(STOP_GRACE_MS);
+    await node?.stop();
   };
   try {
-    started.push(
-      await startLocalNode({
-        kubectl,
-        kubeconfigPath: stack.kubeconfigPath,
-        kubeletTls: stack.kubeletTls,
-        nodeName,
-        // Only this run's pods (they tolerate its taint: sampleDocuments), not other files' leftovers.
-        dedicated: true,
-        workDir,
-        logDir,
-      }),
-    );
+    node = await startRealNode({
+      stack,
+      dir: join(workDir, 'node'),
+      logDir,
+      nodeName,
+      // Only this run's pods (they tolerate its taint: sampleDocuments), not other files' leftovers.
+      taints: [{ key: DEDICATED_TAINT_KEY, value: nodeName, effect: 'NoSchedule' }],
+    });
 
     // The secrets come from SSM Parameter Store, as serverless.yml recommends: moto's server stands for it
     // (a real implementation of the SSM API, installed by scripts/lib.sh), so the functions' environment

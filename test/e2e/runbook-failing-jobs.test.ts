@@ -166,7 +166,7 @@ beforeAll(async () => {
   await applyObjects(run, [
     // cidrhost("10.20.0.0/16", 100 + index) has no such host: the plan fails (a Terraform step).
     machine(run, M.apply, { variables: { index: 100_000 } }),
-    // No image directory of that name on the local node: ErrImagePull, then the deadline.
+    // No such image in the local registry: ErrImagePull, then the deadline.
     machine(run, M.pull, {
       image: 'captf.local/no-such-module:1',
       jobs: { activeDeadlineSeconds: 30, lockTimeoutSeconds: 5 },
