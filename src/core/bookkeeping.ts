@@ -12,6 +12,7 @@ import type { Redactor } from './redaction.ts';
 import { type PodLogFallback, podLogFallback } from './run-log-fallback.ts';
 import type { Snapshot } from './snapshot.ts';
 import { type JobView, type PodView, timestampMs } from './views.ts';
+import { shownPullTrouble } from './watch.ts';
 
 /**
  * Bookkeeping decided (DESIGN.md sections 5 step 3 and 7): every finished Job not yet bookkept, oldest
@@ -119,6 +120,7 @@ export function planBookkeeping(
   const runs: BookkeptRun[] = [];
   const records = snap.records.map((r) => ({ ...r }));
   for (const { job, record } of finished) {
+    const pullShown = shownPullTrouble(status, record.name, record.op);
     const raw = classifyWithLock(
       snap.jobs,
       {
@@ -126,8 +128,8 @@ export function planBookkeeping(
         kind: snap.ref.kind,
         job,
         pods: podsOfJob(job, pods),
-        observedPullTrouble:
-          status.waitReason === 'ImagePullBackOff' && status.activeJob?.name === record.name,
+        observedPullTrouble: pullShown !== undefined,
+        ...(pullShown === undefined ? {} : { observedPullMessage: pullShown }),
         deadlineEnforced: input.deadlineEnforced?.has(record.name) ?? false,
         now,
       },

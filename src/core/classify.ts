@@ -308,6 +308,8 @@ export interface ClassifyInput {
    * ran (a pull that recovered is judged by what the container did).
    */
   observedPullTrouble?: boolean;
+  /** What the status said about that trouble (it names the container whose image could not be pulled). */
+  observedPullMessage?: string;
   /** The controller itself enforced the deadline because the Job controller was late (section 5, step 4). */
   deadlineEnforced?: boolean;
   /**
@@ -357,7 +359,7 @@ interface PodEvidence {
   finishedAt?: Timestamp;
   parsed: ParsedResult;
   /** A pull failure of any of the pod's containers, the runner init container included. */
-  pullReason?: string;
+  pull?: PullFailure;
   /** The `source` container's `imageID`, when the kubelet reported one. */
   imageID?: string;
   /**
@@ -370,12 +372,19 @@ interface PodEvidence {
   deadline: boolean;
 }
 
+/** A container whose image cannot be pulled, with the kubelet's waiting reason. */
+export interface PullFailure {
+  container: string;
+  reason: string;
+}
+
 /** The first pull failure among the pod's containers (init containers first, as the kubelet runs them). */
-export function podPullFailure(pod: PodView): string | undefined {
+export function podPullFailure(pod: PodView): PullFailure | undefined {
   const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
   for (const status of statuses) {
     const reason = status.state?.waiting?.reason;
-    if (reason !== undefined && PULL_FAILURE_REASONS.includes(reason)) return reason;
+    if (reason !== undefined && PULL_FAILURE_REASONS.includes(reason))
+      return { container: status.name, reason };
   }
   return undefined;
 }
@@ -392,7 +401,7 @@ export function pinnableImage(imageID: string | undefined): string | undefined {
 function podEvidence(pod: PodView): PodEvidence {
   const source = pod.status?.containerStatuses?.find((c) => c.name === SOURCE_CONTAINER);
   const terminated = source?.state?.terminated;
-  const pullReason = podPullFailure(pod);
+  const pull = podPullFailure(pod);
   const imageID = pinnableImage(source?.imageID);
   return {
     name: pod.metadata.name,
@@ -400,7 +409,7 @@ function podEvidence(pod: PodView): PodEvidence {
     ...(terminated ? { exitCode: terminated.exitCode, finishedAt: terminated.finishedAt } : {}),
     ...(terminated?.reason ? { terminationReason: terminated.reason } : {}),
     parsed: parseRunnerResult(terminated?.message),
-    ...(pullReason ? { pullReason } : {}),
+    ...(pull ? { pull } : {}),
     ...(imageID ? { imageID } : {}),
     ran: source?.state?.running !== undefined || terminated?.startedAt !== undefined,
     disrupted:
@@ -520,12 +529,19 @@ function fromResult(
 function withoutResult(
   winner: PodEvidence | undefined,
   deadline: boolean,
-  pullTrouble: boolean,
+  pullTrouble: { seen: boolean; message?: string },
   parsed: ParsedResult,
 ): Verdict {
   // Section 7: the pod waited on its image "until the deadline"; a container that ran says what happened.
-  if (pullTrouble && deadline && !winner?.ran)
-    return { evidence: 'image-pull', summary: 'the module image could not be pulled before the deadline' };
+  // The pod may be gone by now (the Job controller deletes it at the deadline): the status remembers.
+  if (pullTrouble.seen && deadline && !winner?.ran) {
+    const summary = winner?.pull
+      ? `the image of container ${winner.pull.container} could not be pulled before the deadline (${winner.pull.reason})`
+      : pullTrouble.message
+        ? `the deadline passed while ${pullTrouble.message}`
+        : 'an image of the Job could not be pulled before the deadline';
+    return { evidence: 'image-pull', summary };
+  }
   // C08: a deadline kill often leaves no container status and no result; that is not a parse error.
   if (deadline)
     return { evidence: 'deadline', summary: 'the Job ran past activeDeadlineSeconds and was killed' };
@@ -559,7 +575,10 @@ export function classifyJob(input: ClassifyInput): Classification {
   const deadline =
     input.deadlineEnforced === true || jobDeadlineExceeded(input.job) || (winner?.deadline ?? false);
   const parsed: ParsedResult = winner?.parsed ?? parseRunnerResult(undefined);
-  const pullTrouble = input.observedPullTrouble === true || winner?.pullReason !== undefined;
+  const pullTrouble = {
+    seen: input.observedPullTrouble === true || winner?.pull !== undefined,
+    ...(input.observedPullMessage ? { message: input.observedPullMessage } : {}),
+  };
   const verdict = winner?.parsed.ok
     ? fromResult(winner.parsed.result, input, winner, deadline)
     : withoutResult(winner, deadline, pullTrouble, parsed);

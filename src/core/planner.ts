@@ -70,7 +70,7 @@ import { type NotOptedIn, notOptedInEvent } from './variables-opt-in.ts';
 import { type JobView, timestampMs } from './views.ts';
 import { type WaitDecision, waitFor } from './wait-table.ts';
 import { fullJobSlotSources, releaseWakes, runLeasesSource, secretSource } from './wake.ts';
-import { watchActiveJob } from './watch.ts';
+import { shownPullTrouble, watchActiveJob } from './watch.ts';
 
 /**
  * The planner of one reconcile step (DESIGN.md sections 3 to 7): one pure function from the snapshot and the
@@ -295,6 +295,7 @@ function watchOf(planning: Planning, record: JobRecord): Watched | undefined {
   const started = pods.some((pod) => pod.status?.phase !== 'Pending');
   if (!started && facts.runSecretExists === undefined) return { kind: 'read', read: 'run-secret' };
   const runSecretExists = started || facts.runSecretExists === true;
+  const shown = shownPullTrouble(snap.status, record.name, record.op);
   return {
     kind: 'verdict',
     job,
@@ -306,6 +307,7 @@ function watchOf(planning: Planning, record: JobRecord): Watched | undefined {
       runSecretExists,
       deleting: snap.meta.deletionTimestamp !== undefined,
       op: record.op,
+      ...(shown === undefined ? {} : { pullTroubleShown: shown }),
     }),
     runSecretExists,
   };

@@ -1,6 +1,9 @@
 import { TERMINATION_GRACE_SECONDS } from '../schemas/job-contract.ts';
+import type { TargetStatus } from '../schemas/kinds/target.ts';
 import type { Op } from '../schemas/result.ts';
-import { podPullFailure } from './classify.ts';
+import { podPullFailure, SOURCE_CONTAINER } from './classify.ts';
+import { findCondition, OP_CONDITION } from './conditions.ts';
+import { finishedCondition, jobDeadlineExceeded } from './job-conditions.ts';
 import { type JobView, type PodView, timestampMs } from './views.ts';
 import { WAIT_TABLE } from './wait-table.ts';
 
@@ -26,6 +29,11 @@ export interface WatchInput {
   deleting: boolean;
   /** The Job's op (its label). */
   op: Op;
+  /**
+   * The message of the pull trouble the status already shows for this Job (`waitReason: ImagePullBackOff`
+   * with this Job active); absent when it shows none.
+   */
+  pullTroubleShown?: string;
 }
 
 export type WatchDecision =
@@ -57,14 +65,13 @@ function startTrouble(
 ): { reason: 'ImagePullBackOff' | 'CreateContainerConfigError'; message: string } | undefined {
   for (const pod of pods) {
     const pull = podPullFailure(pod);
-    const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
     if (pull !== undefined) {
-      const container = statuses.find((c) => c.state?.waiting?.reason === pull)?.name ?? 'a container';
       return {
         reason: 'ImagePullBackOff',
-        message: `the image of container ${container} cannot be pulled (${stablePullReason(pull)})`,
+        message: `the image of container ${pull.container} cannot be pulled (${stablePullReason(pull.reason)})`,
       };
     }
+    const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
     const config = statuses.find((c) => c.state?.waiting?.reason === CONFIG_ERROR);
     if (config !== undefined) {
       return {
@@ -98,6 +105,48 @@ export function jobNeverStarted(job: JobView, pods: readonly PodView[]): boolean
           (c.restartCount ?? 0) === 0,
       ),
   );
+}
+
+/**
+ * The pull trouble the status shows for Job `job` of `op` (`waitReason: ImagePullBackOff` while it is the
+ * active Job): its op condition's message, which names the container. Undefined when it shows none.
+ */
+export function shownPullTrouble(status: TargetStatus, job: string, op: Op): string | undefined {
+  if (status.waitReason !== 'ImagePullBackOff' || status.activeJob?.name !== job) return undefined;
+  return (
+    findCondition(status.conditions, OP_CONDITION[op])?.message ?? 'an image of the Job cannot be pulled'
+  );
+}
+
+/**
+ * Whether the pull trouble the status shows outlives what the pods show now: the Job is ending (its
+ * deadline or a finish condition, or every pod deleted, terminal or gone) and no pod ever started its
+ * `source` container. At the deadline the Job controller deletes the pod; a real kubelet then reports each
+ * container that was still waiting on its image `terminated` (exit 137, reason `ContainerStatusUnknown`,
+ * no `startedAt`), and the pod goes. The waiting reason is gone, the trouble is not: bookkeeping reads it
+ * from the status (DESIGN.md section 7, `ImagePullFailed`). A pull that recovered started the container.
+ */
+export function pullTroubleOutlived(job: JobView, pods: readonly PodView[]): boolean {
+  const ending =
+    jobDeadlineExceeded(job) ||
+    finishedCondition(job) !== undefined ||
+    pods.every(
+      (pod) =>
+        pod.metadata.deletionTimestamp !== undefined ||
+        pod.status?.phase === 'Failed' ||
+        pod.status?.phase === 'Succeeded',
+    );
+  const sourceStarted = pods.some((pod) =>
+    (pod.status?.containerStatuses ?? []).some(
+      (c) =>
+        c.name === SOURCE_CONTAINER &&
+        (c.state?.running !== undefined ||
+          c.state?.terminated?.startedAt !== undefined ||
+          c.lastState?.terminated?.startedAt !== undefined ||
+          c.started === true),
+    ),
+  );
+  return ending && !sourceStarted;
 }
 
 /** What to do about an active Job now. Pure: the shell deletes (Background propagation) and records. */
@@ -139,7 +188,11 @@ export function watchActiveJob(input: WatchInput): WatchDecision {
   const untilNext = [overdueMs, input.runSecretExists ? undefined : stuckMs]
     .filter((ms): ms is number => ms !== undefined)
     .map((ms) => Math.ceil((ms - now) / 1000));
-  const trouble = startTrouble(input.pods);
+  const trouble =
+    startTrouble(input.pods) ??
+    (input.pullTroubleShown !== undefined && pullTroubleOutlived(input.job, input.pods)
+      ? { reason: 'ImagePullBackOff' as const, message: input.pullTroubleShown }
+      : undefined);
   if (trouble) {
     return {
       kind: 'watch',

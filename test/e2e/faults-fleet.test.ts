@@ -13,7 +13,8 @@ import { type E2eScope, machine, pinnedJobs, waitFor } from './harness.ts';
 import { checkInvariants } from './invariants.ts';
 
 // Issue 13 item 2: faults on the full stack with four handler processes behind a round-robin balancer, the
-// relay and the timer, over real OpenTofu runs of two dozen machines (the sample machine image). Each
+// relay and the timer, over real OpenTofu runs of two dozen machines (the sample machine image) in Job pods
+// on a real node (kubelet, containerd, runc: src/local/real-node/). Each
 // scenario strikes while runs are under way, then waits for everything to converge and checks the shared
 // invariants (./invariants.ts): handlers killed at the step's failpoints (CAPTF_FAILPOINT_MODE=exit) and
 // restarted by a supervisor; Redis killed, restarted, flushed and stalled past the command timeout; the
@@ -98,6 +99,9 @@ function machineOf(name: string, index: number): Record<string, unknown> {
       failedJobsHistoryLimit: 1,
       activeDeadlineSeconds: 900,
       lockTimeoutSeconds: 30,
+      // The real node schedules by its own capacity (two cores here): at the default 250m, only a handful
+      // of the fleet's two dozen pods would fit at once.
+      resources: { requests: { cpu: '10m', memory: '128Mi' } },
     },
     ...(MANUAL.includes(name) ? { applyPolicy: 'Manual' } : {}),
   });

@@ -7,14 +7,11 @@ import { redisEnvOf } from '../../src/adapters/redis/topology.ts';
 import { type Balancer, startBalancer } from '../../src/local/balancer.ts';
 import { applyClusterResources } from '../../src/local/cluster-resources.ts';
 import { type Kubectl, kubectlFor } from '../../src/local/kubectl.ts';
-import {
-  CHILD_NODE_FLAGS,
-  childEnv,
-  LOCAL_RUNNER_IMAGE,
-  startLocalNode,
-} from '../../src/local/local-controller.ts';
+import { CHILD_NODE_FLAGS, childEnv, LOCAL_RUNNER_IMAGE } from '../../src/local/local-controller.ts';
+import { DEDICATED_TAINT_KEY } from '../../src/local/node/node-registration.ts';
 import { freePort } from '../../src/local/ports.ts';
 import { type ManagedProcess, startProcess, waitUntilHealthy } from '../../src/local/process.ts';
+import { startRealNode } from '../../src/local/real-node/real-node.ts';
 import { ensureRunnerBuilt } from '../../src/local/runner-build.ts';
 import { prepareWorkloadNamespace } from '../../src/local/workload-namespace.ts';
 import { FAILPOINTS, type Failpoint, failpointExitLine } from '../../src/step/failpoints.ts';
@@ -102,7 +99,7 @@ function deathsIn(text: string, into: Map<Failpoint, number>): void {
 }
 
 /**
- * Starts the fleet on the test stack: CRDs and policies, the runner, a dedicated local node, `handlers`
+ * Starts the fleet on the test stack: CRDs and policies, the runner, a dedicated real node, `handlers`
  * handler processes (each `src/local/controller-main.ts`, the real step), the balancer, and the relay with
  * its timer calling the balancer; then a fresh namespace prepared as the main job prepares `team-a`.
  * Throws (after stopping what it started) when a component does not come up.
@@ -135,14 +132,13 @@ export async function startFleetRun(options: FleetOptions): Promise<FleetRun> {
   // busy 2-core machine, and a killed handler's slot would be dark most of the scenario.
   const handlerBundle = join(workDir, 'controller-main.mjs');
   await bundleEntry(join('src', 'local', 'controller-main.ts'), handlerBundle, { root: repoRoot });
-  const node = await startLocalNode({
-    kubectl,
-    kubeconfigPath: stack.kubeconfigPath,
-    kubeletTls: stack.kubeletTls,
-    nodeName,
-    dedicated: true,
-    workDir,
+  // A real node of its own (kubelet, containerd, runc), tainted for this run's Jobs only.
+  const node = await startRealNode({
+    stack,
+    dir: join(workDir, 'node'),
     logDir,
+    nodeName,
+    taints: [{ key: DEDICATED_TAINT_KEY, value: nodeName, effect: 'NoSchedule' }],
   });
 
   /** Handler `index` on `port`: its process and address. */
@@ -215,7 +211,7 @@ export async function startFleetRun(options: FleetOptions): Promise<FleetRun> {
     await relay?.stop(STOP_GRACE_MS);
     await Promise.all(handlers.map((slot) => slot.process.stop(STOP_GRACE_MS)));
     await balancer?.close();
-    await node.stop(STOP_GRACE_MS);
+    await node.stop();
   };
   try {
     for (let index = 0; index < options.handlers; index += 1)

@@ -46,6 +46,30 @@ describe('classification of pods being deleted', () => {
     expect([c.reason, c.counted, c.error?.kind]).toEqual(['ImagePullFailed', true, 'unknown']);
   });
 
+  it('C09: the summary names the container, from the pod while it waits, else from what the status showed', () => {
+    const live = classifyJob({
+      op: 'apply',
+      job: deadlineJob,
+      pods: [deleted(pod('p1', { waiting: 'ErrImagePull' }))],
+      now: T0,
+    });
+    expect(live.error?.summary).toBe(
+      'the image of container source could not be pulled before the deadline (ErrImagePull)',
+    );
+    const remembered = classifyJob({
+      op: 'apply',
+      job: deadlineJob,
+      pods: [pod('p1', { exitCode: 137, reason: 'ContainerStatusUnknown', neverStarted: true })],
+      observedPullTrouble: true,
+      observedPullMessage: 'the image of container runner cannot be pulled (ImagePullBackOff)',
+      now: T0,
+    });
+    expect([remembered.reason, remembered.error?.summary]).toEqual([
+      'ImagePullFailed',
+      'the deadline passed while the image of container runner cannot be pulled (ImagePullBackOff)',
+    ]);
+  });
+
   it('C09: no pod left at the deadline and no pull trouble recorded → JobDeadlineExceeded', () => {
     const c = classifyJob({ op: 'apply', job: deadlineJob, pods: [], now: T0 });
     expect([c.reason, c.counted]).toEqual(['JobDeadlineExceeded', true]);

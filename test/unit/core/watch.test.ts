@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { JobView, PodView } from '../../../src/core/views.ts';
-import { jobNeverStarted, watchActiveJob } from '../../../src/core/watch.ts';
+import { jobNeverStarted, pullTroubleOutlived, watchActiveJob } from '../../../src/core/watch.ts';
 import { at, iso, pod } from './builders.ts';
 
 const running: JobView = {
@@ -212,5 +212,66 @@ describe('jobNeverStarted: a deleting object deletes an active Job that never ra
         op: 'apply',
       }),
     ).toMatchObject({ kind: 'watch', reason: 'JobActive' });
+  });
+});
+
+describe('pull trouble the status shows outlives the pod the Job controller kills at the deadline (C09)', () => {
+  const shown = 'the image of container source cannot be pulled (ImagePullBackOff)';
+  const atDeadline: JobView = {
+    ...running,
+    status: {
+      startTime: iso(0),
+      active: 1,
+      conditions: [{ type: 'FailureTarget', status: 'True', reason: 'DeadlineExceeded' }],
+    },
+  };
+  /** What a real kubelet reports for a container still waiting on its image when its pod is killed. */
+  const unknown = pod('p1', { exitCode: 137, reason: 'ContainerStatusUnknown', neverStarted: true });
+  const decide = (job: JobView, pods: PodView[], pullTroubleShown?: string) =>
+    watchActiveJob({
+      now: at(40),
+      job,
+      pods,
+      runSecretExists: true,
+      deleting: false,
+      op: 'apply',
+      ...(pullTroubleShown === undefined ? {} : { pullTroubleShown }),
+    });
+
+  it.each([
+    ['the killed container is ContainerStatusUnknown', [unknown]],
+    ['the pod is gone', []],
+    [
+      'the pod is deleted and its container is no longer waiting',
+      [
+        {
+          ...pod('p1', 'no-status', { phase: 'Pending' }),
+          metadata: { name: 'p1', deletionTimestamp: iso(31) },
+        },
+      ],
+    ],
+  ])('%s: still ImagePullBackOff, with the message shown', (_name, pods) => {
+    expect(decide(atDeadline, pods, shown)).toMatchObject({
+      kind: 'watch',
+      reason: 'ImagePullBackOff',
+      message: shown,
+    });
+    expect(pullTroubleOutlived(atDeadline, pods)).toBe(true);
+  });
+
+  it('no trouble shown before: the ending Job is just active', () => {
+    expect(decide(atDeadline, [unknown])).toMatchObject({ kind: 'watch', reason: 'JobActive' });
+  });
+
+  it('a pull that recovered (the source container started) is judged by what the container does', () => {
+    expect(decide(atDeadline, [pod('p1', { exitCode: 143 }, { phase: 'Failed' })], shown)).toMatchObject({
+      reason: 'JobActive',
+    });
+    expect(decide(running, [runningPod], shown)).toMatchObject({ reason: 'JobActive' });
+  });
+
+  it('a Job that is not ending, whose source container waits for its init container, is active', () => {
+    const initializing = pod('p1', { waiting: 'PodInitializing' }, { phase: 'Pending' });
+    expect(decide(running, [initializing], shown)).toMatchObject({ reason: 'JobActive' });
   });
 });
