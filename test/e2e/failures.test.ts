@@ -1,5 +1,9 @@
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LOCAL_RUNNER_IMAGE } from '../../src/local/local-controller.ts';
+import { realNodeBinaries } from '../../src/local/real-node/real-node.ts';
+import { testStack } from '../env/index.ts';
 import {
   applyObjects,
   conditionOf,
@@ -7,6 +11,7 @@ import {
   eventReasons,
   jobsOf,
   machine,
+  type ObservedPlan,
   podsOfJob,
   RESOURCE,
   readObject,
@@ -301,8 +306,26 @@ describe.concurrent('runs that go wrong, on the real stack', () => {
         reason: 'JobInterrupted',
       });
       expect(retried.status?.waitReason).not.toBe('Backoff');
+
+      // OpenTofu taints a resource whose create-time provisioner was interrupted (with `on_failure =
+      // continue` too): the retry's plan replaces it, a destructive plan, which waits for approval.
+      const blocked = await waitObject(
+        run,
+        RESOURCE.TerraformMachine,
+        'drained',
+        'the retry blocked on its destructive plan',
+        (o) => o.status?.lastRun?.attempt === 2 && o.status?.lastRun?.reason === 'DestructivePlanBlocked',
+        3 * MINUTE,
+      );
+      const plan = await readObject<ObservedPlan>(
+        run,
+        RESOURCE.TerraformPlan,
+        blocked.status?.pendingPlanRef?.name ?? '',
+      );
+      expect(plan?.spec.changes?.destructive).toEqual(['terraform_data.busy[0]']);
+      expect(plan?.spec).toMatchObject({ add: 1, destroy: 1 });
     },
-    6 * MINUTE,
+    8 * MINUTE,
   );
 
   it(
@@ -315,18 +338,13 @@ describe.concurrent('runs that go wrong, on the real stack', () => {
         }),
       ]);
       const first = await newestJob('locked', MINUTE);
-      const { pod } = await waitUntilSleeping(first);
-      // Killed outright (no grace): OpenTofu never releases its lock Lease.
-      await run.kubectl.run([
-        'delete',
-        'pod',
-        pod,
-        '-n',
-        run.namespace,
-        '--grace-period=0',
-        '--force',
-        '--wait=false',
-      ]);
+      const { uid } = await waitUntilSleeping(first);
+      // Killed outright, as a lost node or the OOM killer kills it: OpenTofu never releases its lock Lease.
+      // Not `kubectl delete --grace-period=0 --force`: a real kubelet still gives the containers 2 s after
+      // SIGTERM, time enough for the runner's interrupt to release the lock.
+      const pids = runnerPids(uid);
+      expect(pids.length).toBeGreaterThan(0);
+      for (const pid of pids) process.kill(pid, 'SIGKILL');
       // The next apply should not sleep again once the lock is dealt with.
       await waitObject(
         run,
@@ -363,5 +381,59 @@ describe.concurrent('runs that go wrong, on the real stack', () => {
       expect(unlocked.spec.providerID).toMatch(/^captf-local:\/\/locked\//);
     },
     10 * MINUTE,
+  );
+});
+
+// After the runs above (their pods need the runner image): the runner image itself goes missing.
+describe('the runner image missing, on the real node', () => {
+  it(
+    "C09: the runner's init container cannot pull its image: ImagePullBackOff naming it, then ImagePullFailed (counted) at the deadline",
+    async () => {
+      const node = run.controller.realNode;
+      if (node === undefined) throw new Error('the fault suite runs on the real node');
+      const { crane } = realNodeBinaries(testStack().binDir);
+      const image = `${node.registry}/runner:dev`;
+      const saved = `${node.registry}/runner:saved`;
+      // The registry forgets the tag (kept under another) and containerd the image: the next pod pulls it.
+      execFileSync(crane, ['copy', '--insecure', image, saved]);
+      execFileSync(crane, ['delete', '--insecure', `${node.registry}/runner@${node.digests.runner}`]);
+      execFileSync('ctr', [
+        '--address',
+        node.containerdAddress,
+        '-n',
+        'k8s.io',
+        'images',
+        'rm',
+        LOCAL_RUNNER_IMAGE,
+      ]);
+      try {
+        await applyObjects(run, [
+          machine(run, 'no-runner', { jobs: { activeDeadlineSeconds: 30, lockTimeoutSeconds: 5 } }),
+        ]);
+        const waiting = await waitObject(
+          run,
+          RESOURCE.TerraformMachine,
+          'no-runner',
+          'waitReason ImagePullBackOff',
+          (o) => o.status?.waitReason === 'ImagePullBackOff',
+          2 * MINUTE,
+        );
+        expect(conditionOf(waiting, 'ApplyJobSucceeded')?.message).toContain('container runner');
+        const failed = await waitObject(
+          run,
+          RESOURCE.TerraformMachine,
+          'no-runner',
+          'the run recorded as ImagePullFailed',
+          (o) => o.status?.lastRun?.reason === 'ImagePullFailed',
+          3 * MINUTE,
+        );
+        expect(failed.status?.lastRun).toMatchObject({ op: 'apply', result: 'failed', attempt: 1 });
+        expect(failed.status?.lastRun?.error?.summary).toContain('container runner');
+        expect(failed.status?.waitReason).toBe('Backoff');
+      } finally {
+        execFileSync(crane, ['copy', '--insecure', saved, image]);
+      }
+    },
+    6 * MINUTE,
   );
 });
