@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_RUNNER_IMAGE } from '../../src/local/local-controller.ts';
 import { realNodeBinaries } from '../../src/local/real-node/real-node.ts';
@@ -98,6 +99,33 @@ async function waitUntilSleeping(job: string): Promise<{ pod: string; uid: strin
   return { pod, uid };
 }
 
+/** The `source` container state of each pod of a Job, as `<state> <reason>` (`waiting ErrImagePull`). */
+async function sourceStates(job: string): Promise<string[]> {
+  const out = await run.kubectl
+    .run(['get', 'pods', '-n', run.namespace, '-l', `job-name=${job}`, '-o', 'json'])
+    .catch(() => '{"items":[]}');
+  const pods = JSON.parse(out) as {
+    items: {
+      status?: {
+        containerStatuses?: {
+          name: string;
+          state?: Record<string, { reason?: string; exitCode?: number }>;
+        }[];
+      };
+    }[];
+  };
+  return pods.items.flatMap((pod) =>
+    (pod.status?.containerStatuses ?? [])
+      .filter((c) => c.name === 'source')
+      .flatMap((c) =>
+        Object.entries(c.state ?? {}).map(
+          ([state, detail]) =>
+            `${state} ${detail.reason ?? ''}${detail.exitCode === undefined ? '' : ` ${detail.exitCode}`}`,
+        ),
+      ),
+  );
+}
+
 /** Whether a resource of the run's namespace exists. */
 async function exists(resource: string, name: string): Promise<boolean> {
   const out = await run.kubectl.run([
@@ -184,7 +212,18 @@ describe.concurrent('runs that go wrong, on the real stack', () => {
         MINUTE,
       );
       expect(waiting.status?.activeJob?.op).toBe('apply');
+      const job = waiting.status?.activeJob?.name ?? '';
 
+      // What the kubelet reports of the source container until the run is recorded: the pull failing,
+      // then (the Job controller deleting the pod at the deadline) the container it never started.
+      const seen = new Set<string>();
+      let watching = true;
+      const watcher = (async () => {
+        while (watching) {
+          for (const state of await sourceStates(job)) seen.add(state);
+          await sleep(300);
+        }
+      })();
       const failed = await waitObject(
         run,
         RESOURCE.TerraformMachine,
@@ -192,8 +231,30 @@ describe.concurrent('runs that go wrong, on the real stack', () => {
         'the run recorded as ImagePullFailed',
         (o) => o.status?.lastRun?.reason === 'ImagePullFailed',
         3 * MINUTE,
+      ).finally(async () => {
+        watching = false;
+        await watcher;
+      });
+      console.log(`[faults] source container states of ${job}: ${[...seen].join(', ')}`);
+      expect([...seen]).toEqual(
+        expect.arrayContaining([expect.stringMatching(/^waiting (ErrImagePull|ImagePullBackOff)$/)]),
       );
       expect(failed.status?.lastRun).toMatchObject({ op: 'apply', result: 'failed', attempt: 1 });
+      expect(failed.status?.lastRun?.error?.summary).toContain('container source');
+      const conditions = JSON.parse(
+        await run.kubectl.run([
+          'get',
+          'job',
+          job,
+          '-n',
+          run.namespace,
+          '-o',
+          'jsonpath={.status.conditions}',
+        ]),
+      ) as { type: string; reason: string }[];
+      expect(conditions).toContainEqual(
+        expect.objectContaining({ type: 'Failed', reason: 'DeadlineExceeded' }),
+      );
       // Counted: the retry waits out the first backoff step (60 s), DESIGN.md section 4.
       expect(failed.status?.waitReason).toBe('Backoff');
       expect(Date.parse(failed.status?.nextAttemptAt ?? '')).toBeGreaterThan(Date.now() + 20_000);
