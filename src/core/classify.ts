@@ -356,7 +356,7 @@ interface PodEvidence {
   createdMs: number;
   exitCode?: number;
   terminationReason?: string;
-  finishedAt?: Timestamp;
+  finishedAt?: Timestamp | null;
   parsed: ParsedResult;
   /** A pull failure of any of the pod's containers, the runner init container included. */
   pull?: PullFailure;
@@ -376,6 +376,11 @@ interface PodEvidence {
 export interface PullFailure {
   container: string;
   reason: string;
+}
+
+/** Whether a terminated container's `startedAt` says it started (absent or `null` says it never did). */
+export function hasStartTime(startedAt: Timestamp | null | undefined): boolean {
+  return startedAt !== undefined && startedAt !== null;
 }
 
 /** The first pull failure among the pod's containers (init containers first, as the kubelet runs them). */
@@ -411,7 +416,7 @@ function podEvidence(pod: PodView): PodEvidence {
     parsed: parseRunnerResult(terminated?.message),
     ...(pull ? { pull } : {}),
     ...(imageID ? { imageID } : {}),
-    ran: source?.state?.running !== undefined || terminated?.startedAt !== undefined,
+    ran: source?.state?.running !== undefined || hasStartTime(terminated?.startedAt),
     disrupted:
       pod.status?.conditions?.some((c) => c.type === 'DisruptionTarget' && c.status === 'True') ?? false,
     deadline: pod.status?.reason === 'DeadlineExceeded',

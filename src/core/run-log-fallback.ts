@@ -1,3 +1,4 @@
+import { hasStartTime } from './classify.ts';
 import { ANNOTATIONS } from './job-labels.ts';
 import { podsOfJob } from './pods.ts';
 import type { Redactor } from './redaction.ts';
@@ -59,8 +60,8 @@ function sourceRan(pod: PodView): boolean {
   const source = pod.status?.containerStatuses?.find((c) => c.name === 'source');
   return (
     source?.state?.running !== undefined ||
-    source?.state?.terminated?.startedAt !== undefined ||
-    source?.lastState?.terminated?.startedAt !== undefined
+    hasStartTime(source?.state?.terminated?.startedAt) ||
+    hasStartTime(source?.lastState?.terminated?.startedAt)
   );
 }
 

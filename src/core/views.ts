@@ -58,9 +58,12 @@ export interface ContainerStateView {
     exitCode: number;
     reason?: string;
     message?: string;
-    /** Absent when the container never started (the kubelet's `ContainerStatusUnknown` for a pod killed first). */
-    startedAt?: Timestamp;
-    finishedAt?: Timestamp;
+    /**
+     * Absent or `null` when the container never started: a real kubelet reports a container it never
+     * started, in a pod killed first, as `ContainerStatusUnknown` with `startedAt: null`.
+     */
+    startedAt?: Timestamp | null;
+    finishedAt?: Timestamp | null;
   };
 }
 
@@ -90,8 +93,8 @@ export interface PodView {
 }
 
 /** Milliseconds since the epoch of a timestamp; undefined when absent or unreadable. */
-export function timestampMs(value: Timestamp | undefined): number | undefined {
-  if (value === undefined) return undefined;
+export function timestampMs(value: Timestamp | null | undefined): number | undefined {
+  if (value === undefined || value === null) return undefined;
   const ms = value instanceof Date ? value.getTime() : Date.parse(value);
   return Number.isNaN(ms) ? undefined : ms;
 }

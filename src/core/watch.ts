@@ -1,7 +1,7 @@
 import { TERMINATION_GRACE_SECONDS } from '../schemas/job-contract.ts';
 import type { TargetStatus } from '../schemas/kinds/target.ts';
 import type { Op } from '../schemas/result.ts';
-import { podPullFailure, SOURCE_CONTAINER } from './classify.ts';
+import { hasStartTime, podPullFailure, SOURCE_CONTAINER } from './classify.ts';
 import { findCondition, OP_CONDITION } from './conditions.ts';
 import { finishedCondition, jobDeadlineExceeded } from './job-conditions.ts';
 import { type JobView, type PodView, timestampMs } from './views.ts';
@@ -141,8 +141,8 @@ export function pullTroubleOutlived(job: JobView, pods: readonly PodView[]): boo
       (c) =>
         c.name === SOURCE_CONTAINER &&
         (c.state?.running !== undefined ||
-          c.state?.terminated?.startedAt !== undefined ||
-          c.lastState?.terminated?.startedAt !== undefined ||
+          hasStartTime(c.state?.terminated?.startedAt) ||
+          hasStartTime(c.lastState?.terminated?.startedAt) ||
           c.started === true),
     ),
   );

@@ -12,6 +12,7 @@ import {
   eventReasons,
   jobsOf,
   machine,
+  type ObservedObject,
   type ObservedPlan,
   podsOfJob,
   RESOURCE,
@@ -99,31 +100,50 @@ async function waitUntilSleeping(job: string): Promise<{ pod: string; uid: strin
   return { pod, uid };
 }
 
-/** The `source` container state of each pod of a Job, as `<state> <reason>` (`waiting ErrImagePull`). */
-async function sourceStates(job: string): Promise<string[]> {
+/** Every container state the pods of a Job show, as `<container> <state> <reason> [<exit code>]`. */
+async function containerStates(job: string): Promise<string[]> {
   const out = await run.kubectl
     .run(['get', 'pods', '-n', run.namespace, '-l', `job-name=${job}`, '-o', 'json'])
     .catch(() => '{"items":[]}');
+  type Status = { name: string; state?: Record<string, { reason?: string; exitCode?: number }> };
   const pods = JSON.parse(out) as {
-    items: {
-      status?: {
-        containerStatuses?: {
-          name: string;
-          state?: Record<string, { reason?: string; exitCode?: number }>;
-        }[];
-      };
-    }[];
+    items: { status?: { initContainerStatuses?: Status[]; containerStatuses?: Status[] } }[];
   };
   return pods.items.flatMap((pod) =>
-    (pod.status?.containerStatuses ?? [])
-      .filter((c) => c.name === 'source')
-      .flatMap((c) =>
-        Object.entries(c.state ?? {}).map(
-          ([state, detail]) =>
-            `${state} ${detail.reason ?? ''}${detail.exitCode === undefined ? '' : ` ${detail.exitCode}`}`,
-        ),
+    [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].flatMap((c) =>
+      Object.entries(c.state ?? {}).map(([state, detail]) =>
+        [c.name, state, detail.reason ?? '', detail.exitCode ?? ''].join(' ').trim(),
       ),
+    ),
   );
+}
+
+/**
+ * Waits for one of our objects like `waitObject`, recording meanwhile every container state the pods of
+ * `job` showed (polled), so a test can say what the kubelet reported on the way.
+ */
+async function waitObjectSeeing(
+  job: string,
+  name: string,
+  what: string,
+  done: (object: ObservedObject) => boolean,
+  timeoutMs: number,
+): Promise<{ object: ObservedObject; seen: string[] }> {
+  const seen = new Set<string>();
+  let watching = true;
+  const watcher = (async () => {
+    while (watching) {
+      for (const state of await containerStates(job)) seen.add(state);
+      await sleep(300);
+    }
+  })();
+  try {
+    const object = await waitObject(run, RESOURCE.TerraformMachine, name, what, done, timeoutMs);
+    return { object, seen: [...seen] };
+  } finally {
+    watching = false;
+    await watcher;
+  }
 }
 
 /** Whether a resource of the run's namespace exists. */
@@ -200,7 +220,9 @@ describe.concurrent('runs that go wrong, on the real stack', () => {
       await applyObjects(run, [
         machine(run, 'pull', {
           image: 'captf.local/no-such-module:1',
-          jobs: { activeDeadlineSeconds: 30, lockTimeoutSeconds: 5 },
+          // A real node starts the pod in seconds to tens of seconds (the runner's pull, its init container)
+          // before the module image fails: the deadline leaves the controller time to see the failure.
+          jobs: { activeDeadlineSeconds: 60, lockTimeoutSeconds: 5 },
         }),
       ]);
       const waiting = await waitObject(
@@ -216,28 +238,16 @@ describe.concurrent('runs that go wrong, on the real stack', () => {
 
       // What the kubelet reports of the source container until the run is recorded: the pull failing,
       // then (the Job controller deleting the pod at the deadline) the container it never started.
-      const seen = new Set<string>();
-      let watching = true;
-      const watcher = (async () => {
-        while (watching) {
-          for (const state of await sourceStates(job)) seen.add(state);
-          await sleep(300);
-        }
-      })();
-      const failed = await waitObject(
-        run,
-        RESOURCE.TerraformMachine,
+      const { object: failed, seen } = await waitObjectSeeing(
+        job,
         'pull',
         'the run recorded as ImagePullFailed',
         (o) => o.status?.lastRun?.reason === 'ImagePullFailed',
         3 * MINUTE,
-      ).finally(async () => {
-        watching = false;
-        await watcher;
-      });
-      console.log(`[faults] source container states of ${job}: ${[...seen].join(', ')}`);
-      expect([...seen]).toEqual(
-        expect.arrayContaining([expect.stringMatching(/^waiting (ErrImagePull|ImagePullBackOff)$/)]),
+      );
+      console.log(`[faults] container states of ${job} until bookkept: ${seen.join('; ')}`);
+      expect(seen).toEqual(
+        expect.arrayContaining([expect.stringMatching(/^source waiting (ErrImagePull|ImagePullBackOff)$/)]),
       );
       expect(failed.status?.lastRun).toMatchObject({ op: 'apply', result: 'failed', attempt: 1 });
       expect(failed.status?.lastRun?.error?.summary).toContain('container source');
@@ -310,7 +320,8 @@ describe.concurrent('runs that go wrong, on the real stack', () => {
       await applyObjects(run, [
         machine(run, 'slow', {
           variables: { sleep_seconds: 600 },
-          jobs: { activeDeadlineSeconds: 40, lockTimeoutSeconds: 5 },
+          // Long enough for the pod to start and OpenTofu to reach the sleep on a busy real node.
+          jobs: { activeDeadlineSeconds: 90, lockTimeoutSeconds: 5 },
         }),
       ]);
       await waitUntilSleeping(await newestJob('slow', MINUTE));
@@ -324,6 +335,9 @@ describe.concurrent('runs that go wrong, on the real stack', () => {
         4 * MINUTE,
       );
       expect(killed.status?.lastRun).toMatchObject({ op: 'apply', result: 'failed', attempt: 1 });
+      // The kubelet's SIGTERM at the deadline reached the runner, which stopped OpenTofu and wrote its
+      // result as the termination message, read at bookkeeping (kind `interrupted`, not `unknown`).
+      expect(killed.status?.lastRun?.error?.kind).toBe('interrupted');
       expect(conditionOf(killed, 'Ready')?.status).toBe('False');
       expect(killed.status?.waitReason).toBe('Backoff');
       expect(Date.parse(killed.status?.nextAttemptAt ?? '')).toBeGreaterThan(Date.now() + 10_000);
@@ -457,6 +471,8 @@ describe('the runner image missing, on the real node', () => {
       const saved = `${node.registry}/runner:saved`;
       // The registry forgets the tag (kept under another) and containerd the image: the next pod pulls it.
       execFileSync(crane, ['copy', '--insecure', image, saved]);
+      // By tag and by digest: the registry keeps a manifest under each name it was pushed by.
+      execFileSync(crane, ['delete', '--insecure', image]);
       execFileSync(crane, ['delete', '--insecure', `${node.registry}/runner@${node.digests.runner}`]);
       execFileSync('ctr', [
         '--address',
@@ -480,13 +496,17 @@ describe('the runner image missing, on the real node', () => {
           2 * MINUTE,
         );
         expect(conditionOf(waiting, 'ApplyJobSucceeded')?.message).toContain('container runner');
-        const failed = await waitObject(
-          run,
-          RESOURCE.TerraformMachine,
+        const job = waiting.status?.activeJob?.name ?? '';
+        const { object: failed, seen } = await waitObjectSeeing(
+          job,
           'no-runner',
           'the run recorded as ImagePullFailed',
           (o) => o.status?.lastRun?.reason === 'ImagePullFailed',
           3 * MINUTE,
+        );
+        console.log(`[faults] container states of ${job} until bookkept: ${seen.join('; ')}`);
+        expect(seen).toEqual(
+          expect.arrayContaining([expect.stringMatching(/^runner waiting (ErrImagePull|ImagePullBackOff)$/)]),
         );
         expect(failed.status?.lastRun).toMatchObject({ op: 'apply', result: 'failed', attempt: 1 });
         expect(failed.status?.lastRun?.error?.summary).toContain('container runner');

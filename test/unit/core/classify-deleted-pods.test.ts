@@ -70,6 +70,48 @@ describe('classification of pods being deleted', () => {
     ]);
   });
 
+  it("C09: the real kubelet's report of the pod killed while pulling (startedAt: null) is ImagePullFailed", () => {
+    // As kubelet v1.36.3 reported it (test/e2e/failures.test.ts): the Job controller deleted the pod at the
+    // deadline; the runner init container had completed, the source container never started.
+    const killed: PodView = {
+      metadata: { name: 'p1', creationTimestamp: iso(0), deletionTimestamp: iso(61) },
+      status: {
+        phase: 'Failed',
+        initContainerStatuses: [
+          {
+            name: 'runner',
+            state: {
+              terminated: { exitCode: 0, reason: 'Completed', startedAt: iso(5), finishedAt: iso(7) },
+            },
+          },
+        ],
+        containerStatuses: [
+          {
+            name: 'source',
+            state: {
+              terminated: {
+                exitCode: 137,
+                reason: 'ContainerStatusUnknown',
+                message: 'The container could not be located when the pod was terminated',
+                startedAt: null,
+                finishedAt: null,
+              },
+            },
+          },
+        ],
+      },
+    };
+    const c = classifyJob({
+      op: 'apply',
+      job: deadlineJob,
+      pods: [killed],
+      observedPullTrouble: true,
+      observedPullMessage: 'the image of container source cannot be pulled (ImagePullBackOff)',
+      now: T0,
+    });
+    expect([c.reason, c.counted, c.imageID]).toEqual(['ImagePullFailed', true, undefined]);
+  });
+
   it('C09: no pod left at the deadline and no pull trouble recorded → JobDeadlineExceeded', () => {
     const c = classifyJob({ op: 'apply', job: deadlineJob, pods: [], now: T0 });
     expect([c.reason, c.counted]).toEqual(['JobDeadlineExceeded', true]);

@@ -259,6 +259,29 @@ describe('pull trouble the status shows outlives the pod the Job controller kill
     expect(pullTroubleOutlived(atDeadline, pods)).toBe(true);
   });
 
+  it('the real kubelet gives the container it never started `startedAt: null`: it never started', () => {
+    const reported: PodView = {
+      metadata: { name: 'p1', deletionTimestamp: iso(61) },
+      status: {
+        phase: 'Failed',
+        containerStatuses: [
+          {
+            name: 'source',
+            state: {
+              terminated: {
+                exitCode: 137,
+                reason: 'ContainerStatusUnknown',
+                startedAt: null,
+                finishedAt: null,
+              },
+            },
+          },
+        ],
+      },
+    };
+    expect(pullTroubleOutlived(atDeadline, [reported])).toBe(true);
+  });
+
   it('no trouble shown before: the ending Job is just active', () => {
     expect(decide(atDeadline, [unknown])).toMatchObject({ kind: 'watch', reason: 'JobActive' });
   });
