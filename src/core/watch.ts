@@ -121,10 +121,11 @@ export function shownPullTrouble(status: TargetStatus, job: string, op: Op): str
 /**
  * Whether the pull trouble the status shows outlives what the pods show now: the Job is ending (its
  * deadline or a finish condition, or every pod deleted, terminal or gone) and no pod ever started its
- * `source` container. At the deadline the Job controller deletes the pod; a real kubelet then reports each
- * container that was still waiting on its image `terminated` (exit 137, reason `ContainerStatusUnknown`,
- * no `startedAt`), and the pod goes. The waiting reason is gone, the trouble is not: bookkeeping reads it
- * from the status (DESIGN.md section 7, `ImagePullFailed`). A pull that recovered started the container.
+ * `source` container. At the deadline the Job controller deletes the pod; a real kubelet (v1.36) then
+ * reports the container that was still waiting on its image `terminated` (exit 137, reason
+ * `ContainerStatusUnknown`, `startedAt: null`) in a `Failed` pod, which may go before bookkeeping reads
+ * it. The waiting reason is gone, the trouble is not: bookkeeping reads it from the status (DESIGN.md
+ * section 7, `ImagePullFailed`). A pull that recovered started the container.
  */
 export function pullTroubleOutlived(job: JobView, pods: readonly PodView[]): boolean {
   const ending =

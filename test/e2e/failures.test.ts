@@ -174,7 +174,8 @@ describe.concurrent('runs that go wrong, on the real stack', () => {
         name,
         'waitReason ImagePullBackOff',
         (o) => o.status?.waitReason === 'ImagePullBackOff',
-        MINUTE,
+        // The pod starts first (the runner's pull, its init container): tens of seconds on a busy node.
+        2 * MINUTE,
       );
       const job = waiting.status?.activeJob?.name ?? '';
       const state = stateSecretName(waiting.status?.stateSuffix ?? '');
@@ -211,7 +212,7 @@ describe.concurrent('runs that go wrong, on the real stack', () => {
         MINUTE,
       );
     },
-    4 * MINUTE,
+    6 * MINUTE,
   );
 
   it(
@@ -222,7 +223,7 @@ describe.concurrent('runs that go wrong, on the real stack', () => {
           image: 'captf.local/no-such-module:1',
           // A real node starts the pod in seconds to tens of seconds (the runner's pull, its init container)
           // before the module image fails: the deadline leaves the controller time to see the failure.
-          jobs: { activeDeadlineSeconds: 60, lockTimeoutSeconds: 5 },
+          jobs: { activeDeadlineSeconds: 120, lockTimeoutSeconds: 5 },
         }),
       ]);
       const waiting = await waitObject(
@@ -231,7 +232,8 @@ describe.concurrent('runs that go wrong, on the real stack', () => {
         'pull',
         'waitReason ImagePullBackOff',
         (o) => o.status?.waitReason === 'ImagePullBackOff',
-        MINUTE,
+        // The pod starts first (the runner's pull, its init container): tens of seconds on a busy node.
+        2 * MINUTE,
       );
       expect(waiting.status?.activeJob?.op).toBe('apply');
       const job = waiting.status?.activeJob?.name ?? '';
@@ -270,7 +272,7 @@ describe.concurrent('runs that go wrong, on the real stack', () => {
       expect(Date.parse(failed.status?.nextAttemptAt ?? '')).toBeGreaterThan(Date.now() + 20_000);
       expect(await eventReasons(run, 'pull')).toContain('JobFailed');
     },
-    5 * MINUTE,
+    7 * MINUTE,
   );
 
   it(
