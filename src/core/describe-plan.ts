@@ -14,7 +14,10 @@ function moveSentence(plan: StepPlan): string {
     case 'rest':
       return plan.outcome.message ?? plan.outcome.reason;
     case 'finalizers':
-      if (!move.gone) return 'would add the finalizer';
+      if (!move.gone)
+        return move.setup === undefined
+          ? 'would add the finalizer'
+          : `would add the finalizer, then create the plan key${move.setup.identity ? ' and the runner identity' : ''}`;
       return move.state
         ? `would delete the state Secret ${move.state.stateSecret} and its lock Lease if the state holds nothing, then remove the finalizer`
         : 'would remove the finalizer';

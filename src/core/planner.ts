@@ -41,6 +41,7 @@ import { inputSecretTexts, type RunInputs, resolveRunInputs } from './run-inputs
 import { runLogSecretName } from './run-log.ts';
 import type { RunConfigSource } from './run-secret-manifest.ts';
 import { runnerAccountOf } from './runner-identity.ts';
+import { runnerSetupOf } from './runner-setup.ts';
 import { fullSlotScopes, type SlotScope } from './slot-shares.ts';
 import type { Snapshot } from './snapshot.ts';
 import { decideStateCleanup, stateObjectsOf } from './state-cleanup.ts';
@@ -182,9 +183,10 @@ function planMoveAndWrites(facts: PlanFacts): Planned {
     return bare(planning, { kind: 'none' }, outcome(planning, pre.reason, { message: pre.message }));
   if (pre.kind === 'not-ours') return bare(planning, { kind: 'none' }, outcome(planning, pre.reason));
   if (pre.kind === 'add-finalizer') {
+    const setup = runnerSetupOf(snap, policy, facts.config.stateEncryption);
     return bare(
       planning,
-      { kind: 'finalizers', finalizers: pre.finalizers, gone: false },
+      { kind: 'finalizers', finalizers: pre.finalizers, gone: false, ...(setup ? { setup } : {}) },
       outcome(planning, pre.reason),
     );
   }

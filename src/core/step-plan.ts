@@ -13,6 +13,7 @@ import type { Redactor } from './redaction.ts';
 import type { RunDecisions } from './run-decisions.ts';
 import type { RunConfigSource } from './run-secret-manifest.ts';
 import type { RunnerIdentity } from './runner-identity.ts';
+import type { RunnerSetup } from './runner-setup.ts';
 import type { SlotScope } from './slot-shares.ts';
 import type { Snapshot } from './snapshot.ts';
 import type { StateCleanup, StateObjects } from './state-cleanup.ts';
@@ -176,6 +177,8 @@ export type Move =
       gone: boolean;
       /** With `gone`: the default backend's state objects, deleted first when the state holds nothing. */
       state?: StateObjects & { cleanup: StateCleanup };
+      /** Adding ours: what the first Job needs, put in place after the finalizer (src/core/runner-setup.ts). */
+      setup?: RunnerSetup;
     }
   /** A Job runs: renew its guards, adopt it after a crash (create its missing per-run Secret), show it. */
   | {

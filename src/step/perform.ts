@@ -10,6 +10,7 @@ import { runSecretName } from '../core/names.ts';
 import { buildPlanManifest, planRequester } from '../core/plan-manifest.ts';
 import { movesWithCluster } from '../core/run-inputs.ts';
 import { stateMoveLabelPatch, stateSecretOf } from '../core/run-secret-manifest.ts';
+import type { RunnerSetup } from '../core/runner-setup.ts';
 import type { Snapshot } from '../core/snapshot.ts';
 import type { StateCleanup, StateObjects } from '../core/state-cleanup.ts';
 import { snapshotStateSuffix } from '../core/state-identity.ts';
@@ -22,9 +23,10 @@ import type { PlanChanges } from '../schemas/plan-changes.ts';
 import { PLAN_CHANGES_LOG_TAIL_LINES, readPlanChangesLog } from '../schemas/plan-changes-log.ts';
 import type { StepDeps } from './deps.ts';
 import { healStaleLease, releaseRunGuards, renewRunGuards, runGuard } from './leases.ts';
-import { runConfigOf } from './run-config.ts';
+import { createPlanKey, runConfigOf } from './run-config.ts';
 import { keepPodLog } from './run-log-fallback.ts';
 import { createRunSecret } from './run-secret.ts';
+import { ensureRunnerIdentity } from './runner-identity.ts';
 import { performStart } from './start-job.ts';
 import type { KeptStepLock } from './step-lock.ts';
 
@@ -506,6 +508,26 @@ async function releaseBlockMove(performance: Performance): Promise<StepOutcome> 
   return plan.outcome;
 }
 
+/**
+ * The first step's head start on the first Job (src/core/runner-setup.ts): the plan key, then the runner
+ * identity, after the finalizer so an object deleted meanwhile finds its state objects cleaned up by its
+ * finalize step. Nothing relies on it: the Job step makes sure of both again (one read each when in place),
+ * so a refusal here is left to the Job step, which records it (src/core/write-refusal.ts) with nothing of
+ * a run taken yet. An outage still ends the step as one.
+ */
+async function setUpRunner(performance: Performance, setup: RunnerSetup): Promise<void> {
+  const { deps, snap } = performance;
+  try {
+    await createPlanKey(deps.kube.writer, { ref: snap.ref, uid: snap.uid }, setup.stateSuffix);
+    if (setup.identity) {
+      await ensureRunnerIdentity(deps.kube, setup.identity);
+      deps.failpoints.hit('after-runner-identity');
+    }
+  } catch (error) {
+    if (!isKubeError(error) || error.outage) throw error;
+  }
+}
+
 async function performMove(
   performance: Performance,
   move: Exclude<Move, { kind: 'start' }>,
@@ -523,6 +545,7 @@ async function performMove(
       if (move.state) await cleanUpState(performance, move.state);
       await writes.finalizers(move.finalizers, plan.blockMove === 'remove');
       deps.failpoints.hit('after-finalizer-patch');
+      if (move.setup) await setUpRunner(performance, move.setup);
       return plan.outcome;
     }
     case 'delete-job': {

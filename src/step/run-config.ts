@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { V1Secret } from '@kubernetes/client-node';
 import { isKubeError } from '../adapters/kube/errors.ts';
 import type { KubeReader } from '../adapters/kube/reader.ts';
 import type { KubeWriter } from '../adapters/kube/writer.ts';
@@ -34,6 +35,29 @@ export interface KeyOwner {
   uid: string;
 }
 
+/** The plan key Secret of `owner`, holding `key`. */
+function planKeySecret(owner: KeyOwner, name: string, key: string): V1Secret {
+  const { ref, uid } = owner;
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    type: 'Opaque',
+    metadata: {
+      name,
+      namespace: ref.namespace,
+      // Not `captf.io/managed`: that label marks a Job's things, and this Secret is the object's own.
+      labels: { [LABELS.ownerKind]: ref.kind, [LABELS.ownerName]: ref.name, [LABELS.ownerUid]: uid },
+      ownerReferences: [ownerReference({ apiVersion: OUR_API_VERSION, kind: ref.kind, name: ref.name, uid })],
+    },
+    stringData: { [PLAN_KEY]: key },
+  };
+}
+
+/** A fresh key: {@link PLAN_KEY_BYTES} random bytes, base64url. */
+function newPlanKey(): string {
+  return randomBytes(PLAN_KEY_BYTES).toString('base64url');
+}
+
 /**
  * Reads (or creates, once) the object's plan HMAC key. Two steps creating it at once both end up with the
  * one that won the create.
@@ -44,28 +68,14 @@ async function planHmacKey(
   stateSuffix: string,
 ): Promise<string> {
   const { reader, writer } = kube;
-  const { ref, uid } = owner;
+  const { ref } = owner;
   const name = planKeySecretName(stateSuffix);
   const existing = await reader.getSecret(ref.namespace, name);
   const stored = existing?.data?.[PLAN_KEY];
   if (stored !== undefined) return Buffer.from(stored, 'base64').toString('utf8');
-  const key = randomBytes(PLAN_KEY_BYTES).toString('base64url');
+  const key = newPlanKey();
   try {
-    await writer.createSecret({
-      apiVersion: 'v1',
-      kind: 'Secret',
-      type: 'Opaque',
-      metadata: {
-        name,
-        namespace: ref.namespace,
-        // Not `captf.io/managed`: that label marks a Job's things, and this Secret is the object's own.
-        labels: { [LABELS.ownerKind]: ref.kind, [LABELS.ownerName]: ref.name, [LABELS.ownerUid]: uid },
-        ownerReferences: [
-          ownerReference({ apiVersion: OUR_API_VERSION, kind: ref.kind, name: ref.name, uid }),
-        ],
-      },
-      stringData: { [PLAN_KEY]: key },
-    });
+    await writer.createSecret(planKeySecret(owner, name, key));
     return key;
   } catch (error) {
     if (!isKubeError(error, 'AlreadyExists')) throw error;
@@ -73,6 +83,19 @@ async function planHmacKey(
     const value = raced?.data?.[PLAN_KEY];
     if (value === undefined) throw new Error(`read Secret ${ref.namespace}/${name}: no ${PLAN_KEY} key`);
     return Buffer.from(value, 'base64').toString('utf8');
+  }
+}
+
+/**
+ * Creates the object's plan HMAC key ahead of its first Job (src/core/runner-setup.ts): one create, no read;
+ * a key already there is kept (AlreadyExists), as the key a plan was signed with must not change. Throws a
+ * KubeError for anything else.
+ */
+export async function createPlanKey(writer: KubeWriter, owner: KeyOwner, stateSuffix: string): Promise<void> {
+  try {
+    await writer.createSecret(planKeySecret(owner, planKeySecretName(stateSuffix), newPlanKey()));
+  } catch (error) {
+    if (!isKubeError(error, 'AlreadyExists')) throw error;
   }
 }
 

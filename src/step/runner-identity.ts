@@ -58,6 +58,20 @@ async function createStateSecret(
   }
 }
 
+/** Creates the empty state Secret when it is missing; undefined when one is there (nothing read). */
+async function restoreStateSecret(
+  writer: KubeWriter,
+  secret: V1Secret,
+): Promise<StateSecretSeen | undefined> {
+  try {
+    const created = await writer.createSecret(secret);
+    return { name: secret.metadata?.name ?? '', created: true, uid: created.metadata?.uid };
+  } catch (error) {
+    if (!isKubeError(error, 'AlreadyExists')) throw error;
+    return undefined;
+  }
+}
+
 /** Creates the free lock Lease owned by its state Secret (src/core/runner-identity.ts); one there is kept. */
 function createLease(
   writer: KubeWriter,
@@ -103,11 +117,12 @@ export async function ensureRunnerIdentity(
   const { metadata } = identity.roleBinding;
   if (isRunnerIdentityInPlace(identity, await reader.getRoleBinding(metadata.namespace, metadata.name))) {
     const { stateSecret, lockLease } = identity;
+    // One create, kept when there (the usual case: no read of its uid unless a Lease must be put back).
     const restored =
       stateSecret && options.restoreStateSecret === true
-        ? await createStateSecret(kube, stateSecret as V1Secret)
+        ? await restoreStateSecret(writer, stateSecret as V1Secret)
         : undefined;
-    let wrote = restored?.created === true;
+    let wrote = restored !== undefined;
     if (lockLease && !(await reader.getLease(lockLease.metadata.namespace, lockLease.metadata.name))) {
       // Its owner, read only now: a Lease is missing only after a person deleted it (or its Secret).
       const state =
