@@ -32,7 +32,7 @@ import type { ObjectRef } from './object-ref.ts';
 import { buildOutputsSecret } from './outputs-secret.ts';
 import { plansAfterBookkeeping } from './plan-situation.ts';
 import { podsToRelease } from './pod-release.ts';
-import { isPodAlive, podsOfJob } from './pods.ts';
+import { isPodAlive, mayHavePods, podsOfJob } from './pods.ts';
 import { FINALIZER, preamble } from './preamble.ts';
 import { selectJobsToPrune } from './prune.ts';
 import { createRedactor, type Redactor } from './redaction.ts';
@@ -926,8 +926,9 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
       `${provisioned} shows the object was provisioned, but its state Secret ${stateSecret.name} is ${facts.state === 'missing' ? 'missing' : 'empty (never written)'}; set the annotation ${ACCEPT_EMPTY_STATE_ANNOTATION} to ${op} from an empty state${op === 'destroy' ? ' (it destroys nothing: what the lost state managed stays until removed by hand)' : ''}`,
     );
 
-  if (facts.pods === undefined) return { kind: 'read', read: 'pods' };
-  const pods = facts.pods;
+  // An object none of whose Jobs was ever seen has no pod to guard against (src/core/pods.ts mayHavePods).
+  if (facts.pods === undefined && mayHavePods(snap)) return { kind: 'read', read: 'pods' };
+  const pods = facts.pods ?? [];
   const holdBack = (
     reason: 'WaitingForPreviousAttempt' | 'WaitingForDependencies',
     message: string,

@@ -1,3 +1,5 @@
+import type { TargetStatus } from '../schemas/kinds/target.ts';
+import { carriesBlockMove } from './block-move.ts';
 import type { JobView, PodView } from './views.ts';
 
 /**
@@ -22,4 +24,38 @@ export function isPodAlive(pod: PodView): boolean {
   if (pod.metadata.deletionTimestamp !== undefined && !pod.spec?.nodeName) return false;
   const phase = pod.status?.phase;
   return phase !== 'Succeeded' && phase !== 'Failed';
+}
+
+/** What {@link mayHavePods} reads of a snapshot. */
+export interface PodEvidence {
+  jobs: readonly unknown[];
+  meta: { annotations?: Readonly<Record<string, string>> };
+  status: Pick<TargetStatus, 'activeJob' | 'attempts' | 'lastRun' | 'waitReason'>;
+}
+
+/**
+ * Whether the object may have pods, so the API guard (DESIGN.md section 5 step 7) must list them before a
+ * start; false only for an object none of whose Jobs was ever seen: none listed, none recorded in the
+ * status (`activeJob`, `attempts`, `lastRun`), no block-move annotation, and no wait for a previous
+ * attempt's pod. Why that proves no pod (issue 22: the first Job-creating step skips the pod list):
+ * pods of ours are a Job's (label `captf.io/owner-uid`), so an unlisted pod belongs to a deleted Job, and
+ * every Job leaves a trace that outlives it: its start writes the block-move annotation before the create
+ * and `activeJob` and `attempts` after it; its bookkeeping (the one before a prune, or a deadline
+ * enforcement's delete) writes `lastRun`; the annotation goes only in a step that read the Jobs, and the
+ * one that sees a deleted Job's pod still alive writes `WaitingForPreviousAttempt` (kept until a start).
+ * The one trace-less case, a stuck Job (its start's status write lost) deleted with its per-run Secret
+ * missing, leaves only pods that can never start: they cannot mount that Secret, whose name no later Job
+ * reuses. A Job created after the read is the start's precondition's (the annotation's patch under the
+ * version read, then a deterministic name), not the pod list's.
+ */
+export function mayHavePods(snap: PodEvidence): boolean {
+  const { status } = snap;
+  return (
+    snap.jobs.length > 0 ||
+    carriesBlockMove(snap.meta.annotations) ||
+    status.activeJob !== undefined ||
+    status.attempts !== undefined ||
+    status.lastRun !== undefined ||
+    status.waitReason === 'WaitingForPreviousAttempt'
+  );
 }
