@@ -376,6 +376,8 @@ function baseOf(planning: Planning, bookkeeping: Bookkeeping | undefined): Base 
 function decide(base: Base, watched: Watched | undefined): Planned {
   const { planning, status, records, bookkeeping } = base;
   const { snap, facts } = planning;
+  // Planned from the object alone (src/core/jobs-read.ts): only an idle rest needs no Job list.
+  if (snap.jobsUnread && !snap.spec) return { kind: 'read', read: 'jobs' };
   if (!snap.spec) return planSpecInvalid(base);
   const spec = snap.spec;
   const retries = retryStatesOf(records, status.attempts);
@@ -403,6 +405,7 @@ function decide(base: Base, watched: Watched | undefined): Planned {
     ...(spec.refresh?.interval ? { refreshInterval: spec.refresh.interval } : {}),
     failedJobsHistoryLimit: planning.policy.failedJobsHistoryLimit,
   });
+  if (snap.jobsUnread && decision.kind !== 'idle') return { kind: 'read', read: 'jobs' };
   switch (decision.kind) {
     case 'watch': {
       const record = records.find((r) => r.name === decision.job);

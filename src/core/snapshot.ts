@@ -60,9 +60,11 @@ export interface Snapshot {
   capi?: CapiContext;
   /** An owner reference of Cluster API's group (a TerraformCluster's Cluster, a machine's Machine). */
   ownedByClusterApi?: boolean;
-  /** The object's Jobs (label `captf.io/owner-uid`). */
+  /** The object's Jobs (label `captf.io/owner-uid`); empty while `jobsUnread`. */
   jobs: JobView[];
   records: JobRecord[];
+  /** The Jobs were not listed (src/core/jobs-read.ts): the planner asks for them unless it rests idle. */
+  jobsUnread?: true;
   /** The TerraformPlan named by `status.pendingPlanRef`, when it exists. */
   pendingPlan?: TerraformPlan;
   referencedSecrets: ReferencedSecrets;

@@ -81,7 +81,7 @@ export interface PlanFacts {
 }
 
 /** A fact the planner needs before it can plan. */
-export type PlanRead = 'pods' | 'slots' | 'run-secret' | 'state' | 'lock-holder';
+export type PlanRead = 'jobs' | 'pods' | 'slots' | 'run-secret' | 'state' | 'lock-holder';
 
 /** One Job as the shell addresses it: name, and the incarnation read (UID and version preconditions). */
 export interface JobRef {

@@ -203,7 +203,8 @@ async function sweep(deps: SweepDeps): Promise<SweepReport> {
     deps.concurrency,
     () => true,
     async (ref) => {
-      await deps.settle(ref, { log: deps.logger });
+      // Its Jobs listed: the sweep found a finished one it must bookkeep (src/core/jobs-read.ts).
+      await deps.settle(ref, { log: deps.logger, listJobs: true });
     },
   );
   const stepFailures = results.filter((r) => r.state === 'failed').length;

@@ -17,6 +17,12 @@ export interface StepOptions {
    * releases it at once when nothing will read it (src/core/pod-release.ts), even with the object gone.
    */
   heldPod?: HeldPod;
+  /**
+   * A Job of the object may have changed (its event, a pod's, the sweep's list): the step lists the Jobs
+   * even when the object shows nothing runs (src/core/jobs-read.ts), so a Job the object does not show
+   * (its start's status write lost while a concurrent step removed the block-move annotation) is bookkept.
+   */
+  listJobs?: boolean;
 }
 
 /** Runs one reconcile step for one object. Throws only for bugs; outages come back as `unavailable`. */

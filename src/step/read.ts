@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
-import type { V1Secret } from '@kubernetes/client-node';
+import type { V1Job, V1Secret } from '@kubernetes/client-node';
 import type { z } from 'zod';
 import type { KubeReader } from '../adapters/kube/reader.ts';
 import { PAUSED_ANNOTATION } from '../core/cluster-api.ts';
 import { canonicalJson, inputsHash, inputsOf } from '../core/inputs-hash.ts';
 import { LABELS } from '../core/job-labels.ts';
 import { type JobRecord, jobRecord } from '../core/job-record.ts';
+import { jobsListSkippable } from '../core/jobs-read.ts';
 import { moduleInputsDigest, moduleInputsOf } from '../core/module-inputs.ts';
 import { runSecretName } from '../core/names.ts';
 import type { ObjectRef } from '../core/object-ref.ts';
@@ -139,11 +140,15 @@ async function readOwningCluster(
 
 /**
  * Reads the snapshot; undefined when the object does not exist. Throws a KubeError on an API failure.
- * Requests: object, Jobs; plus the owning TerraformCluster and the Cluster API Cluster for objects with a
+ * Requests: object, Jobs (left out with `skipJobsAtRest` when the object shows nothing runs); plus the owning TerraformCluster and the Cluster API Cluster for objects with a
  * cluster label, the pending plan when one is referenced, and each referenced Secret (the Secrets of a
  * cluster's default env that the object's own env does not name after the cluster is read).
  */
-export async function readSnapshot(reader: KubeReader, ref: ObjectRef): Promise<Snapshot | undefined> {
+export async function readSnapshot(
+  reader: KubeReader,
+  ref: ObjectRef,
+  options: SnapshotOptions = {},
+): Promise<Snapshot | undefined> {
   const object = await reader.getCustomObject(ref.kind, ref.namespace, ref.name);
   if (!object) return undefined;
   const { uid, resourceVersion } = object.metadata;
@@ -151,6 +156,13 @@ export async function readSnapshot(reader: KubeReader, ref: ObjectRef): Promise<
   const spec = parsedSpec.success ? parsedSpec.data : undefined;
   const statusRead = readStatus(TARGET_SCHEMAS[ref.kind].status, object.status);
   const { status } = statusRead;
+  const jobsUnread =
+    options.skipJobsAtRest === true &&
+    jobsListSkippable({
+      meta: object.metadata,
+      status,
+      ...(statusRead.kind === 'unreadable' ? { statusUnreadable: statusRead.paths } : {}),
+    });
   const clusterName = object.metadata.labels?.[LABELS.clusterName];
   const pendingPlanName = status.pendingPlanRef?.name;
   const secretNames = spec ? referencedSecretNames(spec) : [];
@@ -162,7 +174,7 @@ export async function readSnapshot(reader: KubeReader, ref: ObjectRef): Promise<
       ? reader.getCapiObject('Cluster', ref.namespace, clusterName)
       : Promise.resolve(undefined);
   const [jobs, owningCluster, capiCluster, capi, pendingPlanObject, secrets] = await Promise.all([
-    reader.listJobs({ namespace: ref.namespace, labelSelector: { [LABELS.ownerUid]: uid } }),
+    jobsUnread ? Promise.resolve([]) : listJobsOf(reader, ref.namespace, uid),
     clusterName !== undefined && ref.kind !== 'TerraformCluster'
       ? readOwningCluster(reader, ref, clusterName)
       : Promise.resolve(undefined),
@@ -187,10 +199,6 @@ export async function readSnapshot(reader: KubeReader, ref: ObjectRef): Promise<
     referencedSecrets.set(name, secret ? decodeSecretData(secret) : undefined);
   }
   const plan = pendingPlanObject ? TerraformPlanSchema.safeParse(pendingPlanObject) : undefined;
-  const jobViews: JobView[] = jobs.map(asJobView);
-  const records = jobViews
-    .map((job) => jobRecord(job))
-    .filter((record): record is JobRecord => record !== undefined);
   const { annotations, finalizers, deletionTimestamp } = object.metadata;
 
   return {
@@ -213,8 +221,8 @@ export async function readSnapshot(reader: KubeReader, ref: ObjectRef): Promise<
     paused: annotations?.[PAUSED_ANNOTATION] !== undefined || capiClusterPaused(capiCluster),
     ...(capi ? { capi } : {}),
     ...(ownedByClusterApi(object) ? { ownedByClusterApi: true } : {}),
-    jobs: jobViews,
-    records,
+    ...jobsOf(jobs),
+    ...(jobsUnread ? { jobsUnread: true as const } : {}),
     ...(plan?.success ? { pendingPlan: plan.data } : {}),
     referencedSecrets,
     variablesSecretOptIns: variablesSecretOptIns(spec, envNames, read),
@@ -235,6 +243,35 @@ export async function readSnapshot(reader: KubeReader, ref: ObjectRef): Promise<
         )
       : '',
   };
+}
+
+/** How {@link readSnapshot} reads. */
+export interface SnapshotOptions {
+  /**
+   * Leave the Job list out when the object shows nothing of it runs (src/core/jobs-read.ts); the planner
+   * asks for it ({@link withJobs}) unless it rests idle. A step does, unless told to list
+   * (`StepOptions.listJobs`); other readers (the kubectl plugin) list always.
+   */
+  skipJobsAtRest?: boolean;
+}
+
+function listJobsOf(reader: KubeReader, namespace: string, uid: string): Promise<V1Job[]> {
+  return reader.listJobs({ namespace, labelSelector: { [LABELS.ownerUid]: uid } });
+}
+
+/** The Jobs as the snapshot holds them: their views and their records. */
+function jobsOf(jobs: readonly V1Job[]): Pick<Snapshot, 'jobs' | 'records'> {
+  const views: JobView[] = jobs.map(asJobView);
+  return {
+    jobs: views,
+    records: views.map((job) => jobRecord(job)).filter((record): record is JobRecord => record !== undefined),
+  };
+}
+
+/** The snapshot with its Jobs listed (one request): what the planner asks for when it needs them. */
+export async function withJobs(reader: KubeReader, snap: Snapshot): Promise<Snapshot> {
+  const { jobsUnread: _unread, ...rest } = snap;
+  return { ...rest, ...jobsOf(await listJobsOf(reader, snap.ref.namespace, snap.uid)) };
 }
 
 /** The object's pods (label `captf.io/owner-uid`). */

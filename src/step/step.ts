@@ -20,7 +20,7 @@ import type { ReconcileStep, StepOptions } from './contract.ts';
 import type { StepDeps } from './deps.ts';
 import { FailpointAbort } from './failpoints.ts';
 import { conflict, emitEvents, ObjectWrites, type Performance, type Performed, perform } from './perform.ts';
-import { readPods, readSnapshot, runSecretExists } from './read.ts';
+import { readPods, readSnapshot, runSecretExists, type SnapshotOptions, withJobs } from './read.ts';
 import { MAX_SKIPPED_JOB_NAMES } from './start-job.ts';
 import { readStateContent } from './state-content.ts';
 import { type KeptStepLock, keepStepLock } from './step-lock.ts';
@@ -42,7 +42,7 @@ const MAX_PLANS = 2;
 /** Builds the step over its dependencies. */
 export function createReconcileStep(deps: StepDeps): ReconcileStep {
   return async (ref: ObjectRef, options: StepOptions = {}): Promise<StepOutcome> => {
-    if (options.dryRun === true) return guarded(ref, () => explain(deps, ref, options.heldPod));
+    if (options.dryRun === true) return guarded(ref, () => explain(deps, ref, options));
     const lock = await deps.redis.takeStepLock(ref);
     if (lock.kind === 'unknown')
       return outcomeOf(ref, 'Unavailable', {
@@ -53,7 +53,7 @@ export function createReconcileStep(deps: StepDeps): ReconcileStep {
     deps.failpoints.hit('after-step-lock');
     const kept = keepStepLock(deps.redis, ref, lock.token);
     try {
-      return await guarded(ref, () => reconcile(deps, ref, kept, options.heldPod));
+      return await guarded(ref, () => reconcile(deps, ref, kept, options));
     } finally {
       await kept.stop();
       // A real crash never gets here: its lock, no longer extended, expires after its 30 s.
@@ -102,12 +102,16 @@ async function planWithReads(
   facts: PlanFacts,
 ): Promise<{ plan: StepPlan; facts: PlanFacts } | { outcome: StepOutcome }> {
   let current = facts;
-  // Each fact is read at most once: pods, slots, the watched Job's Secret, the state Secret, a lock holder.
-  for (let reads = 0; reads <= 5; reads += 1) {
+  // Each fact is read at most once: the Jobs, pods, slots, the watched Job's Secret, the state Secret, a
+  // lock holder.
+  for (let reads = 0; reads <= 6; reads += 1) {
     const planned = planStep(current);
     if (planned.kind === 'plan') return { plan: planned, facts: current };
     const { snap } = current;
     switch (planned.read) {
+      case 'jobs':
+        current = { ...current, snap: await withJobs(source.reader, snap) };
+        break;
       case 'pods':
         current = { ...current, pods: await readPods(source.reader, snap) };
         break;
@@ -167,13 +171,22 @@ function factsOf(deps: Pick<StepDeps, 'clock' | 'config'>, snapshot: Snapshot, h
   };
 }
 
+/**
+ * How a step reads its object: its Jobs left out at rest (src/core/jobs-read.ts) unless the caller says a
+ * Job may have changed (`listJobs`: a Job's or pod's event, the sweep) or a held pod is to be judged.
+ */
+function snapshotOptions(options: StepOptions): SnapshotOptions {
+  return { skipJobsAtRest: options.listJobs !== true && options.heldPod === undefined };
+}
+
 async function reconcile(
   deps: StepDeps,
   ref: ObjectRef,
   lock: KeptStepLock,
-  heldPod: HeldPod | undefined,
+  options: StepOptions,
 ): Promise<StepOutcome> {
-  const snapshot = await readSnapshot(deps.kube.reader, ref);
+  const { heldPod } = options;
+  const snapshot = await readSnapshot(deps.kube.reader, ref, snapshotOptions(options));
   // A pod whose owner is gone has no reader left (its namespace being deleted, a finalizer removed by
   // hand): released now, not at the next sweep. Absent is done.
   if (heldPod !== undefined && heldPodOwnerGone(heldPod, snapshot?.uid))
@@ -192,7 +205,8 @@ async function reconcile(
   for (let round = 0; round < MAX_PLANS + MAX_SKIPPED_JOB_NAMES; round += 1) {
     const planned = await planWithReads(planReadsOf(deps), facts);
     if ('outcome' in planned) return planned.outcome;
-    const performance = { deps, snap: snapshot, plan: planned.plan, writes, lock };
+    // The snapshot as planned: with its Jobs when the planner asked for them.
+    const performance = { deps, snap: planned.facts.snap, plan: planned.plan, writes, lock };
     let performed: Performed;
     try {
       performed = await perform(performance, moveOnly);
@@ -210,7 +224,7 @@ async function reconcile(
       if (gotThrough(performed.outcome) && stillOurs(planned.plan, performed.outcome))
         await clearRefusal(writes);
       if (stillOurs(planned.plan, performed.outcome))
-        await deps.metrics.objectSeen(objectFiguresOf(snapshot, writes.current));
+        await deps.metrics.objectSeen(objectFiguresOf(planned.facts.snap, writes.current));
       else await deps.metrics.objectGone(snapshot.ref);
       return observed(performed.outcome, snapshot, writes);
     }
@@ -297,8 +311,13 @@ function observed(outcome: StepOutcome, snapshot: Snapshot, writes: ObjectWrites
 }
 
 /** A dry run: the same reads and plan, no lock and no write. */
-function explain(deps: StepDeps, ref: ObjectRef, heldPod: HeldPod | undefined): Promise<StepOutcome> {
-  return explainStep({ reads: planReadsOf(deps), clock: deps.clock, config: deps.config }, ref, heldPod);
+function explain(deps: StepDeps, ref: ObjectRef, options: StepOptions): Promise<StepOutcome> {
+  return explainStep(
+    { reads: planReadsOf(deps), clock: deps.clock, config: deps.config },
+    ref,
+    options.heldPod,
+    snapshotOptions(options),
+  );
 }
 
 /**
@@ -310,8 +329,9 @@ export async function explainStep(
   deps: { reads: PlanReads; clock: StepDeps['clock']; config: StepDeps['config'] },
   ref: ObjectRef,
   heldPod?: HeldPod,
+  read: SnapshotOptions = {},
 ): Promise<StepOutcome> {
-  const snapshot = await readSnapshot(deps.reads.reader, ref);
+  const snapshot = await readSnapshot(deps.reads.reader, ref, read);
   if (!snapshot) return outcomeOf(ref, 'ObjectGone');
   const planned = await planWithReads(deps.reads, factsOf(deps, snapshot, heldPod));
   return 'outcome' in planned ? planned.outcome : describePlan(planned.plan);

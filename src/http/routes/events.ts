@@ -242,7 +242,12 @@ export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: Au
       const heldPod = lookup.heldPod ?? (subject.kind === 'Pod' ? heldPodOf(subject) : undefined);
       // Settling remembers the version the step left (src/settle/settle.ts); the event's own is kept here.
       const { outcome, resolved } = await inFlight.track(() =>
-        deps.settle(ref, { log: eventLog, ...(heldPod !== undefined ? { heldPod } : {}) }),
+        deps.settle(ref, {
+          log: eventLog,
+          ...(heldPod !== undefined ? { heldPod } : {}),
+          // A Job's or pod's news is about what only the Job list shows (src/core/jobs-read.ts).
+          ...(subject.kind === 'Job' || subject.kind === 'Pod' ? { listJobs: true } : {}),
+        }),
       );
       // The requeue a deferral schedules does not carry the held pod, so the pod would wait for the sweep:
       // the source sends this event again instead (429 is retried by Knative's sources and the relay).

@@ -98,9 +98,9 @@ describe('API requests per step', () => {
     const noop = await counted(ref);
     expect(noop.outcome).toMatchObject({ action: 'none', reason: 'UpToDate' });
     print('no-op step', noop.counts);
-    // get object, list Jobs: nothing else is read when nothing runs and nothing is due, and nothing written
-    // (the block-move annotation is decided from the object read).
-    expect(noop.counts.byRequest).toEqual({ 'get terraformmachines': 1, 'list jobs': 1 });
+    // get object: nothing of it runs (no block-move annotation, no status.activeJob), so an idle plan needs
+    // no Job list (src/core/jobs-read.ts), and nothing is written.
+    expect(noop.counts.byRequest).toEqual({ 'get terraformmachines': 1 });
 
     const { PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
     await env.custom.patchNamespacedCustomObject(
@@ -117,9 +117,10 @@ describe('API requests per step', () => {
     const second = await counted(ref);
     expect(second.outcome.action).toBe('created');
     print('Job-creating step (steady state)', second.counts);
-    // The pods are listed (a Job was seen before); an apply of a provisioned object reads its state Secret
-    // first (never applied from lost state), beside the plan key: two Secret reads; the runner identity in
-    // place costs two reads and no write; the block-move annotation is one metadata patch.
+    // The decision to start lists the Jobs (the object read alone showed nothing runs) and the pods (a Job
+    // was seen before); an apply of a provisioned object reads its state Secret first (never applied from
+    // lost state), beside the plan key: two Secret reads; the runner identity in place costs two reads and
+    // no write; the block-move annotation is one metadata patch.
     expect(second.counts.byRequest).toEqual({
       'get terraformmachines': 1,
       'list jobs': 1,

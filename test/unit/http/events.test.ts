@@ -196,7 +196,10 @@ describe('POST /events: owned objects map to their owner', () => {
     expect(t.calls).toEqual([
       {
         ref: owner,
-        options: { heldPod: { name: 'captf-m-m1-apply-a1-abcdef-x7k2p', ownerUid: 'uid-m1' } },
+        options: {
+          heldPod: { name: 'captf-m-m1-apply-a1-abcdef-x7k2p', ownerUid: 'uid-m1' },
+          listJobs: true,
+        },
       },
     ]);
   });
@@ -214,8 +217,9 @@ describe('POST /events: owned objects map to their owner', () => {
         namespace: 'team-a',
       });
     expect(t.calls).toEqual([
-      { ref: owner, options: { heldPod: { name: 'p-held', ownerUid: 'uid-m1' } } },
-      { ref: owner, options: {} },
+      // A pod's news is the Job list's: the step lists the Jobs (src/core/jobs-read.ts).
+      { ref: owner, options: { heldPod: { name: 'p-held', ownerUid: 'uid-m1' }, listJobs: true } },
+      { ref: owner, options: { listJobs: true } },
     ]);
   });
 

@@ -1,0 +1,109 @@
+import { describe, expect, it } from 'vitest';
+import { BLOCK_MOVE_ANNOTATION } from '../../../src/core/block-move.ts';
+import { type JobsEvidence, jobsListSkippable } from '../../../src/core/jobs-read.ts';
+import { planStep } from '../../../src/core/planner.ts';
+import { FINALIZER } from '../../../src/core/preamble.ts';
+import type { Snapshot } from '../../../src/core/snapshot.ts';
+import type { TargetStatus } from '../../../src/schemas/kinds/target.ts';
+import { TerraformMachineSpecSchema } from '../../../src/schemas/kinds/terraform-machine.ts';
+import { iso, T0 } from './builders.ts';
+
+// Issue 22: a step about an object at rest plans from the object alone; any decision but idle lists the
+// Jobs first, so nothing starts, waits or is bookkept from an unlisted snapshot.
+
+const attempts = { apply: { last: 1, recorded: 1, failures: 0, interruptions: 0, lockContentions: 0 } };
+const atRest: TargetStatus = {
+  attempts,
+  stateSuffix: 'm-m-a',
+  lastSuccess: { apply: iso(-60), drift: iso(-60) },
+  appliedInputsHash: 'h1',
+  lastRun: { op: 'apply', result: 'succeeded' } as never,
+};
+const evidence: JobsEvidence = { meta: {}, status: atRest };
+
+describe('jobsListSkippable', () => {
+  it('JR1 an object that shows nothing runs, its retries and state suffix recorded, is planned unlisted', () => {
+    expect(jobsListSkippable(evidence)).toBe(true);
+    expect(jobsListSkippable({ meta: { annotations: { other: '' } }, status: atRest })).toBe(true);
+  });
+
+  const listed: [string, JobsEvidence][] = [
+    [
+      'the block-move annotation (a Job may run)',
+      { ...evidence, meta: { annotations: { [BLOCK_MOVE_ANNOTATION]: '' } } },
+    ],
+    [
+      'status.activeJob',
+      {
+        ...evidence,
+        status: { ...atRest, activeJob: { name: 'j', op: 'apply', attempt: 2, startedAt: iso(0) } },
+      },
+    ],
+    ['a deletion (the finalize reads the Jobs)', { ...evidence, meta: { deletionTimestamp: iso(0) } }],
+    ['a status that does not parse', { ...evidence, statusUnreadable: ['status.lastRun'] }],
+    [
+      'no stored retry state (it would come from the records)',
+      { ...evidence, status: { ...atRest, attempts: undefined } },
+    ],
+    [
+      'no recorded state suffix (a Job would name it)',
+      { ...evidence, status: { ...atRest, stateSuffix: undefined } },
+    ],
+  ];
+  it.each(listed)('JR2 %s: the Jobs are listed', (_name, object) => {
+    expect(jobsListSkippable(object)).toBe(false);
+  });
+});
+
+describe('planning from an unlisted snapshot', () => {
+  const snap = (over: Partial<Snapshot> = {}): Snapshot => ({
+    ref: { kind: 'TerraformMachine', namespace: 'team-a', name: 'm-a' },
+    uid: 'uid-1',
+    generation: 1,
+    resourceVersion: '7',
+    meta: { finalizers: [FINALIZER] },
+    spec: TerraformMachineSpecSchema.parse({ source: { image: 'registry.example.com/m:1' } }),
+    status: atRest,
+    paused: false,
+    jobs: [],
+    records: [],
+    jobsUnread: true,
+    referencedSecrets: new Map(),
+    variablesSecretOptIns: new Map(),
+    inputsHash: 'h1',
+    ...over,
+  });
+  const facts = (s: Snapshot) => ({
+    snap: s,
+    now: T0,
+    config: { runnerImage: 'runner:test', maxActiveJobs: 200, clusterMaxActiveJobs: 20 },
+  });
+
+  it('JR3 idle: planned without the Jobs, and nothing else is read', () => {
+    const planned = planStep(facts(snap()));
+    expect(planned).toMatchObject({ kind: 'plan', move: { kind: 'rest' }, outcome: { reason: 'UpToDate' } });
+  });
+
+  it('JR4 a start (the inputs changed) asks for the Jobs first', () => {
+    expect(planStep(facts(snap({ inputsHash: 'h2' })))).toEqual({ kind: 'read', read: 'jobs' });
+  });
+
+  it('JR5 a spec that does not parse asks for the Jobs first (its wait prunes and reads records)', () => {
+    expect(planStep(facts(snap({ spec: undefined, specProblem: 'bad' })))).toEqual({
+      kind: 'read',
+      read: 'jobs',
+    });
+  });
+
+  it('JR6 the same snapshot listed plans the same idle rest', () => {
+    const { jobsUnread: _unread, ...listed } = snap();
+    const unlisted = planStep(facts(snap()));
+    const read = planStep(facts(listed));
+    if (unlisted.kind !== 'plan' || read.kind !== 'plan') throw new Error('expected plans');
+    // The redactor is a closure: compared by what it does.
+    const { redactor: r1, ...plain1 } = unlisted;
+    const { redactor: r2, ...plain2 } = read;
+    expect(plain2).toEqual(plain1);
+    expect(r2.redact('x')).toBe(r1.redact('x'));
+  });
+});
