@@ -35,14 +35,12 @@ import { CLONED_FROM_NAME_ANNOTATION, PAUSED_ANNOTATION } from '../src/core/clus
 import { LABELS } from '../src/core/job-labels.ts';
 import { WAIT_TABLE } from '../src/core/wait-table.ts';
 import { localStepFactory } from '../src/local/controller-main.ts';
-import { kubectlFor } from '../src/local/kubectl.ts';
 import {
   LOCAL_RUNNER_IMAGE,
   type LocalController,
   startLocalController,
-  startLocalNode,
 } from '../src/local/local-controller.ts';
-import type { ManagedProcess } from '../src/local/process.ts';
+import { type RealNode, startRealNode } from '../src/local/real-node/real-node.ts';
 import { startLocalStack } from '../src/local/stack.ts';
 import { prepareWorkloadNamespace } from '../src/local/workload-namespace.ts';
 import type { WaitReason } from '../src/schemas/kinds/wait-reason.ts';
@@ -212,7 +210,7 @@ const apis = makeKubeApis(loadKubeConfig({ kind: 'file', path: stack.info.kubeco
 const redis: RedisAdapter = createRedisAdapter({ url: stack.info.redisUrl, keyPrefix: KEY_PREFIX });
 await redis.waitUntilReady(10_000);
 let controller: LocalController | undefined;
-let probeNode: ManagedProcess | undefined;
+let probeNode: RealNode | undefined;
 
 async function create(object: Obj): Promise<void> {
   await custom.createNamespacedCustomObject({
@@ -349,8 +347,8 @@ try {
   const convSteps = loggedSteps(handlerLogs()).filter((s) => s.namespace === NS.conv);
   const stepsByObject = new Map<string, number>();
   for (const step of convSteps) stepsByObject.set(step.name, (stepsByObject.get(step.name) ?? 0) + 1);
-  // Counted; now the converged run's Jobs go (their pods' directories on the local node hold a copy of
-  // the runner each, 125 MB), before the floor runs as many again.
+  // Counted; now the converged run's Jobs go (their pods' emptyDirs on the node hold a copy of the
+  // runner each, 125 MB), before the floor runs as many again.
   await apis.batch.deleteCollectionNamespacedJob({ namespace: NS.conv, propagationPolicy: 'Background' });
   await waitPodsGone(NS.conv);
   log(`converged in ${(wall1 / 1000).toFixed(1)} s; the floor: the same Jobs from a bare client`);
@@ -954,14 +952,13 @@ try {
     note: 'main-thread CPU of one in-process handler, HTTP route included',
   });
 
-  log('per step: Job-creating and bookkeeping steps (a local node, no relay: only the measured steps run)');
-  probeNode = await startLocalNode({
-    kubectl: kubectlFor(stack.info.kubectlPath, stack.info.kubeconfigPath),
-    kubeconfigPath: stack.info.kubeconfigPath,
-    kubeletTls: stack.info.kubeletTls,
+  log('per step: Job-creating and bookkeeping steps (a real node, no relay: only the measured steps run)');
+  probeNode = await startRealNode({
+    stack: stack.info,
     nodeName: 'captf-local-node',
-    workDir: join(workDir, 'probe'),
+    dir: join(workDir, 'probe'),
     logDir: join(workDir, 'logs'),
+    log,
   });
   /** Steps each probe until a step answers `action`, at most `attempts` steps each. */
   const stepEachUntil = async (names: readonly string[], action: string, attempts: number) => {
@@ -1166,7 +1163,7 @@ try {
   await handlers.close();
 } finally {
   await controller?.stop().catch(() => undefined);
-  await probeNode?.stop(15_000).catch(() => undefined);
+  await probeNode?.stop().catch(() => undefined);
   await redis.close();
   report.print();
   const totalSeconds = (performance.now() - benchStarted) / 1000;

@@ -206,7 +206,7 @@ export async function runFloor(
       if (condition === undefined || done.has(job.metadata.name)) return;
       done.add(job.metadata.name);
       if (condition.type === 'Failed') failedJobs += 1;
-      // A finished pod keeps its directory on the local node (the runner's copy alone is 125 MB) until it
+      // A finished pod keeps its emptyDir on the node (the runner's copy alone is 125 MB) until it
       // is deleted: the floor's Jobs go as they finish, so 2 × the fleet's pods never fill the disk.
       if (condition.type === 'Complete')
         void client

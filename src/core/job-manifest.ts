@@ -246,8 +246,8 @@ export function buildJobManifest(input: JobManifestInput): JobManifest {
               image: input.image,
               // The module image needs no shell and no loader of its own (section 10): the runner brings both.
               command: [LOADER, '--library-path', LIBS, RUNNER],
-              // Every path is named, even the runner's defaults (the image contract, section 10): a node
-              // without mount namespaces (the local node) maps only the paths it sees on the command line.
+              // Every path is named, even the runner's defaults (the image contract, section 10): the Job
+              // spec alone says where the pod reads and writes, whatever runner version the image holds.
               args: [
                 'run',
                 `--op=${input.op}`,

@@ -6,8 +6,7 @@
 // (src/local/capi-manager.ts), as on a management cluster. `up --no-sample` starts everything but the sample;
 // `--events=knative` replaces the relay and timer with Knative's own ApiServerSource and PingSource
 // adapters; `--redis=cluster` (or `sentinel`) runs the controller on a Redis Cluster (or under Sentinel).
-// Job pods run on a real node (kubelet, containerd, runc: src/local/real-node/; needs root) unless
-// `--node=stand-in` asks for the process-based stand-in (src/local/node/).
+// Job pods run on a real node (kubelet, containerd, runc: src/local/real-node/; needs root).
 import { rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,10 +16,8 @@ import { kubectlFor } from './kubectl.ts';
 import { runLiveView } from './live-view.ts';
 import {
   LOCAL_EVENT_PATHS,
-  LOCAL_NODE_KINDS,
   type LocalController,
   type LocalEventPath,
-  type LocalNodeKind,
   startLocalController,
 } from './local-controller.ts';
 import {
@@ -46,7 +43,6 @@ interface UpOptions {
   withSample: boolean;
   events: LocalEventPath;
   redis: LocalRedisTopology;
-  node: LocalNodeKind;
 }
 
 async function up(options: UpOptions): Promise<void> {
@@ -89,7 +85,6 @@ async function up(options: UpOptions): Promise<void> {
         stack: info,
         workDir: info.workDir,
         events: options.events,
-        node: options.node,
         log,
       }).then((c) => {
         controller = c;
@@ -125,7 +120,7 @@ async function up(options: UpOptions): Promise<void> {
       `  Cluster API v${info.versions.clusterApi} core manager: kubectl get clusters,machinedeployments,machines -A`,
     );
     log(
-      `  logs ${controller.logDir}/{controller,${eventLogs},${options.node === 'real' ? 'kubelet,containerd,registry' : 'local-node'},capi-manager}.log and the control plane's`,
+      `  logs ${controller.logDir}/{controller,${eventLogs},kubelet,containerd,registry,capi-manager}.log and the control plane's`,
     );
     if (!withSample) {
       log('no sample applied (--no-sample); press Ctrl-C to stop');
@@ -185,7 +180,7 @@ function describeRedis(topology: LocalStack['info']['redis']): string {
 
 /** Reads `up`'s flags; undefined (after printing the usage) when one is unknown. */
 function parseUp(args: string[]): UpOptions | undefined {
-  const options: UpOptions = { withSample: true, events: 'relay', redis: 'single', node: 'real' };
+  const options: UpOptions = { withSample: true, events: 'relay', redis: 'single' };
   for (const arg of args) {
     const [flag, value] = arg.split('=', 2);
     if (arg === '--no-sample') options.withSample = false;
@@ -193,8 +188,6 @@ function parseUp(args: string[]): UpOptions | undefined {
       options.events = value as LocalEventPath;
     else if (flag === '--redis' && LOCAL_REDIS_TOPOLOGIES.some((topology) => topology === value))
       options.redis = value as LocalRedisTopology;
-    else if (flag === '--node' && LOCAL_NODE_KINDS.some((kind) => kind === value))
-      options.node = value as LocalNodeKind;
     else return undefined;
   }
   return options;
@@ -204,7 +197,7 @@ const [command = 'up', ...flags] = process.argv.slice(2);
 const upOptions = command === 'up' ? parseUp(flags) : undefined;
 if (upOptions === undefined) {
   console.error(
-    `usage: node src/local/cli.ts up [--no-sample] [--events=${LOCAL_EVENT_PATHS.join('|')}] [--redis=${LOCAL_REDIS_TOPOLOGIES.join('|')}] [--node=${LOCAL_NODE_KINDS.join('|')}] (got: ${process.argv.slice(2).join(' ')})`,
+    `usage: node src/local/cli.ts up [--no-sample] [--events=${LOCAL_EVENT_PATHS.join('|')}] [--redis=${LOCAL_REDIS_TOPOLOGIES.join('|')}] (got: ${process.argv.slice(2).join(' ')})`,
   );
   process.exit(2);
 }

@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import type { BinaryPaths } from './binaries.ts';
-import { CA_EXTENSIONS, issueCertificate, LOOPBACK_SERVER_EXTENSIONS } from './certificates.ts';
+import { CA_EXTENSIONS, issueCertificate } from './certificates.ts';
 import { freePort } from './ports.ts';
 import { type ManagedProcess, startProcess, waitUntilHealthy } from './process.ts';
 
@@ -33,11 +33,8 @@ export interface ControlPlane {
  */
 export interface KubeletTls {
   caPath: string;
-  /** The CA's key: a real node's kubelet gets a serving certificate for its own address from it. */
+  /** The CA's key: each node's kubelet gets a serving certificate for its own address from it. */
   caKeyPath: string;
-  /** A serving certificate for `127.0.0.1` (every local node's InternalIP), signed by the CA. */
-  certPath: string;
-  keyPath: string;
 }
 
 export interface ControlPlaneOptions {
@@ -246,8 +243,8 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
 export const KUBELET_CLIENT_CN = 'kube-apiserver-kubelet-client';
 
 /**
- * Writes the kubelet CA, the API server's kubelet client certificate and the local nodes' serving
- * certificate into `pki` (src/local/certificates.ts).
+ * Writes the kubelet CA and the API server's kubelet client certificate into `pki`
+ * (src/local/certificates.ts); each node issues its own serving certificate from the CA.
  */
 function makeKubeletCertificates(pki: string): KubeletTls {
   const ca = issueCertificate({
@@ -267,14 +264,7 @@ function makeKubeletCertificates(pki: string): KubeletTls {
     ],
     issuer: ca,
   });
-  const serving = issueCertificate({
-    dir: pki,
-    name: 'local-node-serving',
-    subject: '/CN=captf-local-node',
-    extensions: LOOPBACK_SERVER_EXTENSIONS,
-    issuer: ca,
-  });
-  return { caPath: ca.certPath, caKeyPath: ca.keyPath, ...serving };
+  return { caPath: ca.certPath, caKeyPath: ca.keyPath };
 }
 
 function kubeconfig(server: string, caPath: string, token: string): string {

@@ -27,12 +27,8 @@ import type { StackInfo } from './stack.ts';
 export const LOCAL_EVENT_PATHS = ['relay', 'knative'] as const;
 export type LocalEventPath = (typeof LOCAL_EVENT_PATHS)[number];
 
-/** The controller's `--runner-image` in the local run: the node maps it to infra/local/images/runner/. */
+/** The controller's `--runner-image` in the local run: the real node's registry serves it (src/local/real-node/images.ts). */
 export const LOCAL_RUNNER_IMAGE = 'captf.local/runner:dev';
-
-/** The nodes the local run can run its Job pods on. */
-export const LOCAL_NODE_KINDS = ['stand-in', 'real'] as const;
-export type LocalNodeKind = (typeof LOCAL_NODE_KINDS)[number];
 
 /** Options of {@link startLocalController}. */
 export interface LocalControllerOptions {
@@ -61,11 +57,6 @@ export interface LocalControllerOptions {
   logLevel?: 'info' | 'debug';
   /** Image directories the node searches after the local images (tests add test/fixtures/images). */
   imageDirs?: readonly string[];
-  /**
-   * The node that runs the Job pods: the stand-in (src/local/node/, default) or a real kubelet with
-   * containerd and runc (src/local/real-node/; needs root, see its preflight).
-   */
-  node?: LocalNodeKind;
   /**
    * Handler processes; default 1 (`npm start`, the tests: one `controller.log`). With more, each listens on
    * its own port (logs `controller-<i>.log`) behind a loopback round-robin balancer (src/local/balancer.ts)
@@ -96,8 +87,8 @@ export interface LocalController {
    */
   token: string | undefined;
   nodeName: string;
-  /** The real node (its registry and image digests), when `node: 'real'`. */
-  realNode: RealNode | undefined;
+  /** The real node that runs the Job pods (kubelet, containerd, runc): its registry and image digests. */
+  realNode: RealNode;
   /** Knative's adapters, when they are the event path. */
   knative: KnativeSources | undefined;
   logDir: string;
@@ -133,81 +124,6 @@ export function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
     ...rest
   } = process.env;
   return { ...rest, ...extra };
-}
-
-/** Whether the Node object reports Ready=True. */
-async function nodeReady(kubectl: Kubectl, nodeName: string): Promise<boolean> {
-  const status = await kubectl.run([
-    'get',
-    'node',
-    nodeName,
-    '-o',
-    'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
-  ]);
-  return status.trim() === 'True';
-}
-
-/** Where and as what the local node runs. */
-export interface LocalNodeOptions {
-  kubectl: Kubectl;
-  kubeconfigPath: string;
-  /** The control plane's certificates for the node's kubelet API (`kubectl logs`). */
-  kubeletTls: StackInfo['kubeletTls'];
-  nodeName: string;
-  /** Taint the node so only pods tolerating it run there (`--dedicated`): a test run's node on a shared stack. */
-  dedicated?: boolean;
-  /** The node keeps its pod directories under `<workDir>/node`. */
-  workDir: string;
-  logDir: string;
-  /** Image directories searched after the local images. */
-  imageDirs?: readonly string[];
-}
-
-/**
- * Starts the local node (src/local/node/) with the local images and waits until its Node is Ready.
- * Throws with the node's log tail when it does not get there; the caller stops the returned process.
- */
-export async function startLocalNode(options: LocalNodeOptions): Promise<ManagedProcess> {
-  const node = startProcess(
-    'local-node',
-    process.execPath,
-    [
-      ...CHILD_NODE_FLAGS,
-      join(repoRoot, 'src', 'local', 'node', 'main.ts'),
-      '--kubeconfig',
-      options.kubeconfigPath,
-      '--images',
-      join(repoRoot, 'infra', 'local', 'images'),
-      ...(options.imageDirs ?? []).flatMap((dir) => ['--images', dir]),
-      '--node-name',
-      options.nodeName,
-      '--state-dir',
-      join(options.workDir, 'node'),
-      '--unregister-on-stop',
-      '--tls-cert-file',
-      options.kubeletTls.certPath,
-      '--tls-private-key-file',
-      options.kubeletTls.keyPath,
-      '--client-ca-file',
-      options.kubeletTls.caPath,
-      ...(options.dedicated ? ['--dedicated'] : []),
-    ],
-    options.logDir,
-    childEnv({}),
-  );
-  try {
-    await waitUntilHealthy(
-      node,
-      'Ready',
-      () => nodeReady(options.kubectl, options.nodeName),
-      READY_TIMEOUT_MS,
-      500,
-    );
-  } catch (error) {
-    await node.stop(STOP_GRACE_MS);
-    throw error;
-  }
-  return node;
 }
 
 /**
@@ -254,34 +170,18 @@ export async function startLocalController(options: LocalControllerOptions): Pro
     await realNode?.stop();
   };
   try {
-    log(`starting the ${options.node === 'real' ? 'real' : 'local'} node ${nodeName}`);
+    log(`starting the node ${nodeName} (kubelet, containerd, runc)`);
     // A test run names its own node and pins its Jobs to it; the main job's node runs every pod.
     const dedicated = options.nodeName !== undefined;
-    if (options.node === 'real')
-      realNode = await startRealNode({
-        stack,
-        dir: join(options.workDir, 'node'),
-        logDir,
-        nodeName,
-        ...(dedicated
-          ? { taints: [{ key: DEDICATED_TAINT_KEY, value: nodeName, effect: 'NoSchedule' }] }
-          : {}),
-        ...(options.imageDirs === undefined ? {} : { imageDirs: options.imageDirs }),
-        log,
-      });
-    else
-      started.push(
-        await startLocalNode({
-          kubectl,
-          kubeconfigPath: stack.kubeconfigPath,
-          kubeletTls: stack.kubeletTls,
-          nodeName,
-          dedicated,
-          workDir: options.workDir,
-          logDir,
-          ...(options.imageDirs === undefined ? {} : { imageDirs: options.imageDirs }),
-        }),
-      );
+    realNode = await startRealNode({
+      stack,
+      dir: join(options.workDir, 'node'),
+      logDir,
+      nodeName,
+      ...(dedicated ? { taints: [{ key: DEDICATED_TAINT_KEY, value: nodeName, effect: 'NoSchedule' }] } : {}),
+      ...(options.imageDirs === undefined ? {} : { imageDirs: options.imageDirs }),
+      log,
+    });
 
     const token = events === 'knative' ? undefined : randomBytes(32).toString('base64url');
     const auth: Record<string, string> =

@@ -34,7 +34,7 @@ const MINUTE = 60_000;
 let run: E2eRun;
 
 beforeAll(async () => {
-  run = await startE2eRun('faults', { node: 'real' });
+  run = await startE2eRun('faults');
 }, 3 * MINUTE);
 
 afterAll(async () => {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -11,7 +11,6 @@ import { type Kubectl, kubectlFor } from '../../src/local/kubectl.ts';
 import {
   type LocalController,
   type LocalEventPath,
-  type LocalNodeKind,
   startLocalController,
 } from '../../src/local/local-controller.ts';
 import { prepareWorkloadNamespace } from '../../src/local/workload-namespace.ts';
@@ -125,11 +124,6 @@ export interface E2eRun {
   keyPrefix: string;
   controller: LocalController;
   kubectl: Kubectl;
-  /**
-   * The stand-in node's pod work directories (its container logs); nothing is there on a real node, whose
-   * container logs are read as a cluster gives them (`containerLog`, `kubectl logs`).
-   */
-  podsDir: string;
   close(): Promise<void>;
 }
 
@@ -148,11 +142,6 @@ export interface E2eRunOptions {
   logLevel?: 'info' | 'debug';
   /** Image directories the node searches after the local images (test/fixtures/images, for one). */
   imageDirs?: readonly string[];
-  /**
-   * The node that runs the Job pods: default a real kubelet with containerd and runc (src/local/real-node/);
-   * `stand-in` for the process-based stand-in (src/local/node/).
-   */
-  node?: LocalNodeKind;
 }
 
 /** Starts the local run's controller on the test stack with its own node, Redis keys and namespace. */
@@ -177,7 +166,6 @@ export async function startE2eRun(label: string, options: E2eRunOptions = {}): P
     ...(options.syncPeriodSeconds === undefined ? {} : { syncPeriodSeconds: options.syncPeriodSeconds }),
     ...(options.logLevel === undefined ? {} : { logLevel: options.logLevel }),
     ...(options.imageDirs === undefined ? {} : { imageDirs: options.imageDirs }),
-    node: options.node ?? 'real',
     nodeName,
     keyPrefix,
     // One API server serves every test file: a run steps its own namespace only, never another's leftovers.
@@ -191,7 +179,6 @@ export async function startE2eRun(label: string, options: E2eRunOptions = {}): P
     keyPrefix,
     controller,
     kubectl: controller.kubectl,
-    podsDir: join(workDir, 'node', 'pods'),
     close: async () => {
       // The controller stops first (a running one would put back the finalizers removed below), then the
       // finalizers go: with the controller gone nobody would remove them and the namespace would hang.
@@ -381,24 +368,6 @@ export async function podsOfJob(run: E2eScope, job: string): Promise<string[]> {
  */
 export async function containerLog(run: E2eScope, pod: string, container: string): Promise<string> {
   return run.kubectl.run(['logs', pod, '-c', container, '-n', run.namespace]).catch(() => '');
-}
-
-/** The `source` container log of a pod on the stand-in node ('' until it starts). */
-export function sourceLog(run: E2eRun, podUid: string): string {
-  try {
-    return readFileSync(join(run.podsDir, podUid, 'containers', 'source', 'log'), 'utf8');
-  } catch {
-    return '';
-  }
-}
-
-/** Uids of the pod directories on the stand-in node. */
-export function podDirs(run: E2eRun): string[] {
-  try {
-    return readdirSync(run.podsDir);
-  } catch {
-    return [];
-  }
 }
 
 /** The condition `type` of an object, if written. */

@@ -22,7 +22,7 @@ const MINUTE = 60_000;
 let run: E2eRun;
 
 beforeAll(async () => {
-  run = await startE2eRun('real-node', { node: 'real' });
+  run = await startE2eRun('real-node');
 }, 3 * MINUTE);
 
 afterAll(async () => {

@@ -1,5 +1,4 @@
-import type { CoreV1Api } from '@kubernetes/client-node';
-import { httpStatusOf } from '../../src/local/node/node-api.ts';
+import { ApiException, type CoreV1Api } from '@kubernetes/client-node';
 
 /**
  * The name of a Node that exists and that no kubelet serves: a pod bound to it stays as the test leaves it
@@ -24,7 +23,8 @@ export async function parkedNode(core: CoreV1Api): Promise<string> {
       },
     });
   } catch (error) {
-    if (httpStatusOf(error) !== 409) throw error;
+    // 409 AlreadyExists: another file made it first.
+    if (!(error instanceof ApiException && error.code === 409)) throw error;
   }
   return PARKED_NODE;
 }

@@ -4,6 +4,12 @@ import { type CertificateFiles, issueCertificate } from '../certificates.ts';
 import { type ManagedProcess, startProcess } from '../process.ts';
 import type { HostNames } from './host.ts';
 
+/**
+ * Label of every Node the local run's kubelets register (`captf.io/local-node=true`): a test of the shared
+ * stack tells them from any other Node.
+ */
+export const LOCAL_NODE_LABEL = 'captf.io/local-node';
+
 /** Where and as what one real node's kubelet runs. */
 export interface KubeletOptions {
   kubelet: string;
@@ -103,6 +109,7 @@ export function startKubelet(options: KubeletOptions): ManagedProcess {
       `--cert-dir=${pki}`,
       `--hostname-override=${options.nodeName}`,
       `--node-ip=${options.nodeIp}`,
+      `--node-labels=${LOCAL_NODE_LABEL}=true`,
       '--v=1',
     ],
     options.logDir,

@@ -11,7 +11,7 @@ import {
 } from '@kubernetes/client-node';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LOCAL_NODE_LABEL } from '../../../src/local/node/node-registration.ts';
+import { LOCAL_NODE_LABEL } from '../../../src/local/real-node/kubelet.ts';
 import { testStack } from '../../env/index.ts';
 import { PARKED_NODE } from '../../env/parked-node.ts';
 
