@@ -406,6 +406,49 @@ describe.concurrent('runs that go wrong, on the real stack', () => {
   );
 
   it(
+    'a running Job deleted by a user: the kubelet SIGTERMs the runner, which interrupts OpenTofu and writes its log',
+    async () => {
+      await applyObjects(run, [
+        machine(run, 'job-deleted', {
+          variables: { sleep_seconds: 600 },
+          jobs: { activeDeadlineSeconds: 900, lockTimeoutSeconds: 30 },
+        }),
+      ]);
+      const job = await newestJob('job-deleted', MINUTE);
+      await waitUntilSleeping(job);
+      // Background propagation (kubectl's default): garbage collection deletes the pod with its grace
+      // period and the kubelet sends SIGTERM, as for any Job deleted on a cluster.
+      await run.kubectl.run(['delete', 'job', job, '-n', run.namespace, '--wait=false']);
+
+      // The runner's own log Secret, written as its last act: it got the signal, passed an interrupt to
+      // OpenTofu (whose answer is in the log) and ended before the grace period ran out.
+      const secret = await waitFor(
+        `captf-log-${job} written by the runner`,
+        () =>
+          run.kubectl
+            .run(['get', 'secret', `captf-log-${job}`, '-n', run.namespace, '-o', 'json'])
+            .then(
+              (out) =>
+                JSON.parse(out) as {
+                  metadata: { annotations: Record<string, string> };
+                  data: { log: string };
+                },
+            )
+            .catch(() => undefined),
+        (found) => found !== undefined,
+        2 * MINUTE,
+      );
+      expect(secret?.metadata.annotations['captf.io/log-complete']).toBe('true');
+      expect(secret?.metadata.annotations['captf.io/log-source']).toBeUndefined();
+      const log = Buffer.from(secret?.data.log ?? '', 'base64').toString('utf8');
+      expect(log).toContain('received SIGTERM: stopping');
+      expect(log).toContain('Interrupt received');
+      expect(log).not.toContain('did not stop within');
+    },
+    6 * MINUTE,
+  );
+
+  it(
     'a stale lock left by a killed run is force-unlocked by the next Job (ForceUnlocked), which then applies',
     async () => {
       await applyObjects(run, [
@@ -467,7 +510,6 @@ describe('the runner image missing, on the real node', () => {
     "C09: the runner's init container cannot pull its image: ImagePullBackOff naming it, then ImagePullFailed (counted) at the deadline",
     async () => {
       const node = run.controller.realNode;
-      if (node === undefined) throw new Error('the fault suite runs on the real node');
       const { crane } = realNodeBinaries(testStack().binDir);
       const image = `${node.registry}/runner:dev`;
       const saved = `${node.registry}/runner:saved`;

@@ -166,6 +166,15 @@ describe('Job pods on the real kubelet, containerd and runc', () => {
         (status) => status.name === 'source',
       );
       expect(['ErrImagePull', 'ImagePullBackOff']).toContain(source?.state.waiting?.reason);
+      // What an operator reads with `kubectl describe pod`: the waiting container and the kubelet's Events.
+      const described = await run.kubectl.run(['describe', 'pod', podName ?? '', '-n', run.namespace]);
+      expect(described).toMatch(/State:\s+Waiting\s+Reason:\s+(ErrImagePull|ImagePullBackOff)/);
+      expect(described).toMatch(
+        /Warning\s+Failed\s+.*kubelet\s+Failed to pull image "captf\.local\/no-such-module:1"/,
+      );
+      expect(described).toMatch(
+        /BackOff\s+.*kubelet\s+Back-off pulling image "captf\.local\/no-such-module:1"/,
+      );
     },
     4 * MINUTE,
   );
