@@ -112,6 +112,15 @@ interface PodSpec {
   initContainers?: { name: string; env?: { name: string }[] }[];
 }
 
+/**
+ * The Deployments of the default flavour that run the controller image (infra/deployment/controller.yaml):
+ * their images and Redis URL are the Knative Service's variables.
+ */
+const ALWAYS_ON_DEPLOYMENTS: readonly string[] = [
+  'Deployment/captf-controller',
+  'Deployment/captf-secret-relay',
+];
+
 /** The field edits that turn one rendered object into its clusterctl form; none for most objects. */
 function editsOf(doc: Record<string, unknown>): Edit[] {
   const meta = doc.metadata as { name?: string } | undefined;
@@ -132,20 +141,22 @@ function editsOf(doc: Record<string, unknown>): Edit[] {
     ];
   if (doc.kind === 'Deployment') {
     const pod = (doc as { spec: { template: { spec: PodSpec } } }).spec.template.spec;
+    const ours = ALWAYS_ON_DEPLOYMENTS.includes(key);
     return (['containers', 'initContainers'] as const).flatMap((field) =>
       (pod[field] ?? []).flatMap((container, index): Edit[] => {
         const at = ['spec', 'template', 'spec', field, index];
         const image = (v: string) =>
           key === 'Deployment/captf-redis' && container.name === 'redis'
             ? variable('CAPTF_REDIS_IMAGE', canonicalImage(v))
-            : key === 'Deployment/captf-controller'
+            : ours
               ? variable(
                   container.name === 'runner' ? 'CAPTF_RUNNER_IMAGE' : 'CAPTF_CONTROLLER_IMAGE',
                   canonicalImage(v),
                 )
               : canonicalImage(v);
-        if (key !== 'Deployment/captf-controller') return [{ path: [...at, 'image'], value: image }];
-        // The always-on controller (infra/deployment/controller.yaml): the Knative Service's settings.
+        if (!ours) return [{ path: [...at, 'image'], value: image }];
+        // The always-on controller and Secrets' relay (infra/deployment/controller.yaml): the Knative
+        // Service's settings.
         const env = (name: string, value: (current: string) => string): Edit[] => {
           const i = container.env?.findIndex((e) => e.name === name) ?? -1;
           return i < 0 ? [] : [{ path: [...at, 'env', i, 'value'], value }];
