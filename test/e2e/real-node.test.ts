@@ -169,11 +169,12 @@ describe('Job pods on the real kubelet, containerd and runc', () => {
       // What an operator reads with `kubectl describe pod`: the waiting container and the kubelet's Events.
       const described = await run.kubectl.run(['describe', 'pod', podName ?? '', '-n', run.namespace]);
       expect(described).toMatch(/State:\s+Waiting\s+Reason:\s+(ErrImagePull|ImagePullBackOff)/);
+      // kubectl shows each Event's message after its field path (`spec.containers{source}: …`).
       expect(described).toMatch(
-        /Warning\s+Failed\s+.*kubelet\s+Failed to pull image "captf\.local\/no-such-module:1"/,
+        /Warning\s+Failed\s+.*kubelet\s+.*Failed to pull image "captf\.local\/no-such-module:1"/,
       );
       expect(described).toMatch(
-        /BackOff\s+.*kubelet\s+Back-off pulling image "captf\.local\/no-such-module:1"/,
+        /BackOff\s+.*kubelet\s+.*Back-off pulling image "captf\.local\/no-such-module:1"/,
       );
     },
     4 * MINUTE,
