@@ -58,10 +58,17 @@ async function up(options: UpOptions): Promise<void> {
     stopping = true;
     view.abort();
     log('stopping: Cluster API, the event path, handlers, node, then the control plane and Redis');
+    // Each phase says how long it took, so a slow stop names its part.
+    const phase = async (what: string, stop: (() => Promise<void>) | undefined): Promise<void> => {
+      if (stop === undefined) return;
+      const from = Date.now();
+      await stop();
+      log(`stopped ${what} in ${((Date.now() - from) / 1000).toFixed(1)} s`);
+    };
     // First, while the API server is up: its stop removes the webhook configurations.
-    await capi?.stop();
-    await controller?.stop();
-    await stack?.stop();
+    await phase('Cluster API', capi?.stop);
+    await phase('the controller (event path, handlers, node)', controller?.stop);
+    await phase('the control plane and Redis', stack?.stop);
     // The work dir holds etcd data, every pod's files and the local credentials: gone unless asked for.
     if (stack && !process.env.CAPTF_KEEP_STACK) {
       rmSync(stack.info.workDir, { recursive: true, force: true });
