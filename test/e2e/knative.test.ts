@@ -1,7 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createRedisAdapter } from '../../src/adapters/redis/adapter.ts';
+import { refKey } from '../../src/core/object-ref.ts';
 import { VARIABLES_SECRET_LABELS } from '../../src/core/variables-opt-in.ts';
+import { testStack } from '../env/index.ts';
 import {
   applyObjects,
   conditionOf,
@@ -10,6 +13,7 @@ import {
   machine,
   patchObject,
   RESOURCE,
+  readObject,
   sampleDocuments,
   startE2eRun,
   waitFor,
@@ -94,7 +98,7 @@ describeSampleLifecycle(
 
 /** The handlers' `secret woke` lines (src/http/routes/events.ts): a Secret's event and the objects it woke. */
 function secretWakes(): {
-  secret: { namespace: string; name: string };
+  secretRef: { namespace: string; name: string };
   woken: { kind: string; name: string }[];
 }[] {
   return readFileSync(join(run.controller.logDir, 'controller.log'), 'utf8')
@@ -122,8 +126,27 @@ it(
       (o) => o.status?.waitReason === 'WaitingForDependencies',
       MINUTE,
     );
-    // The wait's requeue is 600 s (DESIGN.md section 6) and the sweep only makes sure one exists: within
-    // a minute only the Secret's event can end it.
+    // At rest in its wait: its only requeue is the 600 s safety net (DESIGN.md section 6; the sweep only
+    // makes sure one exists), nothing sooner (an echo of its own write, a cache-lag retry). From here,
+    // within a minute only the Secret's event can end the wait.
+    const redis = createRedisAdapter({ url: testStack().redisUrl, keyPrefix: run.keyPrefix });
+    try {
+      await redis.waitUntilReady(10_000);
+      const member = refKey({ kind: 'TerraformMachine', namespace: run.namespace, name });
+      await waitFor(
+        `${name}'s requeue at the 600 s safety net`,
+        async () => {
+          const at = await redis.schedule.scheduledAt(member);
+          return at.kind === 'scheduled' ? (at.dueMs - Date.now()) / 1000 : undefined;
+        },
+        (seconds) => seconds !== undefined && seconds > 540,
+        MINUTE,
+      );
+    } finally {
+      await redis.close();
+    }
+    const waiting = await readObject(run, RESOURCE.TerraformMachine, name);
+    expect(waiting?.status?.waitReason).toBe('WaitingForDependencies');
     await applyObjects(run, [
       {
         apiVersion: 'v1',
@@ -143,7 +166,7 @@ it(
     // No relay runs and the objects' source watches no Secrets: the Secret's event came from the Secret
     // source's receive adapter.
     const wakes = secretWakes().filter(
-      (line) => line.secret.namespace === run.namespace && line.secret.name === secret,
+      (line) => line.secretRef.namespace === run.namespace && line.secretRef.name === secret,
     );
     expect(wakes.flatMap((line) => line.woken)).toContainEqual(
       expect.objectContaining({ kind: 'TerraformMachine', name }),
