@@ -4,8 +4,9 @@
 // TerraformCluster and two TerraformMachines, infra/samples/local/demo.yaml), shows the run live and,
 // on Ctrl-C, stops everything it started. Cluster API's core manager runs beside the controller
 // (src/local/capi-manager.ts), as on a management cluster. `up --no-sample` starts everything but the sample;
-// `--events=knative` replaces the relay and timer with Knative's own ApiServerSource and PingSource
-// adapters; `--redis=cluster` (or `sentinel`) runs the controller on a Redis Cluster (or under Sentinel).
+// `--events=knative` replaces the relay and timer with Knative's own adapters (a receive adapter per
+// ApiServerSource, our objects' and the Secrets', and mtping for the PingSource); `--redis=cluster` (or
+// `sentinel`) runs the controller on a Redis Cluster (or under Sentinel).
 // Job pods run on a real node (kubelet, containerd, runc: src/local/real-node/; needs root).
 import { rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -119,10 +120,11 @@ async function up(options: UpOptions): Promise<void> {
     log(`  redis ${describeRedis(info.redis)}   tofu v${info.versions.tofu}`);
     log(
       options.events === 'knative'
-        ? `  events: Knative Eventing v${info.versions.knativeEventing} ApiServerSource and PingSource adapters`
+        ? `  events: Knative Eventing v${info.versions.knativeEventing} ApiServerSource (objects, Secrets) and PingSource adapters`
         : '  events: the bundled relay and its timer',
     );
-    const eventLogs = options.events === 'knative' ? 'apiserver-source,mtping' : 'relay';
+    const eventLogs =
+      options.events === 'knative' ? 'apiserver-source,apiserver-source-secrets,mtping' : 'relay';
     log(
       `  Cluster API v${info.versions.clusterApi} core manager: kubectl get clusters,machinedeployments,machines -A`,
     );

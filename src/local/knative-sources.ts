@@ -12,31 +12,56 @@ import type { StackInfo } from './stack.ts';
  * the ApiServerSource receive adapter (API server watch → CloudEvents → `POST /events`) and the
  * PingSource adapter `mtping` (→ `POST /tick`), built from the Go module proxy (scripts/build-binaries.sh
  * knative) and run against the local API server. No Knative controller runs: what it would hand the
- * adapters is made here from the shipped manifests, infra/knative/apiserversource.yaml (the adapter's
- * `K_SOURCE_CONFIG`, translated as Knative v0.50.0's reconciler does) and infra/knative/pingsource.yaml
- * (the PingSource object, with the status the controller would write), so the manifests are what runs.
+ * adapters is made here from the shipped manifests, the two ApiServerSources of infra/knative/ (each
+ * receive adapter's `K_SOURCE_CONFIG`, translated as Knative v0.50.0's reconciler does, under the
+ * source's own ServiceAccount) and infra/knative/pingsource.yaml (the PingSource object, with the status
+ * the controller would write), so the manifests are what runs.
  */
 
 /** Knative's system namespace: mtping reads its logging and observability ConfigMaps there. */
 export const KNATIVE_SYSTEM_NAMESPACE = 'knative-eventing';
 
+/**
+ * One `matchExpressions` entry: the four operators apimachinery's `metav1.LabelSelectorAsSelector` takes
+ * (any other is refused by name), with the values `labels.NewRequirement` insists on: none for `Exists`
+ * and `DoesNotExist`, at least one for `In` and `NotIn`.
+ */
+const LabelSelectorRequirementSchema = z
+  .strictObject({
+    key: z.string().min(1),
+    operator: z.enum(['In', 'NotIn', 'Exists', 'DoesNotExist']),
+    values: z.array(z.string()).optional(),
+  })
+  .refine(
+    (requirement) =>
+      requirement.operator === 'In' || requirement.operator === 'NotIn'
+        ? (requirement.values ?? []).length > 0
+        : (requirement.values ?? []).length === 0,
+    { message: "'In' and 'NotIn' take values; 'Exists' and 'DoesNotExist' take none" },
+  );
+
+/** A `metav1.LabelSelector`. */
+const LabelSelectorSchema = z.strictObject({
+  matchLabels: z.record(z.string(), z.string()).optional(),
+  matchExpressions: z.array(LabelSelectorRequirementSchema).optional(),
+});
+export type LabelSelector = z.infer<typeof LabelSelectorSchema>;
+
 const ApiServerSourceSchema = z.object({
   apiVersion: z.literal('sources.knative.dev/v1'),
   kind: z.literal('ApiServerSource'),
   metadata: z.object({ name: z.string(), namespace: z.string() }),
-  // Strict: a field added to the manifest that is not translated below (owner, filters, matchExpressions…)
-  // is refused instead of silently not tested.
+  // Strict: a field added to the manifest that is not translated below (owner, filters…) is refused
+  // instead of silently not tested.
   spec: z.strictObject({
     mode: z.enum(['Reference', 'Resource']).optional(),
     serviceAccountName: z.string().optional(),
-    namespaceSelector: z
-      .strictObject({ matchLabels: z.record(z.string(), z.string()).optional() })
-      .optional(),
+    namespaceSelector: LabelSelectorSchema.optional(),
     resources: z.array(
       z.strictObject({
         apiVersion: z.string(),
         kind: z.string(),
-        selector: z.strictObject({ matchLabels: z.record(z.string(), z.string()) }).optional(),
+        selector: LabelSelectorSchema.optional(),
       }),
     ),
     sink: z.looseObject({ uri: z.string().startsWith('/') }),
@@ -71,7 +96,7 @@ function readManifest<T>(path: string, kind: string, schema: z.ZodType<T>): T {
   return parsed.data;
 }
 
-/** infra/knative/apiserversource.yaml. */
+/** infra/knative/apiserversource.yaml or secret-apiserversource.yaml. */
 export function readApiServerSource(path: string): ApiServerSourceManifest {
   return readManifest(path, 'ApiServerSource', ApiServerSourceSchema);
 }
@@ -93,24 +118,53 @@ export function guessResource(kind: string): string {
   return `${singular}s`;
 }
 
-/** A label selector's string form (apimachinery `labels.Selector.String()` of matchLabels: sorted `k=v`). */
-function selectorString(matchLabels: Record<string, string>): string {
-  return Object.keys(matchLabels)
-    .sort()
-    .map((key) => `${key}=${matchLabels[key]}`)
+/**
+ * A label selector's string form, as apimachinery renders `metav1.LabelSelectorAsSelector(s).String()`
+ * (k8s.io/apimachinery pkg/labels/selector.go): one requirement per `matchLabels` entry (`k=v`) and per
+ * `matchExpressions` entry (`Exists` → `k`, `DoesNotExist` → `!k`, `In` → `k in (a,b)`, `NotIn` →
+ * `k notin (a,b)`, values sorted), sorted by key (requirements of one key in the order given: Go's sort of
+ * so few is an insertion sort), joined by commas. An empty selector (everything) is ''.
+ */
+export function selectorString(selector: LabelSelector): string {
+  const labels = selector.matchLabels ?? {};
+  const requirements = [
+    ...Object.keys(labels)
+      .sort()
+      .map((key) => ({ key, text: `${key}=${labels[key]}` })),
+    ...(selector.matchExpressions ?? []).map(({ key, operator, values = [] }) => {
+      const set = `(${[...values].sort().join(',')})`;
+      const text = {
+        Exists: key,
+        DoesNotExist: `!${key}`,
+        In: `${key} in ${set}`,
+        NotIn: `${key} notin ${set}`,
+      }[operator];
+      return { key, text };
+    }),
+  ];
+  // Array.prototype.sort is stable: requirements of one key keep their order.
+  return requirements
+    .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+    .map((requirement) => requirement.text)
     .join(',');
+}
+
+/** Whether a selector selects everything (no labels, no expressions). */
+function selectsEverything(selector: LabelSelector): boolean {
+  return Object.keys(selector.matchLabels ?? {}).length + (selector.matchExpressions ?? []).length === 0;
 }
 
 /**
  * The receive adapter's `K_SOURCE_CONFIG`, as Knative v0.50.0's ApiServerSource reconciler builds it
  * (pkg/reconciler/apiserversource/resources/receive_adapter.go `makeEnv`): the resources with their guessed
- * GVR and selector, the mode, and the namespaces: an empty `namespaceSelector` watches all of them
- * (`allNamespaces`), none watches the source's own, labels watch the matching ones. `namespaces` is the
- * sorted list the selector matches (the caller lists them).
+ * GVR and selector ({@link selectorString}; an empty one is left out, as Go's `omitempty` does), the mode,
+ * and the namespaces: an empty `namespaceSelector` watches all of them (`allNamespaces`), none watches the
+ * source's own, a selector watches the matching ones. `namespaces` is the list the selector matches (the
+ * caller lists them, {@link selectedNamespaces}); it is sorted here.
  */
 export function apiServerSourceConfig(source: ApiServerSourceManifest, namespaces: string[]): string {
   const selector = source.spec.namespaceSelector;
-  const allNamespaces = selector !== undefined && Object.keys(selector.matchLabels ?? {}).length === 0;
+  const allNamespaces = selector !== undefined && selectsEverything(selector);
   const config = {
     namespaces: selector === undefined ? [source.metadata.namespace] : [...namespaces].sort(),
     allNamespaces,
@@ -123,7 +177,9 @@ export function apiServerSourceConfig(source: ApiServerSourceManifest, namespace
       return {
         // schema.GroupVersionResource has no JSON tags: Go writes the field names as they are.
         gvr: { Group: group, Version: version, Resource: guessResource(resource.kind) },
-        ...(resource.selector ? { selector: selectorString(resource.selector.matchLabels) } : {}),
+        ...(resource.selector && !selectsEverything(resource.selector)
+          ? { selector: selectorString(resource.selector) }
+          : {}),
       };
     }),
     mode: source.spec.mode ?? 'Reference',
@@ -140,26 +196,88 @@ export function pingSourceObject(source: PingSourceManifest, schedule?: string):
 const READY_TIMEOUT_MS = 60_000;
 
 /**
- * Installs what the receive adapter runs with: the event source's namespace, ServiceAccount and ClusterRole
- * (infra/namespace.yaml, infra/rbac/event-source.yaml), and a kubeconfig in `dir` that impersonates that
- * ServiceAccount, so the adapter has exactly the rights the shipped RBAC grants. Idempotent.
+ * The ApiServerSources of infra/knative/ the local run starts, each with the file of infra/rbac/ that
+ * defines its ServiceAccount and rights, and its adapter's process (and log) name: our objects
+ * (apiserversource.yaml under captf-event-source) and the Secrets waits depend on
+ * (secret-apiserversource.yaml under captf-secret-events, DESIGN.md section 6).
+ */
+export const API_SERVER_SOURCES = {
+  objects: { manifest: 'apiserversource.yaml', rbac: 'event-source.yaml', process: 'apiserver-source' },
+  secrets: {
+    manifest: 'secret-apiserversource.yaml',
+    rbac: 'secret-events.yaml',
+    process: 'apiserver-source-secrets',
+  },
+} as const;
+export type ApiServerSourceRole = keyof typeof API_SERVER_SOURCES;
+
+/**
+ * Installs what a receive adapter runs with: the event source's namespace (infra/namespace.yaml), the
+ * ServiceAccount and rights of `infra/rbac/<rbac>`, which must define the source's ServiceAccount, and a
+ * kubeconfig in `dir` (named after the ServiceAccount) that impersonates it, so the adapter has exactly the
+ * rights the shipped RBAC grants that identity and no other source's. Idempotent. Throws when the RBAC file
+ * does not define the ServiceAccount.
  */
 export async function prepareEventSourceIdentity(options: {
   stack: StackInfo;
   kubectl: Kubectl;
   repoRoot: string;
   source: ApiServerSourceManifest;
+  /** The file of infra/rbac/, e.g. `event-source.yaml`. */
+  rbac: string;
   dir: string;
 }): Promise<{ kubeconfig: string }> {
   const { kubectl, repoRoot, source } = options;
+  const rbacPath = join(repoRoot, 'infra', 'rbac', options.rbac);
+  const user = sourceIdentity(source, rbacPath);
   await kubectl.run(['apply', '-f', join(repoRoot, 'infra', 'namespace.yaml')]);
-  await kubectl.run(['apply', '-f', join(repoRoot, 'infra', 'rbac', 'event-source.yaml')]);
-  const user = `system:serviceaccount:${source.metadata.namespace}:${source.spec.serviceAccountName ?? 'default'}`;
-  return { kubeconfig: impersonatingKubeconfig(options.stack, user, options.dir) };
+  await kubectl.run(['apply', '-f', rbacPath]);
+  const account = source.spec.serviceAccountName ?? 'default';
+  return {
+    kubeconfig: impersonatingKubeconfig(options.stack, user, join(options.dir, `${account}.kubeconfig`)),
+  };
+}
+
+/**
+ * The user a source's adapter runs as, `system:serviceaccount:<namespace>:<serviceAccountName>` (the
+ * source's namespace; `default` without a name), once the RBAC file at `rbacPath` is seen to define that
+ * ServiceAccount. Throws naming the file when it does not (a source paired with another's rights).
+ */
+export function sourceIdentity(source: ApiServerSourceManifest, rbacPath: string): string {
+  const account = source.spec.serviceAccountName ?? 'default';
+  const namespace = source.metadata.namespace;
+  const defined = parseAllDocuments(readFileSync(rbacPath, 'utf8')).some((doc) => {
+    const object = doc.toJS() as { kind?: string; metadata?: { name?: string; namespace?: string } } | null;
+    return (
+      object?.kind === 'ServiceAccount' &&
+      object.metadata?.name === account &&
+      object.metadata.namespace === namespace
+    );
+  });
+  if (!defined) throw new Error(`${rbacPath} defines no ServiceAccount ${namespace}/${account}`);
+  return `system:serviceaccount:${namespace}:${account}`;
+}
+
+/** The namespaces a source's `namespaceSelector` matches (all when it has none), as kubectl lists them. */
+export async function selectedNamespaces(
+  kubectl: Kubectl,
+  source: ApiServerSourceManifest,
+): Promise<string[]> {
+  const selector = selectorString(source.spec.namespaceSelector ?? {});
+  const names = await kubectl.run([
+    'get',
+    'namespaces',
+    ...(selector === '' ? [] : ['-l', selector]),
+    '-o',
+    'jsonpath={.items[*].metadata.name}',
+  ]);
+  return names.split(' ').filter(Boolean);
 }
 
 /** What one receive adapter process needs. */
 export interface ApiServerSourceAdapterOptions {
+  /** The process's name; its log is `<logDir>/<name>.log`. */
+  name: string;
   stack: StackInfo;
   source: ApiServerSourceManifest;
   /** The adapter's `K_SOURCE_CONFIG` ({@link apiServerSourceConfig}). */
@@ -176,7 +294,7 @@ export interface ApiServerSourceAdapterOptions {
  * resource and watched namespace; all our resources are namespaced). Only then is it safe to change what
  * it watches: its informers hand the initial list to the store's Replace, which the adapter ignores, so an
  * object changed before that list sends no event. Throws with the log tail when it exits or is not ready
- * within a minute.
+ * within a minute (killed).
  */
 export async function startApiServerSourceAdapter(
   options: ApiServerSourceAdapterOptions,
@@ -188,9 +306,9 @@ export async function startApiServerSourceAdapter(
     resources: unknown[];
   };
   const informers = config.resources.length * (config.allNamespaces ? 1 : config.namespaces.length);
-  const logPath = join(options.logDir, 'apiserver-source.log');
+  const logPath = join(options.logDir, `${options.name}.log`);
   const from = existsSync(logPath) ? statSync(logPath).size : 0;
-  const proc = startProcess('apiserver-source', stack.knative.apiServerReceiveAdapter, [], options.logDir, {
+  const proc = startProcess(options.name, stack.knative.apiServerReceiveAdapter, [], options.logDir, {
     ...adapterEnv(options.kubeconfig),
     K_SINK: options.sink,
     K_SOURCE_CONFIG: options.sourceConfig,
@@ -203,15 +321,20 @@ export async function startApiServerSourceAdapter(
     // client-go's reflectors log "Caches populated" at verbosity 2.
     K_KLOG_VERBOSITY: '2',
   });
-  await waitUntilHealthy(
-    proc,
-    `watching (${informers} informers listed)`,
-    async () => {
-      const log = readFileSync(logPath).subarray(from).toString('utf8');
-      return log.split('Caches populated').length - 1 >= informers;
-    },
-    READY_TIMEOUT_MS,
-  );
+  try {
+    await waitUntilHealthy(
+      proc,
+      `watching (${informers} informers listed)`,
+      async () => {
+        const log = readFileSync(logPath).subarray(from).toString('utf8');
+        return log.split('Caches populated').length - 1 >= informers;
+      },
+      READY_TIMEOUT_MS,
+    );
+  } catch (error) {
+    await proc.kill();
+    throw error;
+  }
   return proc;
 }
 
@@ -230,39 +353,50 @@ export interface KnativeSourcesOptions {
 
 /** The running adapters. */
 export interface KnativeSources {
-  /** The ApiServerSource receive adapter (replaced by `restartApiServerSource`). */
-  apiServerSource(): ManagedProcess;
+  /** The receive adapter of one ApiServerSource (replaced by `restartApiServerSource`); default our objects'. */
+  apiServerSource(role?: ApiServerSourceRole): ManagedProcess;
   /**
-   * Kills the receive adapter and starts it again. The new one lists everything but sends nothing about
-   * objects that exist (its Replace is a no-op); what changed while it was down waits for the sweep.
+   * Kills a receive adapter (default our objects') and starts it again. The new one lists everything but
+   * sends nothing about objects that exist (its Replace is a no-op); what changed while it was down waits
+   * for the sweep.
    */
-  restartApiServerSource(): Promise<void>;
-  /** Kills both adapters (mtping waits for second 55 of the minute on SIGTERM) and deletes the PingSource. */
+  restartApiServerSource(role?: ApiServerSourceRole): Promise<void>;
+  /** Kills the adapters (mtping waits for second 55 of the minute on SIGTERM) and deletes the PingSource. */
   stop(): Promise<void>;
 }
 
 /**
- * Starts both adapters against the local API server with their sinks on the handlers. Installs what they
- * read first (idempotent): the receive adapter's identity ({@link prepareEventSourceIdentity}); the
- * PingSource CRD of the same Knative release, Knative's system namespace with the two ConfigMaps mtping
- * reads, and the PingSource with the status Knative's controller would write (sink and Ready). Throws with
- * an adapter's log tail when one does not start.
+ * Starts the adapters against the local API server with their sinks on the handlers: one receive adapter
+ * per ApiServerSource of {@link API_SERVER_SOURCES}, and mtping. Installs what they read first
+ * (idempotent): each receive adapter's identity ({@link prepareEventSourceIdentity}); the PingSource CRD
+ * of the same Knative release, Knative's system namespace with the two ConfigMaps mtping reads, and the
+ * PingSource with the status Knative's controller would write (sink and Ready). Throws with an adapter's
+ * log tail when one does not start (the ones started are killed).
  */
 export async function startKnativeSources(options: KnativeSourcesOptions): Promise<KnativeSources> {
   const { stack, kubectl, repoRoot } = options;
-  const apiSource = readApiServerSource(join(repoRoot, 'infra', 'knative', 'apiserversource.yaml'));
   const pingSource = readPingSource(join(repoRoot, 'infra', 'knative', 'pingsource.yaml'));
   const dir = join(options.logDir, '..', 'knative');
   mkdirSync(dir, { recursive: true });
 
-  options.log?.("installing what Knative's adapters read (PingSource CRD, config maps, event source RBAC)");
-  const { kubeconfig } = await prepareEventSourceIdentity({
-    stack,
-    kubectl,
-    repoRoot,
-    source: apiSource,
-    dir,
-  });
+  options.log?.("installing what Knative's adapters read (PingSource CRD, config maps, event sources' RBAC)");
+  const roles = Object.keys(API_SERVER_SOURCES) as ApiServerSourceRole[];
+  // Filled for every role by the loop below.
+  const adapterOptions = {} as Record<ApiServerSourceRole, ApiServerSourceAdapterOptions>;
+  for (const role of roles) {
+    const { manifest, rbac, process: name } = API_SERVER_SOURCES[role];
+    const source = readApiServerSource(join(repoRoot, 'infra', 'knative', manifest));
+    const { kubeconfig } = await prepareEventSourceIdentity({ stack, kubectl, repoRoot, source, rbac, dir });
+    adapterOptions[role] = {
+      name,
+      stack,
+      source,
+      sourceConfig: apiServerSourceConfig(source, await selectedNamespaces(kubectl, source)),
+      sink: `${options.handlerUrl}${source.spec.sink.uri}`,
+      kubeconfig,
+      logDir: options.logDir,
+    };
+  }
   await kubectl.run(['apply', '--server-side', '--force-conflicts', '-f', stack.knative.pingSourceCrd]);
   await kubectl.run([
     'wait',
@@ -287,27 +421,6 @@ export async function startKnativeSources(options: KnativeSourcesOptions): Promi
       ],
     }),
   );
-
-  const namespaceLabels = apiSource.spec.namespaceSelector?.matchLabels ?? {};
-  const namespaces = (
-    await kubectl.run([
-      'get',
-      'namespaces',
-      ...(Object.keys(namespaceLabels).length > 0 ? ['-l', selectorString(namespaceLabels)] : []),
-      '-o',
-      'jsonpath={.items[*].metadata.name}',
-    ])
-  )
-    .split(' ')
-    .filter(Boolean);
-  const adapterOptions: ApiServerSourceAdapterOptions = {
-    stack,
-    source: apiSource,
-    sourceConfig: apiServerSourceConfig(apiSource, namespaces),
-    sink: `${options.handlerUrl}${apiSource.spec.sink.uri}`,
-    kubeconfig,
-    logDir: options.logDir,
-  };
 
   const pingNamespace = pingSource.metadata.namespace;
   const pingName = pingSource.metadata.name;
@@ -337,7 +450,7 @@ export async function startKnativeSources(options: KnativeSourcesOptions): Promi
     METRICS_DOMAIN: 'knative.dev/eventing',
     PROFILING_PORT: String(await freePort()),
   });
-  let apiServer: ManagedProcess;
+  const adapters = new Map<ApiServerSourceRole, ManagedProcess>();
   try {
     await waitUntilHealthy(
       mtping,
@@ -345,22 +458,35 @@ export async function startKnativeSources(options: KnativeSourcesOptions): Promi
       async () => readFileSync(mtping.logPath, 'utf8').includes(`${pingNamespace}/${pingName}`),
       READY_TIMEOUT_MS,
     );
-    options.log?.(
-      `starting Knative's ApiServerSource receive adapter (v${stack.versions.knativeEventing}) → ${adapterOptions.sink}`,
+    // Both at once: each waits for its own informers' lists.
+    const started = await Promise.allSettled(
+      roles.map(async (role) => {
+        const adapter = adapterOptions[role];
+        options.log?.(
+          `starting Knative's ApiServerSource receive adapter for ${adapter.source.metadata.name} (v${stack.versions.knativeEventing}) → ${adapter.sink}`,
+        );
+        adapters.set(role, await startApiServerSourceAdapter(adapter));
+      }),
     );
-    apiServer = await startApiServerSourceAdapter(adapterOptions);
+    const failed = started.find((outcome) => outcome.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
   } catch (error) {
-    await mtping.kill();
+    await Promise.all([mtping.kill(), ...[...adapters.values()].map((adapter) => adapter.kill())]);
     throw error;
   }
+  const adapterOf = (role: ApiServerSourceRole): ManagedProcess => {
+    const adapter = adapters.get(role);
+    if (adapter === undefined) throw new Error(`no receive adapter for ${role}`);
+    return adapter;
+  };
   return {
-    apiServerSource: () => apiServer,
-    async restartApiServerSource() {
-      await apiServer.kill();
-      apiServer = await startApiServerSourceAdapter(adapterOptions);
+    apiServerSource: (role = 'objects') => adapterOf(role),
+    async restartApiServerSource(role = 'objects') {
+      await adapterOf(role).kill();
+      adapters.set(role, await startApiServerSourceAdapter(adapterOptions[role]));
     },
     async stop() {
-      await Promise.all([apiServer.kill(), mtping.kill()]);
+      await Promise.all([mtping.kill(), ...[...adapters.values()].map((adapter) => adapter.kill())]);
       await kubectl
         .run(['delete', 'pingsource', pingName, '-n', pingNamespace, '--ignore-not-found', '--wait=false'])
         .catch(() => undefined);
@@ -383,9 +509,8 @@ function adapterEnv(kubeconfig: string): NodeJS.ProcessEnv {
   };
 }
 
-/** A kubeconfig for the stack's API server with its admin token, impersonating `user`. */
-function impersonatingKubeconfig(stack: StackInfo, user: string, dir: string): string {
-  const path = join(dir, 'event-source.kubeconfig');
+/** Writes a kubeconfig for the stack's API server with its admin token, impersonating `user`, to `path`. */
+function impersonatingKubeconfig(stack: StackInfo, user: string, path: string): string {
   const config = {
     apiVersion: 'v1',
     kind: 'Config',

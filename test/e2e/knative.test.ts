@@ -1,13 +1,19 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createRedisAdapter } from '../../src/adapters/redis/adapter.ts';
+import { refKey } from '../../src/core/object-ref.ts';
+import { VARIABLES_SECRET_LABELS } from '../../src/core/variables-opt-in.ts';
+import { testStack } from '../env/index.ts';
 import {
   applyObjects,
   conditionOf,
   type E2eRun,
   handlerAnswers,
+  machine,
   patchObject,
   RESOURCE,
+  readObject,
   sampleDocuments,
   startE2eRun,
   waitFor,
@@ -18,8 +24,10 @@ import { describeSampleLifecycle, SAMPLE_OVERRIDES } from './sample-lifecycle.ts
 
 // Issue 12: the sample's whole life with Knative Eventing's own adapters as the only event path: the
 // ApiServerSource receive adapter (from infra/knative/apiserversource.yaml: all namespaces, our kinds and
-// the managed Jobs and Pods, Reference mode) sends every event to /events, and the PingSource
+// the managed Jobs and Pods, Resource mode) sends every event to /events, and the PingSource
 // adapter mtping (infra/knative/pingsource.yaml, on a 1 s schedule) calls /tick. No relay, no local timer.
+// Issue 22: a second receive adapter, from infra/knative/secret-apiserversource.yaml (the Secrets waits
+// depend on, Reference mode, under captf-secret-events), ends a wait on a Secret with that Secret's event.
 
 const MINUTE = 60_000;
 let run: E2eRun;
@@ -37,6 +45,7 @@ it("Knative's adapters are the event path: no relay runs, events and ticks arriv
   const { logDir, knative } = run.controller;
   expect(knative).toBeDefined();
   expect(existsSync(join(logDir, 'relay.log'))).toBe(false);
+  expect(knative?.apiServerSource('secrets').logPath).toBe(join(logDir, 'apiserver-source-secrets.log'));
   // Ticks from mtping, events from the receive adapter, within a few seconds of start.
   const answers = await waitFor(
     'a /tick and an /events answer',
@@ -85,4 +94,85 @@ describeSampleLifecycle(
       3 * MINUTE,
     );
   },
+);
+
+/** The handlers' `secret woke` lines (src/http/routes/events.ts): a Secret's event and the objects it woke. */
+function secretWakes(): {
+  secretRef: { namespace: string; name: string };
+  woken: { kind: string; name: string }[];
+}[] {
+  return readFileSync(join(run.controller.logDir, 'controller.log'), 'utf8')
+    .split('\n')
+    .filter((line) => line.startsWith('{') && line.includes('"secret woke"'))
+    .map((line) => JSON.parse(line));
+}
+
+it(
+  "a wait on a missing variables Secret ends with that Secret's event from Knative's Secret source, not at the 10 min requeue",
+  async () => {
+    const name = 'm-secret-wait';
+    const secret = 'late-vars';
+    await applyObjects(run, [
+      machine(run, name, {
+        variables: { index: 9 },
+        variablesFrom: [{ name: 'size', secretKeyRef: { name: secret, key: 'size' } }],
+      }),
+    ]);
+    await waitObject(
+      run,
+      RESOURCE.TerraformMachine,
+      name,
+      `${name} waiting for its Secret`,
+      (o) => o.status?.waitReason === 'WaitingForDependencies',
+      MINUTE,
+    );
+    // At rest in its wait: its only requeue is the 600 s safety net (DESIGN.md section 6; the sweep only
+    // makes sure one exists), nothing sooner (an echo of its own write, a cache-lag retry). From here,
+    // within a minute only the Secret's event can end the wait.
+    const redis = createRedisAdapter({ url: testStack().redisUrl, keyPrefix: run.keyPrefix });
+    try {
+      await redis.waitUntilReady(10_000);
+      const member = refKey({ kind: 'TerraformMachine', namespace: run.namespace, name });
+      await waitFor(
+        `${name}'s requeue at the 600 s safety net`,
+        async () => {
+          const at = await redis.schedule.scheduledAt(member);
+          return at.kind === 'scheduled' ? (at.dueMs - Date.now()) / 1000 : undefined;
+        },
+        (seconds) => seconds !== undefined && seconds > 540,
+        MINUTE,
+      );
+    } finally {
+      await redis.close();
+    }
+    const waiting = await readObject(run, RESOURCE.TerraformMachine, name);
+    expect(waiting?.status?.waitReason).toBe('WaitingForDependencies');
+    await applyObjects(run, [
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: secret, namespace: run.namespace, labels: { ...VARIABLES_SECRET_LABELS } },
+        stringData: { size: 'medium' },
+      },
+    ]);
+    await waitObject(
+      run,
+      RESOURCE.TerraformMachine,
+      name,
+      `${name} out of its wait`,
+      (o) => o.status?.waitReason !== 'WaitingForDependencies',
+      MINUTE,
+    );
+    // No relay runs and the objects' source watches no Secrets: the Secret's event came from the Secret
+    // source's receive adapter.
+    const wakes = secretWakes().filter(
+      (line) => line.secretRef.namespace === run.namespace && line.secretRef.name === secret,
+    );
+    expect(wakes.flatMap((line) => line.woken)).toContainEqual(
+      expect.objectContaining({ kind: 'TerraformMachine', name }),
+    );
+    const applied = await waitReady(run, RESOURCE.TerraformMachine, name, 3 * MINUTE);
+    expect(applied.status?.lastRun).toMatchObject({ op: 'apply', result: 'succeeded' });
+  },
+  5 * MINUTE,
 );

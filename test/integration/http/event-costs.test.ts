@@ -129,6 +129,7 @@ beforeAll(async () => {
     kubectl,
     repoRoot,
     source: shipped,
+    rbac: 'event-source.yaml',
     dir: workDir,
   });
   // This namespace only: without a namespaceSelector a source watches its own namespace.
@@ -136,6 +137,7 @@ beforeAll(async () => {
   const source = { ...shipped, metadata: { ...shipped.metadata, namespace: env.namespace }, spec };
   startAdapter = () =>
     startApiServerSourceAdapter({
+      name: 'apiserver-source',
       stack,
       source: shipped,
       sourceConfig: apiServerSourceConfig(source, [env.namespace]),

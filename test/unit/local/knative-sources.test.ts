@@ -1,11 +1,17 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import {
+  API_SERVER_SOURCES,
   apiServerSourceConfig,
   guessResource,
   pingSourceObject,
   readApiServerSource,
   readPingSource,
+  selectorString,
+  sourceIdentity,
 } from '../../../src/local/knative-sources.ts';
 
 // What Knative's controller would hand its adapters, made from the shipped manifests (issue 12): the
@@ -13,6 +19,7 @@ import {
 // PingSource object.
 
 const infra = join(import.meta.dirname, '..', '..', '..', 'infra', 'knative');
+const rbac = join(infra, '..', 'rbac');
 
 describe('the ApiServerSource receive adapter config from infra/knative/apiserversource.yaml', () => {
   const source = readApiServerSource(join(infra, 'apiserversource.yaml'));
@@ -46,6 +53,83 @@ describe('the ApiServerSource receive adapter config from infra/knative/apiserve
 
   it('a manifest this translation does not cover is refused with the file named', () => {
     expect(() => readApiServerSource(join(infra, 'pingsource.yaml'))).toThrow(/pingsource\.yaml/);
+  });
+});
+
+describe('the Secret events source from infra/knative/secret-apiserversource.yaml', () => {
+  const source = readApiServerSource(join(infra, 'secret-apiserversource.yaml'));
+
+  it('watches Secrets in all namespaces by the opt-in label and by the cluster-name label (Exists), as references', () => {
+    const config = JSON.parse(apiServerSourceConfig(source, ['team-a', 'captf-system']));
+    const secrets = { Group: '', Version: 'v1', Resource: 'secrets' };
+    expect(config).toEqual({
+      namespaces: ['captf-system', 'team-a'],
+      allNamespaces: true,
+      resources: [
+        { gvr: secrets, selector: 'captf.io/variables=true' },
+        { gvr: secrets, selector: 'cluster.x-k8s.io/cluster-name' },
+      ],
+      mode: 'Reference',
+    });
+  });
+
+  it("runs as its own ServiceAccount, defined in infra/rbac/secret-events.yaml, not the objects source's", () => {
+    const objects = readApiServerSource(join(infra, API_SERVER_SOURCES.objects.manifest));
+    const secretsIdentity = sourceIdentity(source, join(rbac, API_SERVER_SOURCES.secrets.rbac));
+    expect(secretsIdentity).toBe('system:serviceaccount:captf-system:captf-secret-events');
+    expect(sourceIdentity(objects, join(rbac, API_SERVER_SOURCES.objects.rbac))).not.toBe(secretsIdentity);
+    expect(API_SERVER_SOURCES.secrets.manifest).toBe('secret-apiserversource.yaml');
+    expect(() => sourceIdentity(source, join(rbac, 'event-source.yaml'))).toThrow(
+      /event-source\.yaml defines no ServiceAccount captf-system\/captf-secret-events/,
+    );
+  });
+});
+
+describe('label selectors as apimachinery renders metav1.LabelSelectorAsSelector(s).String()', () => {
+  it.each([
+    [{}, ''],
+    [{ matchLabels: { b: '2', a: '1' } }, 'a=1,b=2'],
+    [{ matchExpressions: [{ key: 'k', operator: 'Exists' as const }] }, 'k'],
+    [{ matchExpressions: [{ key: 'k', operator: 'DoesNotExist' as const }] }, '!k'],
+    [{ matchExpressions: [{ key: 'k', operator: 'In' as const, values: ['z', 'a'] }] }, 'k in (a,z)'],
+    [{ matchExpressions: [{ key: 'k', operator: 'NotIn' as const, values: ['x'] }] }, 'k notin (x)'],
+    [
+      {
+        matchLabels: { m: 'v', a: 'w' },
+        matchExpressions: [
+          { key: 'z', operator: 'Exists' as const },
+          { key: 'b', operator: 'DoesNotExist' as const },
+        ],
+      },
+      'a=w,!b,m=v,z',
+    ],
+  ])('%j → %j', (selector, rendered) => {
+    expect(selectorString(selector)).toBe(rendered);
+  });
+});
+
+describe('a selector this translation does not cover is refused with the file named', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'captf-knative-sources-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const base = readApiServerSource(join(infra, 'secret-apiserversource.yaml'));
+  let written = 0;
+  const withExpression = (expression: Record<string, unknown>): string => {
+    written += 1;
+    const path = join(dir, `source-${written}.yaml`);
+    const resource = { apiVersion: 'v1', kind: 'Secret', selector: { matchExpressions: [expression] } };
+    writeFileSync(path, stringify({ ...base, spec: { ...base.spec, resources: [resource] } }));
+    return path;
+  };
+
+  it.each([
+    ['an operator metav1 does not take', { key: 'k', operator: 'Gt', values: ['1'] }, /operator/],
+    ['Exists with values', { key: 'k', operator: 'Exists', values: ['x'] }, /take none/],
+    ['In without values', { key: 'k', operator: 'In' }, /take values/],
+    ['an unknown field', { key: 'k', operator: 'Exists', value: 'x' }, /value/],
+  ])('%s', (_what, expression, why) => {
+    const path = withExpression(expression);
+    expect(() => readApiServerSource(path)).toThrow(new RegExp(path.replaceAll('.', '\\.')));
+    expect(() => readApiServerSource(path)).toThrow(why);
   });
 });
 
