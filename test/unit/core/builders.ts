@@ -120,6 +120,13 @@ export function pod(
   };
 }
 
+/** Machine team-a/m-a (uid `uid-1`, resourceVersion 7): the identity the step and budget tests use. */
+export const M_A = {
+  ref: { kind: 'TerraformMachine', namespace: 'team-a', name: 'm-a' },
+  uid: 'uid-1',
+  resourceVersion: '7',
+} as const satisfies Partial<Snapshot>;
+
 /** A machine's snapshot with our finalizer, a parsed spec and no Jobs; `extra` overrides any field. */
 export function snapshot(extra: Partial<Snapshot> = {}): Snapshot {
   return {

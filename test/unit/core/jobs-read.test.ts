@@ -2,11 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { BLOCK_MOVE_ANNOTATION } from '../../../src/core/block-move.ts';
 import { type JobsEvidence, jobsListSkippable } from '../../../src/core/jobs-read.ts';
 import { planStep } from '../../../src/core/planner.ts';
-import { FINALIZER } from '../../../src/core/preamble.ts';
 import type { Snapshot } from '../../../src/core/snapshot.ts';
 import type { TargetStatus } from '../../../src/schemas/kinds/target.ts';
-import { TerraformMachineSpecSchema } from '../../../src/schemas/kinds/terraform-machine.ts';
-import { iso, T0 } from './builders.ts';
+import { iso, M_A, snapshot, T0 } from './builders.ts';
 
 // Issue 22: a step about an object at rest plans from the object alone; any decision but idle lists the
 // Jobs first, so nothing starts, waits or is bookkept from an unlisted snapshot.
@@ -56,23 +54,8 @@ describe('jobsListSkippable', () => {
 });
 
 describe('planning from an unlisted snapshot', () => {
-  const snap = (over: Partial<Snapshot> = {}): Snapshot => ({
-    ref: { kind: 'TerraformMachine', namespace: 'team-a', name: 'm-a' },
-    uid: 'uid-1',
-    generation: 1,
-    resourceVersion: '7',
-    meta: { finalizers: [FINALIZER] },
-    spec: TerraformMachineSpecSchema.parse({ source: { image: 'registry.example.com/m:1' } }),
-    status: atRest,
-    paused: false,
-    jobs: [],
-    records: [],
-    jobsUnread: true,
-    referencedSecrets: new Map(),
-    variablesSecretOptIns: new Map(),
-    inputsHash: 'h1',
-    ...over,
-  });
+  const snap = (over: Partial<Snapshot> = {}): Snapshot =>
+    snapshot({ ...M_A, status: atRest, jobsUnread: true, ...over });
   const facts = (s: Snapshot) => ({
     snap: s,
     now: T0,

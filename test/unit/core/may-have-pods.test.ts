@@ -2,10 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { BLOCK_MOVE_ANNOTATION } from '../../../src/core/block-move.ts';
 import { planStep } from '../../../src/core/planner.ts';
 import { mayHavePods, type PodEvidence } from '../../../src/core/pods.ts';
-import { FINALIZER } from '../../../src/core/preamble.ts';
 import type { Snapshot } from '../../../src/core/snapshot.ts';
-import { TerraformMachineSpecSchema } from '../../../src/schemas/kinds/terraform-machine.ts';
-import { iso, job, T0 } from './builders.ts';
+import { iso, job, M_A, snapshot, T0 } from './builders.ts';
 
 // Issue 22: the API guard (DESIGN.md section 5 step 7) lists pods only when a Job of the object was ever
 // seen; the object's first start pays no pod list. Any trace of a Job makes the list due again.
@@ -51,21 +49,7 @@ describe('mayHavePods', () => {
 });
 
 describe('the first start reads no pods', () => {
-  const snap = (status: Snapshot['status']): Snapshot => ({
-    ref: { kind: 'TerraformMachine', namespace: 'team-a', name: 'm-a' },
-    uid: 'uid-1',
-    generation: 1,
-    resourceVersion: '7',
-    meta: { finalizers: [FINALIZER] },
-    spec: TerraformMachineSpecSchema.parse({ source: { image: 'registry.example.com/m:1' } }),
-    status,
-    paused: false,
-    jobs: [],
-    records: [],
-    referencedSecrets: new Map(),
-    variablesSecretOptIns: new Map(),
-    inputsHash: 'h1',
-  });
+  const snap = (status: Snapshot['status']): Snapshot => snapshot({ ...M_A, status });
   const facts = (s: Snapshot) => ({
     snap: s,
     now: T0,

@@ -9,7 +9,7 @@ import { API_VERSION } from '../../../src/schemas/kinds/api-group.ts';
 import { resolveJobsPolicy } from '../../../src/schemas/kinds/jobs-policy.ts';
 import type { TargetSpec } from '../../../src/schemas/kinds/target.ts';
 import { TerraformMachineSpecSchema } from '../../../src/schemas/kinds/terraform-machine.ts';
-import { T0 } from './builders.ts';
+import { snapshot as baseSnapshot, M_A, T0 } from './builders.ts';
 
 /**
  * Issue 22: the step that adds our finalizer puts the plan key and the runner identity in place, so the
@@ -21,23 +21,9 @@ function spec(fields: object = {}): TargetSpec {
   return TerraformMachineSpecSchema.parse({ source: { image: 'registry.example.com/m:1' }, ...fields });
 }
 
+/** Machine team-a/m-a without our finalizer yet (the step that adds it sets the runner up). */
 function snapshot(over: Partial<Snapshot> = {}): Snapshot {
-  return {
-    ref: { kind: 'TerraformMachine', namespace: 'team-a', name: 'm-a' },
-    uid: 'uid-1',
-    generation: 1,
-    resourceVersion: '7',
-    meta: {},
-    spec: spec(),
-    status: {},
-    paused: false,
-    jobs: [],
-    records: [],
-    referencedSecrets: new Map(),
-    variablesSecretOptIns: new Map(),
-    inputsHash: 'h1',
-    ...over,
-  };
+  return baseSnapshot({ ...M_A, meta: {}, spec: spec(), ...over });
 }
 
 function setupOf(snap: Snapshot) {
