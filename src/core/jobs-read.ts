@@ -1,34 +1,36 @@
 import type { TargetStatus } from '../schemas/kinds/target.ts';
 import { carriesBlockMove } from './block-move.ts';
+import type { Planned } from './step-plan.ts';
 
 /**
  * Whether a step plans from its object alone, its Jobs unlisted (issue 22: a step about an object at rest
  * costs the object's GET and nothing more). Only the object's read is needed to answer, so the Job list is
  * left out of the snapshot's first reads; the planner asks for it (`read: 'jobs'`) before any decision but
- * `idle`, so every start, watch, bookkeeping, wait and finalize plans from a live list as before.
+ * an idle rest ({@link idleWithoutJobs}) or the wait the status already records ({@link keptWithoutJobs}),
+ * so every start, watch, bookkeeping, finalize and changed wait plans from a live list as before.
  */
 
 /** What {@link jobsListSkippable} reads of the object. */
 export interface JobsEvidence {
   meta: { annotations?: Readonly<Record<string, string>>; deletionTimestamp?: string };
-  status: Pick<TargetStatus, 'activeJob' | 'attempts' | 'stateSuffix'>;
+  status: Pick<TargetStatus, 'activeJob' | 'attempts' | 'stateSuffix' | 'waitReason'>;
   /** Paths of status fields that do not parse (nothing is planned from such a status). */
   statusUnreadable?: readonly string[];
 }
 
 /**
- * True when the object shows nothing of it runs, so an `idle` plan made without its Jobs is the one a
- * listed step makes: no block-move annotation (a start writes it under the version read before its Job
- * is created, and it goes only in a step that read every Job finished and bookkept, after the marks) and
- * no `status.activeJob` (written after the create; a person removing the annotation leaves it); not
- * deleting (a finalize reads the Jobs); a status that parses; the retry state stored (`status.attempts`,
- * every bookkept run folded in, so the decision's retries do not come from the records) and the state
- * suffix recorded (not learnt from a Job's annotation). What an unlisted Job could change is covered
- * elsewhere: a Job started concurrently by a step whose lock was lost (Redis failed) is found by the next
- * step that lists, which every non-idle decision is; its end's event and the sweep (DESIGN.md section 8,
- * which lists every Job) step the object with its Jobs listed (`StepOptions.listJobs`), so no result is
- * lost; and no Job is ever started from an unlisted snapshot. Pruning a retained Job past a lowered
- * history limit waits for the object's next listed step.
+ * True when the object shows nothing of it runs, so a plan made without its Jobs may be the one a listed
+ * step makes: no block-move annotation (a start writes it under the version read before its Job is
+ * created, and it goes only in a step that read every Job finished and bookkept, after the marks) and no
+ * `status.activeJob` (written after the create; a person removing the annotation leaves it); not deleting
+ * (a finalize reads the Jobs); a status that parses; and either an idle rest can be planned unlisted
+ * ({@link idleWithoutJobs}) or the status records a wait (kept unlisted only when it is planned again
+ * unchanged, {@link keptWithoutJobs}). What an unlisted Job could change is covered elsewhere: a Job
+ * started concurrently by a step whose lock was lost (Redis failed) is found by the next step that lists,
+ * which every other decision is; its end's event and the sweep (DESIGN.md section 8, which lists every Job)
+ * step the object with its Jobs listed (`StepOptions.listJobs`), so no result is lost; and no Job is ever
+ * started from an unlisted snapshot. Pruning a retained Job past a lowered history limit waits for the
+ * object's next listed step.
  */
 export function jobsListSkippable(object: JobsEvidence): boolean {
   const { status } = object;
@@ -37,7 +39,39 @@ export function jobsListSkippable(object: JobsEvidence): boolean {
     status.activeJob === undefined &&
     object.meta.deletionTimestamp === undefined &&
     object.statusUnreadable === undefined &&
-    status.attempts !== undefined &&
-    status.stateSuffix !== undefined
+    (idleWithoutJobs(status) || status.waitReason !== undefined)
   );
+}
+
+/**
+ * An idle rest planned without the Job list is the listed one when the retry state is stored
+ * (`status.attempts`, every bookkept run folded in, so the decision's retries do not come from the
+ * records) and the state suffix recorded (not learnt from a Job's annotation).
+ */
+export function idleWithoutJobs(status: Pick<TargetStatus, 'attempts' | 'stateSuffix'>): boolean {
+  return status.attempts !== undefined && status.stateSuffix !== undefined;
+}
+
+/**
+ * What a start decided without the Job list may keep of its plan: the Job slots' read (Redis, no API
+ * request), or a wait that writes nothing, i.e. the very wait a listed step wrote into the status (no
+ * status change, no Event, no prune, no pod release, no block-move change). Anything else, a start or a
+ * different wait, is planned again from the listed Jobs (undefined), so a wait is only ever written into
+ * the status from a listed step and never alternates with the wait an unlisted plan would find (the
+ * retry gate, for one, reads the records). Issue 22: a wait woken by its safety requeue costs one read.
+ */
+export function keptWithoutJobs(planned: Planned): Planned | undefined {
+  if (planned.kind === 'read') return planned.read === 'slots' ? planned : undefined;
+  const quiet =
+    planned.outcome.action === 'waiting' &&
+    planned.move.kind === 'rest' &&
+    planned.status === undefined &&
+    planned.spec === undefined &&
+    planned.blockMove === undefined &&
+    planned.plans.length === 0 &&
+    planned.events.length === 0 &&
+    planned.prune.length === 0 &&
+    planned.releasePods.length === 0 &&
+    planned.bookkept.length === 0;
+  return quiet ? planned : undefined;
 }

@@ -24,6 +24,7 @@ import { applyGates, type GateInput } from './gates.ts';
 import { ANNOTATIONS, runClusterOf } from './job-labels.ts';
 import { buildJobManifest } from './job-manifest.ts';
 import type { JobRecord } from './job-record.ts';
+import { idleWithoutJobs, keptWithoutJobs } from './jobs-read.ts';
 import { lockHoldingJob, staleLockToUnlock } from './lock-evidence.ts';
 import { mergePatchOf } from './merge-patch.ts';
 import { activeStatus, idleStatus, type StatusContext, waitStatus } from './move-status.ts';
@@ -376,7 +377,6 @@ function baseOf(planning: Planning, bookkeeping: Bookkeeping | undefined): Base 
 function decide(base: Base, watched: Watched | undefined): Planned {
   const { planning, status, records, bookkeeping } = base;
   const { snap, facts } = planning;
-  // Planned from the object alone (src/core/jobs-read.ts): only an idle rest needs no Job list.
   if (snap.jobsUnread && !snap.spec) return { kind: 'read', read: 'jobs' };
   if (!snap.spec) return planSpecInvalid(base);
   const spec = snap.spec;
@@ -405,7 +405,15 @@ function decide(base: Base, watched: Watched | undefined): Planned {
     ...(spec.refresh?.interval ? { refreshInterval: spec.refresh.interval } : {}),
     failedJobsHistoryLimit: planning.policy.failedJobsHistoryLimit,
   });
-  if (snap.jobsUnread && decision.kind !== 'idle') return { kind: 'read', read: 'jobs' };
+  if (snap.jobsUnread) {
+    // Planned from the object alone (src/core/jobs-read.ts): an idle rest whose retries and suffix the
+    // status holds, or the wait the status records, found again unchanged; anything else lists the Jobs.
+    if (decision.kind === 'start')
+      return (
+        keptWithoutJobs(planStart(base, decision, retries[decision.op])) ?? { kind: 'read', read: 'jobs' }
+      );
+    if (decision.kind !== 'idle' || !idleWithoutJobs(status)) return { kind: 'read', read: 'jobs' };
+  }
   switch (decision.kind) {
     case 'watch': {
       const record = records.find((r) => r.name === decision.job);

@@ -154,6 +154,25 @@ describe('API requests per step', () => {
     expect(bookkeep.counts.byRequest['create secrets'] ?? 0).toBeLessThanOrEqual(1);
     expect(bookkeep.counts.total).toBeLessThanOrEqual(8 + 2);
   });
+  it('a wait found again unchanged (its safety requeue) costs the object and what it waits for: no Job list', async () => {
+    const ref = await createObject(env, 'TerraformMachine', 'm-count-wait', {
+      variablesFrom: [{ name: 'token', secretKeyRef: { name: 'm-count-not-yet', key: 'token' } }],
+    });
+    await stepUntil(env.step(), ref, 'none');
+    // The first wait is planned from the listed Jobs, and written.
+    const first = await counted(ref);
+    expect(first.outcome).toMatchObject({ action: 'waiting', reason: 'WaitingForDependencies' });
+    expect(first.counts.byRequest['list jobs']).toBe(1);
+    expect(first.counts.byRequest['patch terraformmachines/status']).toBe(1);
+    // Found again: the object's GET and the Secret it waits for (still missing), nothing written.
+    const again = await counted(ref);
+    expect(again.outcome).toMatchObject({ action: 'waiting', reason: 'WaitingForDependencies' });
+    print('wait found again (the safety requeue)', again.counts);
+    expect(again.counts).toEqual({
+      total: 2,
+      byRequest: { 'get terraformmachines': 1, 'get secrets': 1 },
+    });
+  });
 });
 
 describe('API requests per event', () => {

@@ -3,8 +3,9 @@ import { BLOCK_MOVE_ANNOTATION } from '../../../src/core/block-move.ts';
 import { type JobsEvidence, jobsListSkippable } from '../../../src/core/jobs-read.ts';
 import { planStep } from '../../../src/core/planner.ts';
 import type { Snapshot } from '../../../src/core/snapshot.ts';
+import { TARGET_SCHEMAS } from '../../../src/schemas/kinds/registry.ts';
 import type { TargetStatus } from '../../../src/schemas/kinds/target.ts';
-import { iso, M_A, snapshot, T0 } from './builders.ts';
+import { iso, M_A, planFacts, snapshot, T0 } from './builders.ts';
 
 // Issue 22: a step about an object at rest plans from the object alone; any decision but idle lists the
 // Jobs first, so nothing starts, waits or is bookkept from an unlisted snapshot.
@@ -40,20 +41,35 @@ describe('jobsListSkippable', () => {
     ['a deletion (the finalize reads the Jobs)', { ...evidence, meta: { deletionTimestamp: iso(0) } }],
     ['a status that does not parse', { ...evidence, statusUnreadable: ['status.lastRun'] }],
     [
-      'no stored retry state (it would come from the records)',
+      'no stored retry state (it would come from the records), and no wait recorded',
       { ...evidence, status: { ...atRest, attempts: undefined } },
     ],
     [
-      'no recorded state suffix (a Job would name it)',
+      'no recorded state suffix (a Job would name it), and no wait recorded',
       { ...evidence, status: { ...atRest, stateSuffix: undefined } },
+    ],
+    [
+      'a recorded wait while a Job runs',
+      {
+        ...evidence,
+        status: {
+          waitReason: 'Paused',
+          activeJob: { name: 'j', op: 'apply', attempt: 2, startedAt: iso(0) },
+        },
+      },
     ],
   ];
   it.each(listed)('JR2 %s: the Jobs are listed', (_name, object) => {
     expect(jobsListSkippable(object)).toBe(false);
   });
+
+  it('JR7 an object that never ran and records a wait is planned unlisted (its retries and suffix absent)', () => {
+    expect(jobsListSkippable({ meta: {}, status: { waitReason: 'WaitingForDependencies' } })).toBe(true);
+  });
 });
 
 describe('planning from an unlisted snapshot', () => {
+  const slotsFree = { installation: 0, cluster: undefined };
   const snap = (over: Partial<Snapshot> = {}): Snapshot =>
     snapshot({ ...M_A, status: atRest, jobsUnread: true, ...over });
   const facts = (s: Snapshot) => ({
@@ -67,8 +83,13 @@ describe('planning from an unlisted snapshot', () => {
     expect(planned).toMatchObject({ kind: 'plan', move: { kind: 'rest' }, outcome: { reason: 'UpToDate' } });
   });
 
-  it('JR4 a start (the inputs changed) asks for the Jobs first', () => {
-    expect(planStep(facts(snap({ inputsHash: 'h2' })))).toEqual({ kind: 'read', read: 'jobs' });
+  it('JR4 a start (the inputs changed) asks for the Jobs once its gates pass (the slots read from Redis first)', () => {
+    const changed = snap({ inputsHash: 'h2' });
+    expect(planStep(facts(changed))).toEqual({ kind: 'read', read: 'slots' });
+    expect(planStep({ ...facts(changed), slots: { installation: 0, cluster: undefined } })).toEqual({
+      kind: 'read',
+      read: 'jobs',
+    });
   });
 
   it('JR5 a spec that does not parse asks for the Jobs first (its wait prunes and reads records)', () => {
@@ -88,5 +109,59 @@ describe('planning from an unlisted snapshot', () => {
     const { redactor: r2, ...plain2 } = read;
     expect(plain2).toEqual(plain1);
     expect(r2.redact('x')).toBe(r1.redact('x'));
+  });
+
+  // A machine that never ran, waiting: the wait the status records is found again without the Jobs.
+  const waiting = (waitReason: TargetStatus['waitReason'], over: Partial<Snapshot> = {}): Snapshot => {
+    const first = planStep(planFacts(snapshot({ ...M_A, ...over })));
+    if (first.kind !== 'plan' || first.status === undefined) throw new Error('expected a wait written');
+    expect(first.status.waitReason).toBe(waitReason);
+    return snapshot({ ...M_A, ...over, status: first.status, jobsUnread: true });
+  };
+
+  it('JR8 the recorded wait found again (pause) is kept: no Job list, nothing written', () => {
+    const planned = planStep(facts(waiting('Paused', { paused: true })));
+    expect(planned).toMatchObject({
+      kind: 'plan',
+      status: undefined,
+      move: { kind: 'rest' },
+      outcome: { action: 'waiting', reason: 'Paused' },
+    });
+  });
+
+  it('JR9 a Secret still missing keeps its wait unlisted (no pods read for an object that never ran)', () => {
+    const spec = TARGET_SCHEMAS.TerraformMachine.spec.parse({
+      source: { image: 'registry.example.com/m:1' },
+      variablesFrom: [{ name: 'token', secretKeyRef: { name: 'not-yet', key: 'token' } }],
+    });
+    const over = { spec, referencedSecrets: new Map([['not-yet', undefined]]) };
+    const planned = planStep({ ...facts(waiting('WaitingForDependencies', over)), slots: slotsFree });
+    expect(planned).toMatchObject({
+      kind: 'plan',
+      status: undefined,
+      outcome: { reason: 'WaitingForDependencies' },
+    });
+  });
+
+  it('JR10 a wait that changed (the pause lifted into another wait) is planned again from the listed Jobs', () => {
+    const paused = waiting('Paused', { paused: true });
+    const planned = planStep({
+      ...facts({ ...paused, paused: false, status: { ...paused.status } }),
+      slots: { installation: 200, cluster: undefined },
+    });
+    expect(planned).toEqual({ kind: 'read', read: 'jobs' });
+  });
+
+  it('JR11 a wait whose cause went (the pause lifted, a start) lists the Jobs before anything starts', () => {
+    const paused = waiting('Paused', { paused: true });
+    expect(planStep({ ...facts({ ...paused, paused: false }), slots: slotsFree })).toEqual({
+      kind: 'read',
+      read: 'jobs',
+    });
+  });
+
+  it('JR12 an idle decision for an object whose retries are not stored lists the Jobs', () => {
+    const idle = snap({ status: { ...atRest, attempts: undefined, waitReason: 'Paused' } });
+    expect(planStep(facts(idle))).toEqual({ kind: 'read', read: 'jobs' });
   });
 });
