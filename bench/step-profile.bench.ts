@@ -14,10 +14,11 @@
 // system, all threads; and the main thread alone), wall ms per step, the adapter's API requests per step
 // (counted on the wire), and the profile's top frames (`(idle)` left out) and areas by self time (our src
 // folders, node_modules packages, Node internals, V8's pseudo-frames) as % of the kind's samples, % of its
-// busy (not idle) samples, and that busy share of the main thread's CPU ms per step; and our own frames
-// (src/, functions/) by total time (self plus synchronous callees). Prints the tables,
-// writes bench/results/step-profile-<date>.json and the raw .cpuprofile files (open them in Chrome
-// DevTools) into a temp directory whose path it prints. About a minute; a dev run:
+// busy (not idle) samples, and that busy share of the main thread's CPU ms per step; the self time by
+// owner (ours, node_modules, Node.js, V8 and native, idle); and our own frames (src/, functions/) by total
+// time (self plus synchronous callees). Prints the tables, writes bench/results/step-profile-<date>.json
+// and the raw .cpuprofile files (open them in Chrome DevTools) into a temp directory whose path it prints.
+// About a minute; a dev run:
 // `npm run bench -- step-profile --profile-objects=5 --profile-warmup=2`.
 
 import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
@@ -102,6 +103,8 @@ interface KindResult {
   profile: string;
   topFrames: SelfTime[];
   topAreas: SelfTime[];
+  /** Self time by whose code it is: ours, node_modules, Node.js, V8 and native, idle. */
+  owners: SelfTime[];
   /** Our own frames (src/, functions/) by total time: self plus what they call synchronously. */
   topOwnTotal: SelfTime[];
 }
@@ -263,6 +266,7 @@ try {
       // The event loop waiting for answers is an area, not a frame to cut.
       topFrames: summary.frames.filter((f) => f.name !== '(idle)').slice(0, TOP_FRAMES),
       topAreas: summary.areas.slice(0, TOP_AREAS),
+      owners: summary.owners,
       topOwnTotal: summary.own.slice(0, TOP_FRAMES),
     });
     return [...warm.outcomes, ...plain.outcomes, ...profiled.outcomes];
@@ -331,6 +335,12 @@ for (const r of results) {
     `${r.kind}: top ${TOP_AREAS} areas by self time`,
     ['area', '% samples', '% busy', 'CPU ms/step'],
     r.topAreas.map((a) => [a.name, a.percent, a.busyPercent, a.cpuMsPerUnit]),
+    [0, 1, 1, 3],
+  );
+  printTable(
+    `${r.kind}: self time by owner`,
+    ['owner', '% samples', '% busy', 'CPU ms/step'],
+    r.owners.map((o) => [o.name, o.percent, o.busyPercent, o.cpuMsPerUnit]),
     [0, 1, 1, 3],
   );
   printTable(

@@ -3,6 +3,9 @@ import { Session } from 'node:inspector/promises';
 import { relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+/** V8's pseudo-frame of a thread waiting for work (the event loop polling). */
+const IDLE = '(idle)';
+
 /**
  * V8's sampling CPU profiler on this process (`node:inspector`), and a profile's self time summed by frame
  * and by area, for a bench that profiles a piece of its own work.
@@ -92,6 +95,18 @@ export function locate(url: string, functionName: string, repoRoot: string): { f
   return { file: parts.join('/'), area };
 }
 
+/**
+ * Who an area's code belongs to: ours (src/, functions/, the bench), a node_modules package, Node.js's own
+ * JavaScript, V8 and native code (builtins, `(program)`, `(garbage collector)`), or the idle event loop.
+ */
+export function ownerOf(area: string): string {
+  if (area === IDLE) return IDLE;
+  if (area.startsWith('src/') || area === 'functions' || area === 'bench') return 'ours (src/)';
+  if (area.startsWith('node:')) return 'Node.js (node:*)';
+  if (area.startsWith('(')) return 'V8 and native';
+  return 'node_modules';
+}
+
 /** `functionName (file:line)` of a frame, the line 1-based; `functionName (native)` for a builtin. */
 function frameName(frame: Runtime.CallFrame, file: string): string {
   const name = frame.functionName === '' ? '(anonymous)' : frame.functionName;
@@ -99,24 +114,29 @@ function frameName(frame: Runtime.CallFrame, file: string): string {
   return file === 'native' ? `${name} (native)` : `${name} (${file}:${frame.lineNumber + 1})`;
 }
 
-/** V8's pseudo-frame of a thread waiting for work (the event loop polling). */
-const IDLE = '(idle)';
-
 /**
  * Counts a profile's samples by frame (`functionName (file:line)`, the line 1-based; `functionName
- * (native)` for a builtin) and by area (see `locate`), largest first, self time only; and our own frames by
- * total time (`ownTotals`). `cpuMsPerUnit` is the main thread's CPU time per unit of work over the profiled
+ * (native)` for a builtin), by area (see `locate`) and by owner (`ownerOf`), largest first, self time
+ * only; and our own frames by total time (`ownTotals`). `cpuMsPerUnit` is the main thread's CPU time per unit of work over the profiled
  * run, shared out by busy samples.
  */
 export function selfTimes(
   profile: Profiler.Profile,
   repoRoot: string,
   cpuMsPerUnit: number,
-): { frames: SelfTime[]; areas: SelfTime[]; own: SelfTime[]; samples: number; busySamples: number } {
+): {
+  frames: SelfTime[];
+  areas: SelfTime[];
+  owners: SelfTime[];
+  own: SelfTime[];
+  samples: number;
+  busySamples: number;
+} {
   const nodes = new Map(profile.nodes.map((node) => [node.id, node]));
   const samples = profile.samples ?? [];
   const frames = new Map<string, number>();
   const areas = new Map<string, number>();
+  const owners = new Map<string, number>();
   const add = (into: Map<string, number>, key: string) => into.set(key, (into.get(key) ?? 0) + 1);
   for (const id of samples) {
     const frame = nodes.get(id)?.callFrame;
@@ -132,6 +152,7 @@ export function selfTimes(
           : `${name} (${file}:${frame.lineNumber + 1})`,
     );
     add(areas, area);
+    add(owners, ownerOf(area));
   }
   const busy = samples.length - (areas.get(IDLE) ?? 0);
   const rows = (from: Map<string, number>): SelfTime[] =>
@@ -150,6 +171,7 @@ export function selfTimes(
   return {
     frames: rows(frames),
     areas: rows(areas),
+    owners: rows(owners),
     own: rows(ownTotals(profile, repoRoot)),
     samples: samples.length,
     busySamples: busy,
