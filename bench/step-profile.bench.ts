@@ -123,7 +123,8 @@ async function pool<T>(items: readonly T[], concurrency: number, work: (item: T)
 }
 
 printMachine();
-const load = { before: loadavg() };
+/** The 1-minute load average when the bench started: figures from a loaded machine are not comparable. */
+const loadBefore = loadavg()[0] ?? 0;
 const profilesDir = mkdtempSync(join(tmpdir(), 'captf-bench-step-profile-'));
 const stack = await startLocalStack({ log: () => undefined });
 const kubeconfig = { kind: 'file' as const, path: stack.info.kubeconfigPath };
@@ -365,8 +366,8 @@ writeFileSync(
       machine: {
         node: process.version,
         cores: availableParallelism(),
-        loadAverageBefore: load.before,
-        loadAverageAfter: loadavg(),
+        loadAverage1mBefore: loadBefore,
+        loadAverage1mAfter: loadavg()[0] ?? 0,
       },
       wallSeconds,
       kinds: results.map(({ profile: _profile, ...r }) => r),
