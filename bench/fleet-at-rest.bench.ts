@@ -38,6 +38,7 @@ import { measureApiCeiling } from './lib/api-ceiling.ts';
 import { cpuMs, deltaCounters, loggedSteps, quantile, scrapeHandlers, totals } from './lib/fleet-probe.ts';
 import { FleetReport } from './lib/fleet-report.ts';
 import { printMachine } from './lib/machine.ts';
+import { pool } from './lib/pool.ts';
 
 const { values: args } = parseArgs({
   // The fleet bench's own options reach this file too (`npm run bench -- fleet …` runs both).
@@ -120,19 +121,6 @@ function machine(
       ...spec,
     },
   };
-}
-
-async function pool<T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(CONCURRENCY, items.length) }, async () => {
-      while (next < items.length) {
-        const item = items[next] as T;
-        next += 1;
-        await work(item);
-      }
-    }),
-  );
 }
 
 printMachine();
@@ -297,7 +285,7 @@ try {
   const { conditions: _c, ...templateStatus } = template.status;
   log(`creating ${readyNames.length} Ready objects and ${waiting.length} waiting ones through the API`);
   const created = performance.now();
-  await pool(readyNames, async (name) => {
+  await pool(readyNames, CONCURRENCY, async (name) => {
     await create(machine(name, { finalizers: template.metadata.finalizers ?? [] }));
     await custom.patchNamespacedCustomObjectStatus(
       {
@@ -315,6 +303,7 @@ try {
   });
   await pool(
     waiting.map((w) => w.object),
+    CONCURRENCY,
     create,
   );
   const createSeconds = (performance.now() - created) / 1000;

@@ -59,6 +59,7 @@ import {
 } from './lib/fleet-probe.ts';
 import { FleetReport } from './lib/fleet-report.ts';
 import { printMachine } from './lib/machine.ts';
+import { pool } from './lib/pool.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -166,24 +167,6 @@ function machine(
 }
 
 const plural = (kind: string) => `${kind.toLowerCase()}s`;
-
-/** Runs `work` over `items`, `concurrency` at a time. */
-async function pool<T>(
-  items: readonly T[],
-  concurrency: number,
-  work: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-      while (next < items.length) {
-        const item = items[next] as T;
-        next += 1;
-        await work(item);
-      }
-    }),
-  );
-}
 
 interface Listed {
   metadata: { name: string; uid: string; namespace: string };

@@ -46,6 +46,7 @@ import { stepMetricsOf } from '../src/step/step-metrics.ts';
 import { CpuProfiler, type SelfTime, selfTimes } from './lib/cpu-profile.ts';
 import { printMachine } from './lib/machine.ts';
 import { finishJobSucceeded, type PlayedKubelet } from './lib/played-kubelet.ts';
+import { pool } from './lib/pool.ts';
 import { printTable } from './lib/table.ts';
 
 const { values: args } = parseArgs({
@@ -107,19 +108,6 @@ interface KindResult {
   owners: SelfTime[];
   /** Our own frames (src/, functions/) by total time: self plus what they call synchronously. */
   topOwnTotal: SelfTime[];
-}
-
-async function pool<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>) {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-      while (next < items.length) {
-        const item = items[next] as T;
-        next += 1;
-        await work(item);
-      }
-    }),
-  );
 }
 
 printMachine();
