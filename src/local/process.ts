@@ -39,7 +39,14 @@ export function startProcess(
   const [file, argv] = existsSync(SETPRIV)
     ? [SETPRIV, ['--pdeathsig', 'SIGTERM', '--', command, ...args]]
     : [command, args];
+  // A process group of its own: a terminal's Ctrl-C signals the whole foreground group, and the children
+  // would then stop at once, all together, while the local run's ordered stop still needs them (the API
+  // server first removes the webhook configurations, the handlers finish their steps against it): each
+  // would wait out its grace period against a control plane already gone. The parent's stop reaches them
+  // in order; a parent killed outright still takes them with it (the parent-death signal above, and
+  // exit-with-parent.ts for node children).
   const child: ChildProcess = spawn(file, argv, {
+    detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: env ?? process.env,
     ...(cwd === undefined ? {} : { cwd }),
