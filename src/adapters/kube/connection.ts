@@ -60,12 +60,13 @@ type Dispatcher = NonNullable<ReturnType<RequestContext['getDispatcher']>>;
  * `KubeConfig.applySecurityAuthentication` reads the CA, client certificate and key files (readFileSync) and
  * builds a new undici Agent on every request (the step profile, bench/step-profile.bench.ts: 3-6 % of a
  * step's CPU), and an Agent per request would also open a TLS connection per request. Here one KubeConfig
- * holds only the TLS settings (cluster CA, server name, proxy, client certificate and key, no credential):
- * it builds the Agent on the first request, and every request reuses it. A second holds everything but the
- * TLS files and sets the per-request headers: the bearer token (a projected ServiceAccount token file is
- * still re-read by client-node's FileAuth every 60 s, so rotation keeps working), exec and OIDC
- * credentials, basic auth and `Impersonate-User`. A new CA or client certificate needs a new connection
- * (a new process), as with client-go.
+ * holds only the TLS settings (cluster CA, server name, proxy, client certificate and key, and an exec
+ * plugin, which may answer a certificate): it builds the Agent on the first request, and every request
+ * reuses it. A second holds everything but the TLS files and sets the per-request headers: the bearer token
+ * (a projected ServiceAccount token file is still re-read by client-node's FileAuth every 60 s, so rotation
+ * keeps working), exec and OIDC credentials, basic auth and `Impersonate-User`. A new CA or client
+ * certificate needs a new connection (a new process); the previous middleware already kept the first
+ * Agent for good.
  */
 class TlsOnceAuthentication implements SecurityAuthentication {
   readonly #tls: KubeConfig;
@@ -82,6 +83,9 @@ class TlsOnceAuthentication implements SecurityAuthentication {
       certData: user.certData,
       keyFile: user.keyFile,
       keyData: user.keyData,
+      // An exec plugin may answer a client certificate (ExecCredential clientCertificateData): it runs here
+      // once more, and its first certificate serves the connection, as the shared first Agent did before.
+      ...(user.exec !== undefined ? { exec: user.exec } : {}),
     });
     this.#headers = new KubeConfig();
     this.#headers.loadFromClusterAndUser(
