@@ -166,7 +166,7 @@ function retryAfterOf(headers: Record<string, string> | undefined): number | und
   return Number.isFinite(seconds) && seconds >= 0 ? seconds : undefined;
 }
 
-/** True for the abort raised by the per-request timeout (`AbortSignal.timeout`). */
+/** True for the abort raised by the per-request timeout (a `TimeoutError`, connection.ts). */
 function isTimeoutAbort(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   if (error.name === 'TimeoutError') return true;

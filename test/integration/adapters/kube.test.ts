@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
@@ -516,6 +518,25 @@ describe('per-request timeout', () => {
     expect(performance.now() - started).toBeLessThan(2000);
   });
 
+  it('an answer whose body never ends fails with Timeout too: the timeout covers reading the body', async () => {
+    const stalling = createHttpServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.write('{"kind":');
+    });
+    await new Promise<void>((resolve) => stalling.listen(0, '127.0.0.1', resolve));
+    try {
+      const address = stalling.address();
+      if (address === null || typeof address === 'string') throw new Error('no port');
+      const error = await rejectionOf(
+        adapterAt(`http://127.0.0.1:${address.port}`).reader.getJob(namespace, 'x'),
+      );
+      expect([error.code, error.outcome]).toEqual(['Timeout', 'unknown']);
+    } finally {
+      stalling.closeAllConnections();
+      await new Promise((resolve) => stalling.close(resolve));
+    }
+  });
+
   it('an unreachable API server is Unavailable: outcome unknown', async () => {
     const probe = createServer();
     await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
@@ -526,5 +547,49 @@ describe('per-request timeout', () => {
       adapterAt(`http://127.0.0.1:${address.port}`).reader.getJob(namespace, 'x'),
     );
     expect([error.code, error.outcome]).toEqual(['Unavailable', 'unknown']);
+  });
+});
+
+describe('connection', () => {
+  it('reads the CA once per connection but the credential on every request (an exec plugin rotating its token)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'captf-kube-connection-'));
+    const cluster = config.getCurrentCluster();
+    const token = config.getCurrentUser()?.token;
+    if (!cluster?.caFile || token === undefined) throw new Error('the test stack has a CA file and a token');
+    const caFile = join(dir, 'ca.crt');
+    const tokenFile = join(dir, 'token');
+    writeFileSync(caFile, readFileSync(cluster.caFile));
+    writeFileSync(tokenFile, token);
+    const rotating = new KubeConfig();
+    rotating.loadFromOptions({
+      clusters: [{ name: 'c', server: cluster.server, caFile }],
+      users: [
+        {
+          name: 'u',
+          // Expired as soon as issued: client-node runs the plugin again for every request.
+          exec: {
+            apiVersion: 'client.authentication.k8s.io/v1',
+            command: 'sh',
+            args: [
+              '-c',
+              `printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s","expirationTimestamp":"2000-01-01T00:00:00Z"}}' "$(cat ${tokenFile})"`,
+            ],
+          },
+        },
+      ],
+      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+      currentContext: 'x',
+    });
+    const connected = createKubeAdapter({ source: { kind: 'loaded', config: rotating }, clock, reporter });
+    expect(await connected.reader.getJob(namespace, 'absent')).toBeUndefined();
+    // A CA file read per request would now fail every request.
+    rmSync(caFile);
+    expect(await connected.reader.getJob(namespace, 'absent')).toBeUndefined();
+    writeFileSync(tokenFile, 'rotated-away');
+    const refused = await rejectionOf(connected.reader.getJob(namespace, 'absent'));
+    expect(refused.code).toBe('Unauthorized');
+    writeFileSync(tokenFile, token);
+    expect(await connected.reader.getJob(namespace, 'absent')).toBeUndefined();
+    rmSync(dir, { recursive: true });
   });
 });
