@@ -36,9 +36,9 @@ import { podsToRelease } from './pod-release.ts';
 import { isPodAlive, mayHavePods, podsOfJob } from './pods.ts';
 import { FINALIZER, preamble } from './preamble.ts';
 import { selectJobsToPrune } from './prune.ts';
-import { createRedactor, type Redactor } from './redaction.ts';
+import type { Redactor } from './redaction.ts';
 import { decisionAnnotations, decisionsOf, type RunDecisions } from './run-decisions.ts';
-import { inputSecretTexts, type RunInputs, resolveRunInputs } from './run-inputs.ts';
+import { type RunInputs, resolveRunInputs, snapshotRedactor } from './run-inputs.ts';
 import { runLogSecretName } from './run-log.ts';
 import type { RunConfigSource } from './run-secret-manifest.ts';
 import { runnerAccountOf } from './runner-identity.ts';
@@ -128,10 +128,9 @@ function outcome(planning: Planning, reason: StepReason, extras: OutcomeExtras =
 }
 
 /** A plan with no writes and no move. */
-function bare(planning: Planning, move: Move, result: StepOutcome): StepPlan {
+function bare(move: Move, result: StepOutcome): StepPlan {
   return {
     kind: 'plan',
-    redactor: planning.redactor,
     bookkept: [],
     plans: [],
     spec: undefined,
@@ -162,9 +161,7 @@ export function planStep(facts: PlanFacts): Planned {
 
 function planMoveAndWrites(facts: PlanFacts): Planned {
   const { snap } = facts;
-  const redactor = createRedactor(
-    inputSecretTexts(snap.spec, snap.referencedSecrets, snap.capi?.bootstrapData),
-  );
+  const redactor = snapshotRedactor(snap);
   const policy = resolveJobsPolicy(snap.spec?.jobs, snap.owningCluster?.defaultsJobs);
   const planning: Planning = {
     facts,
@@ -181,12 +178,11 @@ function planMoveAndWrites(facts: PlanFacts): Planned {
 
   const pre = preamble(snap.meta);
   if (pre.kind === 'leave-alone')
-    return bare(planning, { kind: 'none' }, outcome(planning, pre.reason, { message: pre.message }));
-  if (pre.kind === 'not-ours') return bare(planning, { kind: 'none' }, outcome(planning, pre.reason));
+    return bare({ kind: 'none' }, outcome(planning, pre.reason, { message: pre.message }));
+  if (pre.kind === 'not-ours') return bare({ kind: 'none' }, outcome(planning, pre.reason));
   if (pre.kind === 'add-finalizer') {
     const setup = runnerSetupOf(snap, policy, facts.config.stateEncryption);
     return bare(
-      planning,
       { kind: 'finalizers', finalizers: pre.finalizers, gone: false, ...(setup ? { setup } : {}) },
       outcome(planning, pre.reason),
     );
@@ -272,7 +268,7 @@ function planUnreadableStatus(planning: Planning, paths: readonly string[]): Ste
     transitionKey: paths.join(','),
   });
   return {
-    ...bare(planning, { kind: 'none' }, outcome(planning, wait.reason, { message })),
+    ...bare({ kind: 'none' }, outcome(planning, wait.reason, { message })),
     status: changed(snap.status, next),
     events: repeated ? [] : [event],
   };
@@ -434,7 +430,7 @@ function decide(base: Base, watched: Watched | undefined): Planned {
           uid: snap.uid,
           message: 'the Job is not listed yet',
         });
-        return bare(planning, { kind: 'none' }, waitOutcome(base, wait));
+        return bare({ kind: 'none' }, waitOutcome(base, wait));
       }
       return planWatch(base, watched);
     }
@@ -595,7 +591,6 @@ function finish(base: Base, status: TargetStatus, move: Move, result: StepOutcom
   const wakes = releases ? { wakes: releaseWakes(snap.ref, snap.clusterName) } : {};
   return {
     kind: 'plan',
-    redactor: planning.redactor,
     bookkept: bookkeeping?.runs ?? [],
     plans: base.planWrites,
     spec: bookkeeping && Object.keys(bookkeeping.spec).length > 0 ? bookkeeping.spec : undefined,
@@ -666,11 +661,15 @@ function heldWaitsFor(snap: Snapshot, held: HeldWait): Pick<StepOutcome, 'waitsF
  * state suffix a Job of the object carries when the status records none (its start's write was lost).
  */
 function pausedStatus(planning: Planning, status: TargetStatus): TargetStatus {
-  const conditions = withPausedCondition(status.conditions ?? [], planning.snap.paused, {
-    now: planning.facts.now,
-    generation: planning.snap.generation,
+  return pausedStatusOf(planning.snap, planning.facts.now, status);
+}
+
+function pausedStatusOf(snap: Snapshot, now: Date, status: TargetStatus): TargetStatus {
+  const conditions = withPausedCondition(status.conditions ?? [], snap.paused, {
+    now,
+    generation: snap.generation,
   });
-  const suffix = unrecordedStateSuffix(status, jobStateSuffixes(planning.snap.jobs));
+  const suffix = unrecordedStateSuffix(status, jobStateSuffixes(snap.jobs));
   return { ...status, conditions, ...(suffix !== undefined ? { stateSuffix: suffix } : {}) };
 }
 
@@ -1081,20 +1080,44 @@ function planStart(base: Base, decision: StartDecision, retries: RetryState): Pl
       job: name,
       ...(skipNote !== '' ? { message: `attempt ${attempt}${skipNote}` } : {}),
     }),
-    held: (held) => {
-      const wait = waitFor(held.reason, { now: facts.now, uid: snap.uid, op, message: held.message });
-      return {
-        status: pausedStatus(planning, {
-          ...waitStatus(planning.statusContext, waitBase, wait),
-          observedGeneration: snap.generation,
-        }),
-        outcome: {
-          ...waitOutcome(base, wait),
-          ...(held.reason === 'WaitingForForeignJob' ? { job: name } : {}),
-          ...heldWaitsFor(snap, held),
-        },
-      };
-    },
+    held: { status: waitBase, now: facts.now, bookkept: base.bookkeeping !== undefined, ...lastJob(base) },
   };
   return finish(base, base.status, { kind: 'start', start }, start.outcome, false);
+}
+
+/**
+ * The status and outcome of a wait the Redis guards or a foreign Job impose on `start` at perform time
+ * (DESIGN.md section 5 steps 6 and 8): the wait over the status `start.held` planned, with the Paused
+ * condition of `snap` (the snapshot the start was planned from), woken by what it waits for.
+ */
+export function heldOutcome(
+  start: PlannedStart,
+  held: HeldWait,
+  snap: Snapshot,
+): { status: TargetStatus | undefined; outcome: StepOutcome } {
+  const { now } = start.held;
+  const redactor = snapshotRedactor(snap);
+  const context: StatusContext = {
+    now,
+    generation: snap.generation,
+    deleting: snap.meta.deletionTimestamp !== undefined,
+    redactor,
+  };
+  const wait = waitFor(held.reason, { now, uid: snap.uid, op: start.op, message: held.message });
+  return {
+    status: pausedStatusOf(snap, now, {
+      ...waitStatus(context, start.held.status, wait),
+      observedGeneration: snap.generation,
+    }),
+    outcome: {
+      ...outcomeOf(snap.ref, wait.reason, {
+        requeueAfterSeconds: wait.requeueAfterSeconds,
+        bookkept: start.held.bookkept,
+        ...(start.held.job !== undefined ? { job: start.held.job } : {}),
+        message: redactor.redact(wait.message),
+      }),
+      ...(held.reason === 'WaitingForForeignJob' ? { job: start.name } : {}),
+      ...heldWaitsFor(snap, held),
+    },
+  };
 }
