@@ -3,7 +3,7 @@ import { isKubeError, KubeError, outcomeOfFailedWrite } from '../adapters/kube/e
 import { BLOCK_MOVE_ANNOTATION } from '../core/block-move.ts';
 import type { EventObjectRef } from '../core/event-spec.ts';
 import { nameHolderOf } from '../core/own-jobs.ts';
-import { heldOutcome } from '../core/planner.ts';
+import { heldOutcome } from '../core/planner/start.ts';
 import { outcomeOf, type StepOutcome } from '../core/step-outcome.ts';
 import type { HeldWait, PlannedStart } from '../core/step-plan.ts';
 import { releaseRunGuards, runGuard, takeRunGuards } from './leases.ts';
