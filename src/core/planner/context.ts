@@ -65,6 +65,7 @@ export interface Base {
   situation: PlanSituation;
 }
 
+/** How the shell addresses `job`: its name, and the UID and version read (preconditions). */
 export function jobRef(job: JobView): JobRef {
   return {
     name: job.metadata.name,
@@ -73,6 +74,7 @@ export function jobRef(job: JobView): JobRef {
   };
 }
 
+/** The Redis guards of a run of `op` by `job` (src/step/leases.ts); `clusterName` as its Job names it. */
 export function guardOf(
   op: Op,
   job: string,
@@ -89,6 +91,7 @@ export function changed(current: TargetStatus, next: TargetStatus): TargetStatus
     : next;
 }
 
+/** `status` stamped with the generation it was planned from (undefined stays undefined). */
 export function withGeneration(
   status: TargetStatus | undefined,
   generation: number,
@@ -96,6 +99,7 @@ export function withGeneration(
   return status === undefined ? undefined : { ...status, observedGeneration: generation };
 }
 
+/** The step's outcome for the object, its message redacted. */
 export function outcome(planning: Planning, reason: StepReason, extras: OutcomeExtras = {}): StepOutcome {
   const { message, ...rest } = extras;
   return outcomeOf(planning.snap.ref, reason, {
@@ -120,11 +124,13 @@ export function bare(move: Move, result: StepOutcome): StepPlan {
   };
 }
 
+/** The newest Job this step bookkept, for the outcome. */
 export function lastJob(base: Base): { job?: string } {
   const job = base.bookkeeping?.runs.at(-1)?.record.name;
   return job !== undefined ? { job } : {};
 }
 
+/** The outcome of a wait, saying whether this step bookkept and which Job last. */
 export function waitOutcome(base: Base, wait: WaitDecision): StepOutcome {
   return outcome(base.planning, wait.reason, {
     requeueAfterSeconds: wait.requeueAfterSeconds,
@@ -147,6 +153,7 @@ export function pausedStatus(planning: Planning, status: TargetStatus): TargetSt
   return pausedStatusOf(planning.snap, planning.facts.now, status);
 }
 
+/** {@link pausedStatus} from the snapshot and clock alone (a start's held wait, `heldOutcome`). */
 export function pausedStatusOf(snap: Snapshot, now: Date, status: TargetStatus): TargetStatus {
   const conditions = withPausedCondition(status.conditions ?? [], snap.paused, {
     now,

@@ -41,6 +41,7 @@ export type Watched =
       runSecretExists: boolean;
     };
 
+/** The active Job's watch verdict; a read of its per-run Secret first when no pod of it started. */
 export function watchOf(planning: Planning, record: JobRecord): Watched | undefined {
   const { snap, facts } = planning;
   const job = snap.jobs.find((j) => j.metadata.name === record.name);
