@@ -1,3 +1,5 @@
+import { snapshotRedactor } from './run-inputs.ts';
+import type { Snapshot } from './snapshot.ts';
 import type { StepOutcome } from './step-outcome.ts';
 import type { StepPlan } from './step-plan.ts';
 
@@ -30,8 +32,8 @@ function moveSentence(plan: StepPlan): string {
   }
 }
 
-/** The outcome a dry run answers for `plan`. */
-export function describePlan(plan: StepPlan): StepOutcome {
+/** The outcome a dry run answers for `plan`, planned from `snap` (its secret values are cut out). */
+export function describePlan(plan: StepPlan, snap: Snapshot): StepOutcome {
   const parts: string[] = [];
   if (plan.bookkept.length > 0)
     parts.push(
@@ -41,5 +43,5 @@ export function describePlan(plan: StepPlan): StepOutcome {
   parts.push(plan.status === undefined ? 'no status change' : 'would write the status');
   parts.push(moveSentence(plan));
   const { observed: _observed, ...outcome } = plan.outcome;
-  return { ...outcome, message: plan.redactor.redact(`dry run: ${parts.join('; ')}`) };
+  return { ...outcome, message: snapshotRedactor(snap).redact(`dry run: ${parts.join('; ')}`) };
 }

@@ -4,7 +4,7 @@ import type { TargetSpec } from '../schemas/kinds/target.ts';
 import type { Op } from '../schemas/result.ts';
 import { type BootstrapData, drivenByClusterApi } from './cluster-api.ts';
 import { moduleInputsOf } from './module-inputs.ts';
-import { secretTextsOfSecretValue } from './redaction.ts';
+import { createRedactor, type Redactor, secretTextsOfSecretValue } from './redaction.ts';
 import type { RunDecisions } from './run-decisions.ts';
 import type { RunConfigSource } from './run-secret-manifest.ts';
 import type { ReferencedSecrets, Snapshot } from './snapshot.ts';
@@ -183,4 +183,13 @@ export function inputSecretTexts(
       texts.push(...secretTextsOfSecretValue(value));
   }
   return texts;
+}
+
+/**
+ * The redactor of a snapshot's object: it cuts {@link inputSecretTexts} out of free text (condition
+ * messages, Event notes, outcome messages). Built by the planner and again by the shell where it composes
+ * text, so no plan carries the secret values or a closure over them.
+ */
+export function snapshotRedactor(snap: Snapshot): Redactor {
+  return createRedactor(inputSecretTexts(snap.spec, snap.referencedSecrets, snap.capi?.bootstrapData));
 }

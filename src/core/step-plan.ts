@@ -9,7 +9,6 @@ import type { JobManifest } from './job-manifest.ts';
 import type { OutputsSecretManifest } from './outputs-secret.ts';
 import type { HeldPod } from './pod-release.ts';
 import type { PlanChange } from './record-run.ts';
-import type { Redactor } from './redaction.ts';
 import type { RunDecisions } from './run-decisions.ts';
 import type { RunConfigSource } from './run-secret-manifest.ts';
 import type { RunnerIdentity } from './runner-identity.ts';
@@ -23,7 +22,9 @@ import type { PodView } from './views.ts';
 
 /**
  * The plan of one reconcile step, as src/core/planner.ts decides it and src/step/perform.ts carries it
- * out: the facts it is made from, the writes, the move and the outcome.
+ * out: the facts it is made from, the writes, the move and the outcome. A plan is plain data (no
+ * function, no closure): what the shell needs beyond it, it makes from the snapshot with a core function
+ * (`snapshotRedactor` in src/core/run-inputs.ts, `heldOutcome` in src/core/planner/start.ts).
  */
 
 /** The step's configuration the plan depends on (src/config.ts reads it once). */
@@ -160,8 +161,22 @@ export interface PlannedStart {
   restoreStateSecret?: boolean;
   /** The outcome once the Job exists. */
   outcome: StepOutcome;
-  /** The status and outcome of a wait the Redis guards or a foreign Job impose at perform time. */
-  held(wait: HeldWait): { status: TargetStatus | undefined; outcome: StepOutcome };
+  /** What a wait the Redis guards or a foreign Job impose at perform time is made of (`heldOutcome`). */
+  held: HeldBase;
+}
+
+/**
+ * The planned part of a start's wait found at perform time: src/core/planner/start.ts `heldOutcome` makes
+ * its status and outcome from this, the wait and the snapshot.
+ */
+export interface HeldBase {
+  /** The status the wait is written over: the one after bookkeeping, skipped attempts kept as used. */
+  status: TargetStatus;
+  /** The planner's clock (condition times, the retry time of the wait). */
+  now: Date;
+  /** Whether this step bookkept a run; `job`: the newest it bookkept. */
+  bookkept: boolean;
+  job?: string;
 }
 
 /** What the step does beyond its writes. */
@@ -204,8 +219,6 @@ export type Move =
 /** The whole plan of one step. */
 export interface StepPlan {
   kind: 'plan';
-  /** Cuts the object's secret values out of free text the shell composes (src/core/redaction.ts). */
-  redactor: Redactor;
   /** Finished Jobs recorded by this step, oldest first (marks, metrics, Secrets, guards). */
   bookkept: Bookkeeping['runs'];
   /** TerraformPlans to write before the status. */

@@ -8,7 +8,7 @@ import { bookkeptAnnotations } from '../core/job-record.ts';
 import { mergePatchOf } from '../core/merge-patch.ts';
 import { runSecretName } from '../core/names.ts';
 import { buildPlanManifest, planRequester } from '../core/plan-manifest.ts';
-import { movesWithCluster } from '../core/run-inputs.ts';
+import { movesWithCluster, snapshotRedactor } from '../core/run-inputs.ts';
 import { stateMoveLabelPatch, stateSecretOf } from '../core/run-secret-manifest.ts';
 import type { RunnerSetup } from '../core/runner-setup.ts';
 import type { Snapshot } from '../core/snapshot.ts';
@@ -437,7 +437,7 @@ async function performWrites(performance: Performance): Promise<Performed | unde
     // deleting a Secret that is gone already is a no-op.
     await deps.kube.writer.deleteSecret(snap.ref.namespace, runSecretName(run.record.name));
     deps.failpoints.hit('after-run-secret-delete');
-    if (run.podLog) await keepPodLog(deps, run.podLog, plan.redactor);
+    if (run.podLog) await keepPodLog(deps, run.podLog, snapshotRedactor(snap));
     await markBookkept(performance, run);
     // After the mark: a step that crashed before it bookkeeps the Job again, and only then counts it.
     await deps.metrics.jobBookkept({

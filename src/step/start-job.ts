@@ -3,8 +3,9 @@ import { isKubeError, KubeError, outcomeOfFailedWrite } from '../adapters/kube/e
 import { BLOCK_MOVE_ANNOTATION } from '../core/block-move.ts';
 import type { EventObjectRef } from '../core/event-spec.ts';
 import { nameHolderOf } from '../core/own-jobs.ts';
+import { heldOutcome } from '../core/planner/start.ts';
 import { outcomeOf, type StepOutcome } from '../core/step-outcome.ts';
-import type { PlannedStart } from '../core/step-plan.ts';
+import type { HeldWait, PlannedStart } from '../core/step-plan.ts';
 import { releaseRunGuards, runGuard, takeRunGuards } from './leases.ts';
 import { ensureOutputsSecret } from './outputs-secret.ts';
 import { conflict, emitEvents, type Performance, unavailable } from './perform.ts';
@@ -76,8 +77,8 @@ async function startJob(
   const { deps, snap, writes, lock } = performance;
   // A step that outlived its lock (src/step/step-lock.ts) starts nothing: another step may own the object.
   if (lock.lost()) return outcomeOf(snap.ref, 'StepLockLost');
-  const held = async (wait: Parameters<PlannedStart['held']>[0]): Promise<StepOutcome> => {
-    const answer = start.held(wait);
+  const held = async (wait: HeldWait): Promise<StepOutcome> => {
+    const answer = heldOutcome(start, wait, snap);
     if (answer.status !== undefined && (await writes.status(answer.status)) === 'conflict')
       return conflict(performance);
     return answer.outcome;

@@ -6,6 +6,7 @@ import { POD_RESULT_FINALIZER } from '../core/job-labels.ts';
 import type { ObjectRef } from '../core/object-ref.ts';
 import { planStep } from '../core/planner.ts';
 import { type HeldPod, heldPodOwnerGone } from '../core/pod-release.ts';
+import { snapshotRedactor } from '../core/run-inputs.ts';
 import type { Snapshot } from '../core/snapshot.ts';
 import { checkedStateSecret } from '../core/state-evidence.ts';
 import {
@@ -236,7 +237,7 @@ async function reconcile(
         snapshot,
         writes,
       );
-    facts = { ...facts, refusedOutputs: planned.plan.redactor.redact(performed.message) };
+    facts = { ...facts, refusedOutputs: snapshotRedactor(planned.facts.snap).redact(performed.message) };
   }
   throw new Error(`step of ${ref.name}: more rounds than refusals and taken names allow`);
 }
@@ -256,8 +257,8 @@ function isRefusal(error: unknown): error is KubeError {
  * Retried every 60 s; the first step that gets through removes it.
  */
 async function recordRefusal(performance: Performance, refused: string): Promise<StepOutcome> {
-  const { deps, snap, plan, writes } = performance;
-  const message = plan.redactor.redact(`refused: ${refused}`);
+  const { deps, snap, writes } = performance;
+  const message = snapshotRedactor(snap).redact(`refused: ${refused}`);
   const at = { now: new Date(deps.clock.nowMs()), generation: snap.generation };
   try {
     if ((await writes.status(refusedStatus(writes.current, message, at), true)) === 'conflict')
@@ -334,5 +335,5 @@ export async function explainStep(
   const snapshot = await readSnapshot(deps.reads.reader, ref, read);
   if (!snapshot) return outcomeOf(ref, 'ObjectGone');
   const planned = await planWithReads(deps.reads, factsOf(deps, snapshot, heldPod));
-  return 'outcome' in planned ? planned.outcome : describePlan(planned.plan);
+  return 'outcome' in planned ? planned.outcome : describePlan(planned.plan, planned.facts.snap);
 }

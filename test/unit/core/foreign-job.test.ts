@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { LABELS } from '../../../src/core/job-labels.ts';
 import { freeJobName, jobName } from '../../../src/core/names.ts';
 import { nameHolderOf } from '../../../src/core/own-jobs.ts';
+import { heldOutcome } from '../../../src/core/planner/start.ts';
 import { planStep } from '../../../src/core/planner.ts';
 import { FINALIZER } from '../../../src/core/preamble.ts';
 import type { Snapshot } from '../../../src/core/snapshot.ts';
@@ -173,7 +174,11 @@ describe('planStep: the start past a taken name', () => {
 
   it('S3 a wait after the skip keeps the skipped attempt as used, so the next step starts past it', () => {
     const start = startOf({ ...facts, takenJobNames: [nameAt(1)] });
-    const held = start.held({ reason: 'WaitingForForeignJob', message: `a Job named ${nameAt(2)} runs` });
+    const held = heldOutcome(
+      start,
+      { reason: 'WaitingForForeignJob', message: `a Job named ${nameAt(2)} runs` },
+      snap,
+    );
     expect(held.status?.waitReason).toBe('WaitingForForeignJob');
     expect(held.status?.attempts?.apply?.last).toBe(1);
     expect(held.status?.activeJob).toBeUndefined();
@@ -182,7 +187,7 @@ describe('planStep: the start past a taken name', () => {
   });
 
   it('S4 a wait with nothing skipped records no attempt (the running foreign Job is waited for)', () => {
-    const held = startOf(facts).held({ reason: 'WaitingForForeignJob', message: 'runs' });
+    const held = heldOutcome(startOf(facts), { reason: 'WaitingForForeignJob', message: 'runs' }, snap);
     expect(held.status?.attempts).toBeUndefined();
   });
 });

@@ -53,7 +53,7 @@ describe('an apply of a provisioned object reads its state first (StateMissing)'
       expect(planned.events.map((e) => [e.type, e.reason])).toEqual([['Warning', 'StateMissing']]);
       expect(planned.outcome.message).toContain('tfstate-default-m-web');
       expect(planned.outcome.message).toContain(ACCEPT_EMPTY_STATE_ANNOTATION);
-      expect(describePlan(planned).message).toContain('tfstate-default-m-web');
+      expect(describePlan(planned, provisioned()).message).toContain('tfstate-default-m-web');
       // Written once: the next step of the same wait writes nothing and emits nothing.
       const again = plan(planFacts(provisioned({ status: planned.status ?? {} }), { state }));
       expect(again.status).toBeUndefined();
@@ -79,7 +79,9 @@ describe('an apply of a provisioned object reads its state first (StateMissing)'
       op: 'apply',
       consumeAnnotation: ACCEPT_EMPTY_STATE_ANNOTATION,
     });
-    expect(describePlan(planned).message).toContain(`remove the annotation ${ACCEPT_EMPTY_STATE_ANNOTATION}`);
+    expect(describePlan(planned, snap).message).toContain(
+      `remove the annotation ${ACCEPT_EMPTY_STATE_ANNOTATION}`,
+    );
   });
 
   const evidence = [

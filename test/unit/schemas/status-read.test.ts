@@ -93,7 +93,7 @@ describe('status shapes of every release (test/fixtures/status)', () => {
       for (const key of Object.keys(read.status))
         expect(planned.status?.[key as 'stateSuffix']).toEqual(read.status[key as 'stateSuffix']);
       expect(planned.status?.waitReason).toBe('StatusUnreadable');
-      expect(describePlan(planned).message).toContain(read.paths[0] ?? '');
+      expect(describePlan(planned, snap).message).toContain(read.paths[0] ?? '');
     },
   );
 

@@ -1,0 +1,62 @@
+import type { TargetStatus } from '../../schemas/kinds/target.ts';
+import { FINALIZER } from '../preamble.ts';
+import { decideStateCleanup, stateObjectsOf } from '../state-cleanup.ts';
+import type { Planned } from '../step-plan.ts';
+import { timestampMs } from '../views.ts';
+import { finish } from './assemble.ts';
+import { type Base, outcome } from './context.ts';
+
+/**
+ * A deleting object with nothing left to destroy (DESIGN.md section 3 row 1): the finalizer goes, and the
+ * default backend's state objects with it when the state holds nothing.
+ */
+
+/**
+ * The newest successful destroy came after the newest successful apply (or no apply succeeded): what the
+ * destroy left in the state is no managed resource, even where the controller cannot read it (encrypted).
+ */
+function destroyedAfterApply(status: TargetStatus): boolean {
+  const destroyed = timestampMs(status.lastSuccess?.destroy);
+  const applied = timestampMs(status.lastSuccess?.apply);
+  return destroyed !== undefined && (applied === undefined || destroyed >= applied);
+}
+
+/**
+ * Row 1 of section 3: nothing to destroy, so the finalizer goes and the object with it. A copy `clusterctl
+ * move` deletes leaves its state to clusterctl, which moved it and deletes the source's.
+ */
+export function planFinalize(
+  base: Base,
+  reason: 'DeletingWithoutState' | 'DeletingForMove' = 'DeletingWithoutState',
+): Planned {
+  const { planning, status } = base;
+  const { snap, facts } = planning;
+  if (reason === 'DeletingForMove') {
+    const finalizers = (snap.meta.finalizers ?? []).filter((f) => f !== FINALIZER);
+    return finish(
+      base,
+      status,
+      { kind: 'finalizers', finalizers, gone: true },
+      outcome(planning, reason),
+      false,
+    );
+  }
+  // The state says what is left (only with the default backend and a spec that parses: otherwise the
+  // state's home is unknown): a status that records no apply may be a lost one (issue 23 item 5, decided
+  // by decideOp once read), and the state objects nobody owns go with the finalizer when they hold nothing
+  // (section 12, issue 23 item 3).
+  const objects = stateObjectsOf(snap);
+  if (objects !== undefined && facts.state === undefined) return { kind: 'read', read: 'state' };
+  const state =
+    objects !== undefined && facts.state !== undefined
+      ? { ...objects, cleanup: decideStateCleanup(objects, facts.state, destroyedAfterApply(status)) }
+      : undefined;
+  const finalizers = (snap.meta.finalizers ?? []).filter((f) => f !== FINALIZER);
+  return finish(
+    base,
+    status,
+    { kind: 'finalizers', finalizers, gone: true, ...(state ? { state } : {}) },
+    outcome(planning, 'DeletingWithoutState'),
+    false,
+  );
+}
