@@ -9,6 +9,7 @@ import { runSecretName } from '../core/names.ts';
 import { buildPlanManifest, planRequester } from '../core/plan-manifest.ts';
 import { movesWithCluster } from '../core/run-inputs.ts';
 import { CLUSTERCTL_MOVE_LABEL, stateMoveLabelPatch, stateSecretOf } from '../core/run-secret-manifest.ts';
+import { forgetsIdentityCheck } from '../core/runner-identity.ts';
 import type { RunnerSetup } from '../core/runner-setup.ts';
 import type { Snapshot } from '../core/snapshot.ts';
 import type { StateCleanup, StateObjects } from '../core/state-cleanup.ts';
@@ -25,7 +26,7 @@ import { healStaleLease, releaseRunGuards, renewRunGuards, runGuard } from './le
 import { createPlanKey, runConfigOf } from './run-config.ts';
 import { keepPodLog } from './run-log-fallback.ts';
 import { createRunSecret } from './run-secret.ts';
-import { ensureRunnerIdentity } from './runner-identity.ts';
+import { ensureCheckedRunnerIdentity } from './runner-identity.ts';
 import { performStart } from './start-job.ts';
 import type { KeptStepLock } from './step-lock.ts';
 
@@ -400,6 +401,11 @@ export function unavailable(performance: Performance, message: string): StepOutc
  */
 async function performWrites(performance: Performance): Promise<Performed | undefined> {
   const { deps, snap, plan, writes } = performance;
+  // Before anything of the bookkeeping, so a step that dies later has forgotten already: a run that did not
+  // succeed may have met an identity someone took apart, which the next start then reads and puts back
+  // (DESIGN.md section 15). Redis not answering leaves the check remembered: the next such run forgets it.
+  if (forgetsIdentityCheck(plan.bookkept.map((run) => run.classification)))
+    await deps.redis.identityChecks.forget(snap.uid);
   for (const change of plan.plans) {
     await writePlan(performance, change);
     deps.failpoints.hit('after-plan-write');
@@ -508,7 +514,11 @@ async function setUpRunner(performance: Performance, setup: RunnerSetup): Promis
   try {
     await createPlanKey(deps.kube.writer, { ref: snap.ref, uid: snap.uid }, setup.stateSuffix);
     if (setup.identity) {
-      await ensureRunnerIdentity(deps.kube, setup.identity);
+      await ensureCheckedRunnerIdentity(
+        { kube: deps.kube, checks: deps.redis.identityChecks },
+        snap.uid,
+        setup.identity,
+      );
       deps.failpoints.hit('after-runner-identity');
     }
   } catch (error) {
@@ -530,6 +540,9 @@ async function performMove(
       return releaseBlockMove(performance);
     }
     case 'finalizers': {
+      // The object goes: its remembered identity check with it (its uid never comes back; the TTL is the
+      // backstop when Redis does not answer).
+      if (move.gone) await deps.redis.identityChecks.forget(snap.uid);
       if (move.state) await cleanUpState(performance, move.state);
       await writes.finalizers(move.finalizers, plan.blockMove === 'remove');
       deps.failpoints.hit('after-finalizer-patch');
