@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -279,6 +279,52 @@ describe('the loopback proxy (src/runner/kube-proxy.ts)', () => {
       expect(logged.some((line) => line.includes('answered 401'))).toBe(true);
       await writeFile(join(dir, 'token'), token);
       expect(await whoAmI(started.proxy.url)).toBe(`201 ${sa}`);
+    } finally {
+      await started.proxy.close();
+    }
+  });
+
+  it("keeps what the state Secret's answers show of it, gzip'd ones too, and passes them on as they came", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'captf-sa-state-'));
+    await writeFile(join(dir, 'ca.crt'), await readFile(testStack().caPath));
+    await writeFile(join(dir, 'token'), token);
+    // Over the API server's 128 KiB threshold for compressing an answer the client accepts gzip'd.
+    const data = randomBytes(200 * 1024);
+    const patch = join(dir, 'patch.json');
+    await writeFile(
+      patch,
+      JSON.stringify({
+        metadata: { labels: { 'clusterctl.cluster.x-k8s.io/move': '' } },
+        data: { tfstate: data.toString('base64') },
+      }),
+    );
+    await kubectl([
+      'patch',
+      'secret',
+      STATE_SECRET,
+      '-n',
+      NAMESPACE,
+      '--type=merge',
+      `--patch-file=${patch}`,
+    ]);
+    const started = await startKubeProxy({ serviceAccountDir: dir, env: kubeletEnv(), scope, log: () => {} });
+    if (!started.ok) throw new Error(started.message);
+    try {
+      expect(started.proxy.stateSeen()).toBeUndefined();
+      const answer = await fetch(
+        `${started.proxy.url}/api/v1/namespaces/${NAMESPACE}/secrets/${STATE_SECRET}`,
+        {
+          headers: { 'accept-encoding': 'gzip' },
+        },
+      );
+      expect(answer.status).toBe(200);
+      expect(answer.headers.get('content-encoding')).toBe('gzip');
+      const secret = (await answer.json()) as { data: { tfstate: string } };
+      expect(Buffer.from(secret.data.tfstate, 'base64').equals(data)).toBe(true);
+      expect(started.proxy.stateSeen()).toEqual({ bytes: data.length, moveLabel: true });
+      // Another Secret's answer changes nothing it keeps (and is refused to this account anyway).
+      await fetch(`${started.proxy.url}/api/v1/namespaces/${NAMESPACE}/secrets/${OTHER_SECRET}`);
+      expect(started.proxy.stateSeen()).toEqual({ bytes: data.length, moveLabel: true });
     } finally {
       await started.proxy.close();
     }
