@@ -274,3 +274,32 @@ export function runnerAccountOf(
   const identity = buildRunnerIdentity(input);
   return { serviceAccountName: identity.serviceAccount.metadata.name, identity };
 }
+
+/** How long a remembered identity check holds (s): past it, the next Job-creating step reads again. */
+export const IDENTITY_CHECK_TTL_SECONDS = 24 * 3600;
+
+/** The digest of everything an identity consists of, as its RoleBinding carries it. */
+export function runnerIdentityDigest(identity: RunnerIdentity): string {
+  return identity.roleBinding.metadata.annotations[RUNNER_IDENTITY_ANNOTATION] ?? '';
+}
+
+/**
+ * Whether a Job-creating step may take the identity as complete without reading it (DESIGN.md section 15,
+ * "the runner identity"): the check remembered for the object (`remembered`: the digest of the identity
+ * last found complete, undefined when none is remembered or Redis did not answer) is of this very identity.
+ * The RoleBinding and the Lease are then not read; a state Secret put back still costs its create, and the
+ * Lease it may have taken with it (src/step/runner-identity.ts). Pure.
+ */
+export function identityVerified(remembered: string | undefined, identity: RunnerIdentity): boolean {
+  return remembered !== undefined && remembered === runnerIdentityDigest(identity);
+}
+
+/**
+ * Whether bookkeeping forgets the object's remembered check: a bookkept run that did not succeed (a
+ * failure, a deadline, an interruption, a plan that waits), so a RoleBinding or Lease someone deleted (the
+ * runner then fails with Forbidden) is read and put back at the next start, and a failed run never repeats
+ * for a check that is out of date. Pure.
+ */
+export function forgetsIdentityCheck(runs: readonly { success: boolean }[]): boolean {
+  return runs.some((run) => !run.success);
+}

@@ -11,10 +11,11 @@ import { snapshotStateSuffix } from './state-identity.ts';
 /**
  * What the step that adds our finalizer (an object's first step) puts in place for the object's first Job
  * (issue 22: the Job-creating step pays only for the Job): the plan HMAC key Secret and the runner identity
- * (src/core/runner-identity.ts). The Job step still makes sure of both before its Job (one read each when
- * in place: the RoleBinding's digest and its lock Lease, the plan key), so this is a head start, never a
- * guarantee anything relies on: a setup that crashed or was refused is finished by the Job step, exactly as
- * if it never ran.
+ * (src/core/runner-identity.ts). The Job step still makes sure of both before its Job (the plan key by one
+ * read; the identity by reading its RoleBinding's digest and its lock Lease, unless Redis remembers the
+ * check this setup made: src/step/runner-identity.ts `ensureCheckedRunnerIdentity`), so this is a head
+ * start, never a guarantee anything relies on: a setup that crashed or was refused is finished by the Job
+ * step, exactly as if it never ran.
  */
 export interface RunnerSetup {
   /** The state suffix the plan key Secret is named by (src/step/run-config.ts `planKeySecretName`). */

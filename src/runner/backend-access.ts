@@ -1,3 +1,5 @@
+import { CLUSTERCTL_MOVE_LABEL } from '../core/run-secret-manifest.ts';
+import type { StateReport } from '../schemas/result.ts';
 import type { BackendConfig } from '../schemas/run-config.ts';
 
 /**
@@ -128,6 +130,46 @@ export function routeOf(method: string, target: string, scope: StateSecretScope)
     getTarget: `${collection}/${encodeURIComponent(scope.secretName)}`,
     labelSelector: url.searchParams.get('labelSelector') ?? undefined,
   };
+}
+
+/**
+ * Whether the proxy reads the answer to a request for what it says of the state Secret (the result's
+ * `state`, src/schemas/result.ts): a GET or PUT of the scope's state Secret by name, or a POST to its
+ * namespace's Secret collection (the backend creating the Secret; the answer names which). The backend's
+ * list is answered from a GET of the Secret and read there. Pure.
+ */
+export function observesState(method: string, target: string, scope: StateSecretScope): boolean {
+  const { pathname } = new URL(target, 'http://proxy.invalid');
+  const collection = `/api/v1/namespaces/${encodeURIComponent(scope.namespace)}/secrets`;
+  if (method === 'POST') return pathname === collection || pathname === `${collection}/`;
+  if (method !== 'GET' && method !== 'PUT') return false;
+  return pathname === `${collection}/${encodeURIComponent(scope.secretName)}`;
+}
+
+/**
+ * What a successful answer's body says of the state Secret: the bytes of its data values, decoded from
+ * base64 (what the API server's 1 MiB limit weighs, less the metadata), and whether it carries the
+ * `clusterctl move` label; undefined for a body that is not the scope's Secret. Pure.
+ */
+export function stateReportOf(body: string, scope: StateSecretScope): StateReport | undefined {
+  let secret: {
+    kind?: unknown;
+    metadata?: { name?: unknown; namespace?: unknown; labels?: Record<string, unknown> };
+    data?: Record<string, unknown>;
+  };
+  try {
+    secret = JSON.parse(body) as typeof secret;
+  } catch {
+    return undefined;
+  }
+  if (secret === null || typeof secret !== 'object' || secret.kind !== 'Secret') return undefined;
+  if (secret.metadata?.name !== scope.secretName || secret.metadata.namespace !== scope.namespace)
+    return undefined;
+  const bytes = Object.values(secret.data ?? {}).reduce<number>(
+    (sum, value) => sum + (typeof value === 'string' ? Buffer.from(value, 'base64').length : 0),
+    0,
+  );
+  return { bytes, moveLabel: typeof secret.metadata.labels?.[CLUSTERCTL_MOVE_LABEL] === 'string' };
 }
 
 /**

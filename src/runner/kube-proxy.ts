@@ -4,20 +4,29 @@ import { Agent, request } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { promisify } from 'node:util';
+import { gunzip } from 'node:zlib';
+import type { StateReport } from '../schemas/result.ts';
 import {
   apiServerOrigin,
   forwardedHeaders,
+  observesState,
   routeOf,
   type StateSecretScope,
   secretListAnswer,
+  stateReportOf,
 } from './backend-access.ts';
+
+const gunzipBody = promisify(gunzip);
 
 /**
  * The loopback proxy between the runtime's kubernetes backend and the API server (issue 16 item 3; the
  * rules are in src/runner/backend-access.ts). It listens on 127.0.0.1 only, without credentials of its
  * own to check: everything that can reach it is the runner's pod, which holds the token anyway. It
  * forwards every request to the in-cluster API server as the pod's ServiceAccount, streaming both bodies,
- * and answers the state backend's Secret list itself, from a read of the run's own state Secret.
+ * and answers the state backend's Secret list itself, from a read of the run's own state Secret. It keeps
+ * what the last successful answer about the state Secret said of it (its size, its move label), so the run
+ * reports the state as it left it without a request of its own.
  */
 
 /** A running proxy. */
@@ -26,6 +35,8 @@ export interface KubeProxy {
   url: string;
   /** Stops listening, ends open connections; resolves once the server is closed. Idempotent. */
   close(): Promise<void>;
+  /** The state Secret as the newest successful answer about it showed it; undefined before any. */
+  stateSeen(): StateReport | undefined;
 }
 
 export interface KubeProxyOptions {
@@ -59,11 +70,17 @@ async function readToken(path: string): Promise<string> {
   return token;
 }
 
-/** The whole body of an answer (a Secret: bounded by the API server's 1 MiB object limit). */
-async function readBody(answer: IncomingMessage): Promise<string> {
+/** The whole body of an answer as sent (a Secret: bounded by the API server's 1 MiB object limit). */
+async function readRaw(answer: IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of answer) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
+}
+
+/** The whole body of an answer as text; a gzip'd one (the runtime's client asks for it) unzipped. */
+async function bodyText(raw: Buffer, headers: IncomingMessage['headers']): Promise<string> {
+  const gzipped = headers['content-encoding']?.toLowerCase() === 'gzip';
+  return (gzipped ? await gunzipBody(raw) : raw).toString('utf8');
 }
 
 /** A Kubernetes Status body, so the runtime shows the proxy's failure as the API server's own. */
@@ -98,6 +115,10 @@ export async function startKubeProxy(options: KubeProxyOptions): Promise<KubePro
   }
 
   const agent = new Agent({ ca, keepAlive: true });
+  let stateSeen: StateReport | undefined;
+  const see = (body: string) => {
+    stateSeen = stateReportOf(body, options.scope) ?? stateSeen;
+  };
   const reported = new Set<string>();
   const reportOnce = (key: string, text: string) => {
     if (reported.has(key)) return;
@@ -130,8 +151,10 @@ export async function startKubeProxy(options: KubeProxyOptions): Promise<KubePro
     upstream.on('response', (answer) => {
       const status = answer.statusCode ?? 502;
       if (route.kind === 'list-from-get') {
-        readBody(answer)
+        readRaw(answer)
+          .then((raw) => bodyText(raw, answer.headers))
           .then((body) => {
+            if (status === 200) see(body);
             const listed = secretListAnswer({ status, body }, route.labelSelector);
             if (listed.status >= 400)
               reportOnce(`list ${listed.status}`, `kube proxy: GET ${target} answered ${listed.status}`);
@@ -147,6 +170,17 @@ export async function startKubeProxy(options: KubeProxyOptions): Promise<KubePro
         reportOnce(`${method} ${path} ${status}`, `kube proxy: ${method} ${target} answered ${status}`);
       }
       res.writeHead(status, answer.statusMessage, forwardedHeaders(answer.headers));
+      if (status >= 200 && status < 300 && observesState(method, target, options.scope)) {
+        // Held whole and passed on as it came: a Secret is at most 1 MiB, and the answer is the state's.
+        readRaw(answer)
+          .then(async (raw) => {
+            // Seen before the runtime has the answer: once it exits, the newest state is known.
+            see(await bodyText(raw, answer.headers).catch(() => ''));
+            res.end(raw);
+          })
+          .catch(() => res.destroy());
+        return;
+      }
       pipeline(answer, res).catch(() => res.destroy());
     });
     upstream.on('error', (cause) => {
@@ -186,5 +220,5 @@ export async function startKubeProxy(options: KubeProxyOptions): Promise<KubePro
     });
     return closed;
   };
-  return { ok: true, proxy: { url: `http://127.0.0.1:${port}`, close } };
+  return { ok: true, proxy: { url: `http://127.0.0.1:${port}`, close, stateSeen: () => stateSeen } };
 }

@@ -5,12 +5,13 @@ import { RESULT_MAX_BYTES, type RunnerResult } from '../schemas/result.ts';
  * at most RESULT_MAX_BYTES bytes, and a cut document does not parse, so the runner drops optional fields
  * itself, in this fixed order, until the document fits, and names what it dropped in `dropped`.
  * Least needed first: the listed output names (status keeps the Secret's name without them), machine addresses and pool ID lists can be long and the controller can wait for the
- * next run; the plan, the lock and the error are what bookkeeping classifies by, so they go last.
+ * next run; the state report is a figure and a label the next run reports again; the plan, the lock and the error are what bookkeeping classifies by, so they go last.
  */
 export const DROP_ORDER = [
   'outputsSecret.outputs',
   'outputs.addresses',
   'outputs.providerIDList',
+  'state',
   'outputs',
   'imageDigest',
   'drift',
@@ -28,6 +29,7 @@ const DROPPERS: Record<DropPath, (doc: RunnerResult) => boolean> = {
   'outputs.addresses': (doc) => doc.outputs?.addresses !== undefined && delete doc.outputs.addresses,
   'outputs.providerIDList': (doc) =>
     doc.outputs?.providerIDList !== undefined && delete doc.outputs.providerIDList,
+  state: (doc) => doc.state !== undefined && delete doc.state,
   outputs: (doc) => doc.outputs !== undefined && delete doc.outputs,
   imageDigest: (doc) => doc.imageDigest !== undefined && delete doc.imageDigest,
   drift: (doc) => doc.drift !== undefined && delete doc.drift,

@@ -140,7 +140,16 @@ async function runSteps(options: RunOptions, deps: RunDeps, setUp: SetUp): Promi
   let redactor: Redactor = createRedactor([]);
 
   const finish = (result: RunResult, extra: Partial<RunnerResult> = {}): RunnerResult => {
-    const doc: RunnerResult = { version: 1, op: options.op, result, steps, ...extra };
+    // The state as the backend left it, seen through the proxy (no request of its own; DESIGN.md section 10).
+    const state = setUp.proxy?.stateSeen();
+    const doc: RunnerResult = {
+      version: 1,
+      op: options.op,
+      result,
+      steps,
+      ...extra,
+      ...(state ? { state } : {}),
+    };
     // The summary is redacted where it is made; outputs and other structured fields are never redacted.
     const fitted = fitResult(doc);
     log.info(

@@ -132,6 +132,19 @@ export const OutputsSecretWrittenSchema = z.object({
 });
 export type OutputsSecretWritten = z.infer<typeof OutputsSecretWrittenSchema>;
 
+/**
+ * The run's state Secret as the runner last saw it through its loopback proxy (the kubernetes backend's
+ * own reads and writes, no request of its own; src/runner/kube-proxy.ts): the bytes of its data, decoded
+ * (`captf_state_bytes`, DESIGN.md section 14), and whether it carries `clusterctl.cluster.x-k8s.io/move`
+ * (bookkeeping adds the label when the object moves with its Cluster and this says it is missing). Absent
+ * when the backend does not go through the proxy, or from a runner of an earlier release.
+ */
+export const StateReportSchema = z.object({
+  bytes: z.number().int().nonnegative(),
+  moveLabel: z.boolean(),
+});
+export type StateReport = z.infer<typeof StateReportSchema>;
+
 export const RunnerResultSchema = z.object({
   version: z.literal(1),
   op: OpSchema,
@@ -145,6 +158,8 @@ export const RunnerResultSchema = z.object({
   outputs: ReportedOutputsSchema.optional(),
   /** The outputs Secret this run wrote, when the spec names one. */
   outputsSecret: OutputsSecretWrittenSchema.optional(),
+  /** The state Secret as the run left it, when the backend went through the runner's proxy. */
+  state: StateReportSchema.optional(),
   /** The image digest the runner ran, when it can tell (used to pin `status.source.pinnedImage`). */
   imageDigest: z.string().optional(),
   /** Names of optional fields the runner dropped to fit RESULT_MAX_BYTES, in drop order. */

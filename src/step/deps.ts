@@ -14,7 +14,7 @@ import type { StepMetrics } from './step-metrics.ts';
 /** The Redis operations the step uses. */
 export type StepRedis = Pick<
   RedisAdapter,
-  'takeStepLock' | 'extendStepLock' | 'releaseStepLock' | 'runLeases' | 'jobSlots'
+  'takeStepLock' | 'extendStepLock' | 'releaseStepLock' | 'runLeases' | 'jobSlots' | 'identityChecks'
 >;
 
 /** The step's configuration, read once by the composition root (src/config.ts) and passed in. */

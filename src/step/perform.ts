@@ -1,4 +1,3 @@
-import type { V1Secret } from '@kubernetes/client-node';
 import { isKubeError, type KubeError } from '../adapters/kube/errors.ts';
 import { BLOCK_MOVE_ANNOTATION, type BlockMoveChange, carriesBlockMove } from '../core/block-move.ts';
 import { SOURCE_CONTAINER } from '../core/classify.ts';
@@ -9,7 +8,8 @@ import { mergePatchOf } from '../core/merge-patch.ts';
 import { runSecretName } from '../core/names.ts';
 import { buildPlanManifest, planRequester } from '../core/plan-manifest.ts';
 import { movesWithCluster, snapshotRedactor } from '../core/run-inputs.ts';
-import { stateMoveLabelPatch, stateSecretOf } from '../core/run-secret-manifest.ts';
+import { CLUSTERCTL_MOVE_LABEL, stateMoveLabelPatch, stateSecretOf } from '../core/run-secret-manifest.ts';
+import { forgetsIdentityCheck } from '../core/runner-identity.ts';
 import type { RunnerSetup } from '../core/runner-setup.ts';
 import type { Snapshot } from '../core/snapshot.ts';
 import type { StateCleanup, StateObjects } from '../core/state-cleanup.ts';
@@ -26,7 +26,7 @@ import { healStaleLease, releaseRunGuards, renewRunGuards, runGuard } from './le
 import { createPlanKey, runConfigOf } from './run-config.ts';
 import { keepPodLog } from './run-log-fallback.ts';
 import { createRunSecret } from './run-secret.ts';
-import { ensureRunnerIdentity } from './runner-identity.ts';
+import { ensureCheckedRunnerIdentity } from './runner-identity.ts';
 import { performStart } from './start-job.ts';
 import type { KeptStepLock } from './step-lock.ts';
 
@@ -328,46 +328,36 @@ async function markBookkept(performance: Performance, run: StepPlan['bookkept'][
 }
 
 /**
- * Reports the size of the object's state Secret after a successful run changed or read it
- * (`captf_state_bytes`): the API server refuses a Secret over 1 MiB, and the state then no longer saves.
- * Best effort: a Secret that cannot be read (another backend setting, an outage) costs the figure, never
- * the step.
+ * What the newest successful apply or refresh among the bookkept runs reported of the object's state
+ * Secret (the result's `state`, seen by the runner's loopback proxy; src/schemas/result.ts): its size
+ * (`captf_state_bytes`: the API server refuses a Secret over 1 MiB, and the state then no longer saves) and
+ * the `clusterctl move` label of an object Cluster API owns, when the report says the Secret lacks it
+ * (src/core/run-secret-manifest.ts: made before Cluster API set the owner). No read: a merge patch of labels
+ * needs none, so it costs one write once per Secret and nothing after. A run that reported nothing (a
+ * backend the runner reaches directly, a runner of an earlier release) gives no figure and no label. Best
+ * effort: a Secret gone meanwhile (NotFound) is left alone; a refusal costs the label, never the step.
  */
-async function measureState(performance: Performance): Promise<void> {
-  const { deps, snap } = performance;
+async function reportState(performance: Performance): Promise<void> {
+  const { deps, snap, plan } = performance;
+  const state = plan.bookkept
+    .filter((run) => run.classification.success && run.record.op !== 'destroy')
+    .map((run) => run.classification.runnerResult?.state)
+    .findLast((report) => report !== undefined);
+  if (state === undefined) return;
+  await deps.metrics.sizeMeasured({ ...snap.ref, what: 'state', bytes: state.bytes });
+  const labels = stateMoveLabelPatch(
+    state.moveLabel ? { [CLUSTERCTL_MOVE_LABEL]: '' } : {},
+    movesWithCluster(snap),
+  );
   const where = stateSecretOf({
     backend: snap.spec?.backend,
     namespace: snap.ref.namespace,
     stateSuffix: snapshotStateSuffix(snap),
   });
-  if (where === undefined) return;
-  const secret = await deps.kube.reader.getSecret(where.namespace, where.name).catch(() => undefined);
-  if (secret === undefined) return;
-  await labelStateForMove(performance, secret);
-  if (secret.data === undefined) return;
-  const bytes = Object.values(secret.data).reduce(
-    (sum, base64) => sum + Buffer.from(base64, 'base64').length,
-    0,
-  );
-  await deps.metrics.sizeMeasured({ ...snap.ref, what: 'state', bytes });
-}
-
-/**
- * The `clusterctl move` label on the state Secret of an object Cluster API owns, when the Secret lacks it
- * (src/core/run-secret-manifest.ts: made before Cluster API set the owner). Rides on the read of the
- * state after a successful run, so it costs one write once per Secret and nothing after. Best effort like
- * the read: a Secret changed meanwhile (Conflict) is labelled after the next run.
- */
-async function labelStateForMove(performance: Performance, secret: V1Secret): Promise<void> {
-  const { deps, snap } = performance;
-  const labels = stateMoveLabelPatch(secret.metadata?.labels, movesWithCluster(snap));
-  const { name, namespace, resourceVersion } = secret.metadata ?? {};
-  if (labels === undefined || !name || !namespace || !resourceVersion) return;
-  await deps.kube.writer
-    .patchSecretLabels({ namespace, name, resourceVersion }, labels)
-    .catch((error: unknown) => {
-      if (!isKubeError(error, 'Conflict', 'NotFound')) throw error;
-    });
+  if (labels === undefined || where === undefined) return;
+  await deps.kube.writer.patchSecretLabels(where, labels).catch((error: unknown) => {
+    if (!isKubeError(error) || error.outage) throw error;
+  });
   deps.failpoints.hit('after-state-label');
 }
 
@@ -411,6 +401,11 @@ export function unavailable(performance: Performance, message: string): StepOutc
  */
 async function performWrites(performance: Performance): Promise<Performed | undefined> {
   const { deps, snap, plan, writes } = performance;
+  // Before anything of the bookkeeping, so a step that dies later has forgotten already: a run that did not
+  // succeed may have met an identity someone took apart, which the next start then reads and puts back
+  // (DESIGN.md section 15). Redis not answering leaves the check remembered: the next such run forgets it.
+  if (forgetsIdentityCheck(plan.bookkept.map((run) => run.classification)))
+    await deps.redis.identityChecks.forget(snap.uid);
   for (const change of plan.plans) {
     await writePlan(performance, change);
     deps.failpoints.hit('after-plan-write');
@@ -448,8 +443,7 @@ async function performWrites(performance: Performance): Promise<Performed | unde
     });
     deps.failpoints.hit('after-bookkept-mark');
   }
-  if (plan.bookkept.some((run) => run.classification.success && run.record.op !== 'destroy'))
-    await measureState(performance);
+  await reportState(performance);
   for (const run of plan.bookkept) {
     // Where the run took them: the object may have joined a Cluster API cluster since (job-labels.ts).
     const guard = runGuard(snap.ref, runClusterOf(run.job), {
@@ -520,7 +514,11 @@ async function setUpRunner(performance: Performance, setup: RunnerSetup): Promis
   try {
     await createPlanKey(deps.kube.writer, { ref: snap.ref, uid: snap.uid }, setup.stateSuffix);
     if (setup.identity) {
-      await ensureRunnerIdentity(deps.kube, setup.identity);
+      await ensureCheckedRunnerIdentity(
+        { kube: deps.kube, checks: deps.redis.identityChecks },
+        snap.uid,
+        setup.identity,
+      );
       deps.failpoints.hit('after-runner-identity');
     }
   } catch (error) {
@@ -542,6 +540,9 @@ async function performMove(
       return releaseBlockMove(performance);
     }
     case 'finalizers': {
+      // The object goes: its remembered identity check with it (its uid never comes back; the TTL is the
+      // backstop when Redis does not answer).
+      if (move.gone) await deps.redis.identityChecks.forget(snap.uid);
       if (move.state) await cleanUpState(performance, move.state);
       await writes.finalizers(move.finalizers, plan.blockMove === 'remove');
       deps.failpoints.hit('after-finalizer-patch');

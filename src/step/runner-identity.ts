@@ -2,11 +2,15 @@ import type { V1Lease, V1Role, V1RoleBinding, V1Secret, V1ServiceAccount } from 
 import { isKubeError } from '../adapters/kube/errors.ts';
 import type { KubeReader } from '../adapters/kube/reader.ts';
 import type { KubeWriter } from '../adapters/kube/writer.ts';
+import type { IdentityChecks } from '../adapters/redis/identity-checks.ts';
 import {
+  IDENTITY_CHECK_TTL_SECONDS,
+  identityVerified,
   isRunnerIdentityInPlace,
   type LockLease,
   leaseOwnedByState,
   type RunnerIdentity,
+  runnerIdentityDigest,
 } from '../core/runner-identity.ts';
 
 /** What putting an identity in place did: nothing (the RoleBinding said it is complete), or its writes. */
@@ -95,7 +99,8 @@ async function createStateObjects(
 /**
  * Puts an object's runner identity (src/core/runner-identity.ts) in place before its Job is created, so the
  * Job's pod is admitted (its ServiceAccount exists) and its runner may reach its state. Two reads when it is
- * in place: the RoleBinding, written last with the digest of everything before it, and the lock Lease it
+ * in place (none when `verified`: a remembered check of this identity, {@link ensureCheckedRunnerIdentity}):
+ * the RoleBinding, written last with the digest of everything before it, and the lock Lease it
  * grants (issue 23 item 8): a Lease deleted by hand (a manual unlock) holds nothing and is always put back,
  * since the runner may only `get` and `update` it. The state Secret it grants comes back only with
  * `restoreStateSecret` (the planner's StateMissing rules: an object that shows no provisioning, or a lost
@@ -111,11 +116,16 @@ async function createStateObjects(
 export async function ensureRunnerIdentity(
   kube: { reader: KubeReader; writer: KubeWriter },
   identity: RunnerIdentity,
-  options: { restoreStateSecret?: boolean } = {},
+  options: { restoreStateSecret?: boolean; verified?: boolean } = {},
 ): Promise<IdentityEnsured> {
   const { reader, writer } = kube;
   const { metadata } = identity.roleBinding;
-  if (isRunnerIdentityInPlace(identity, await reader.getRoleBinding(metadata.namespace, metadata.name))) {
+  // A remembered check (`verified`, src/core/runner-identity.ts `identityVerified`) stands for both reads.
+  const verified = options.verified === true;
+  if (
+    verified ||
+    isRunnerIdentityInPlace(identity, await reader.getRoleBinding(metadata.namespace, metadata.name))
+  ) {
     const { stateSecret, lockLease } = identity;
     // One create, kept when there (the usual case: no read of its uid unless a Lease must be put back).
     const restored =
@@ -123,7 +133,13 @@ export async function ensureRunnerIdentity(
         ? await restoreStateSecret(writer, stateSecret as V1Secret)
         : undefined;
     let wrote = restored !== undefined;
-    if (lockLease && !(await reader.getLease(lockLease.metadata.namespace, lockLease.metadata.name))) {
+    // A state Secret put back may have taken its Lease with it (the Lease is the Secret's, and goes with it).
+    const leaseUnknown = !verified || restored !== undefined;
+    if (
+      lockLease &&
+      leaseUnknown &&
+      !(await reader.getLease(lockLease.metadata.namespace, lockLease.metadata.name))
+    ) {
       // Its owner, read only now: a Lease is missing only after a person deleted it (or its Secret).
       const state =
         restored ??
@@ -158,4 +174,23 @@ export async function ensureRunnerIdentity(
     () => writer.replaceRoleBinding(binding),
   );
   return 'written';
+}
+
+/**
+ * {@link ensureRunnerIdentity}, skipping its reads when Redis remembers this identity found complete for
+ * the object `uid` (src/core/runner-identity.ts `identityVerified`; DESIGN.md section 15), and remembering
+ * it once it is in place. Redis not answering costs the reads, never the start: the check is made, and a
+ * lost remember makes the next start check again. Throws a KubeError on an API failure, as it does.
+ */
+export async function ensureCheckedRunnerIdentity(
+  deps: { kube: { reader: KubeReader; writer: KubeWriter }; checks: IdentityChecks },
+  uid: string,
+  identity: RunnerIdentity,
+  options: { restoreStateSecret?: boolean } = {},
+): Promise<IdentityEnsured> {
+  const remembered = await deps.checks.get(uid);
+  const verified = identityVerified(remembered.kind === 'found' ? remembered.digest : undefined, identity);
+  const ensured = await ensureRunnerIdentity(deps.kube, identity, { ...options, verified });
+  if (!verified) await deps.checks.remember(uid, runnerIdentityDigest(identity), IDENTITY_CHECK_TTL_SECONDS);
+  return ensured;
 }

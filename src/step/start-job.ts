@@ -11,7 +11,7 @@ import { ensureOutputsSecret } from './outputs-secret.ts';
 import { conflict, emitEvents, type Performance, unavailable } from './perform.ts';
 import { runConfigOf } from './run-config.ts';
 import { createRunSecret } from './run-secret.ts';
-import { ensureRunnerIdentity } from './runner-identity.ts';
+import { ensureCheckedRunnerIdentity } from './runner-identity.ts';
 import { asJobView, toV1Job } from './views.ts';
 
 type CreateResult =
@@ -156,9 +156,12 @@ async function startJob(
   if (start.identity) {
     // Before the Job: its pod is admitted only once its ServiceAccount exists. Nothing of the run exists
     // yet, so a failure gives the guards back; a refusal then ends the step as one (src/core/write-refusal.ts).
-    const ensured = await ensureRunnerIdentity(deps.kube, start.identity, {
-      restoreStateSecret: start.restoreStateSecret === true,
-    }).catch((error: unknown) => {
+    const ensured = await ensureCheckedRunnerIdentity(
+      { kube: deps.kube, checks: deps.redis.identityChecks },
+      snap.uid,
+      start.identity,
+      { restoreStateSecret: start.restoreStateSecret === true },
+    ).catch((error: unknown) => {
       if (error instanceof KubeError) return error;
       throw error;
     });

@@ -91,10 +91,15 @@ export interface KubeWriter {
   /** Merge-patches a Job's labels or annotations (e.g. `captf.io/bookkept`) under a resourceVersion precondition. */
   patchJobMetadata(target: VersionedRef, patch: MetadataPatch): Promise<V1Job>;
   /**
-   * Merge-patches a Secret's labels under a resourceVersion precondition: only the `clusterctl move` label of
-   * a state Secret (infra/admission/controller-runner-identity-policy.yaml refuses any other Secret update).
+   * Merge-patches a Secret's labels, without a read or a resourceVersion precondition (a merge patch of
+   * labels keeps every other label and field): only the `clusterctl move` label of a state Secret
+   * (infra/admission/controller-runner-identity-policy.yaml refuses any other Secret update). NotFound when
+   * the Secret is gone.
    */
-  patchSecretLabels(target: VersionedRef, labels: Record<string, string>): Promise<V1Secret>;
+  patchSecretLabels(
+    target: { namespace: string; name: string },
+    labels: Record<string, string>,
+  ): Promise<V1Secret>;
   /** Deletes a Job and (in the background) its pods; `uid` makes it delete only that incarnation. */
   deleteJob(namespace: string, name: string, preconditions?: { uid?: string }): Promise<DeleteResult>;
   deleteSecret(namespace: string, name: string, preconditions?: { uid?: string }): Promise<DeleteResult>;
@@ -356,13 +361,16 @@ export class ApiKubeWriter implements KubeWriter {
     );
   }
 
-  patchSecretLabels(target: VersionedRef, labels: Record<string, string>): Promise<V1Secret> {
+  patchSecretLabels(
+    target: { namespace: string; name: string },
+    labels: Record<string, string>,
+  ): Promise<V1Secret> {
     return writing(`patch Secret ${target.namespace}/${target.name} labels`, () =>
       this.#apis.core.patchNamespacedSecret(
         {
           namespace: target.namespace,
           name: target.name,
-          body: metadataPatchBody(target, { labels }),
+          body: { metadata: { labels } },
           fieldManager: FIELD_MANAGER,
         },
         mergePatch(),

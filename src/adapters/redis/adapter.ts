@@ -3,6 +3,7 @@ import type { RedisClient } from './client.ts';
 import { closeRedisClient, createRedisClient, type RedisClientOptions, waitUntilReady } from './client.ts';
 import { Dependents } from './dependents.ts';
 import { markEventSeen, type SeenCheck } from './event-dedupe.ts';
+import { IdentityChecks } from './identity-checks.ts';
 import { JobSlots } from './job-slots.ts';
 import { KeyLayout, type ObjectId } from './keys.ts';
 import { NewestVersions } from './newest-seen.ts';
@@ -45,6 +46,8 @@ export interface RedisAdapter {
   readonly dependents: Dependents;
   /** The newest version of each object `/events` handled, with its content digest. */
   readonly newest: NewestVersions;
+  /** The runner identities found complete, per object uid (src/adapters/redis/identity-checks.ts). */
+  readonly identityChecks: IdentityChecks;
   /** Event dedupe: `first` once per `uid@resourceVersion` within `ttlSeconds`. */
   markEventSeen(event: { uid: string; resourceVersion: string }, ttlSeconds: number): Promise<SeenCheck>;
   /** PING, for `/readyz`. */
@@ -83,6 +86,7 @@ export function createRedisAdapter(options: RedisAdapterOptions): RedisAdapter {
     schedule: new RequeueSchedule(client, keys),
     dependents: new Dependents(client, keys),
     newest: new NewestVersions(client, keys),
+    identityChecks: new IdentityChecks(client, keys),
     markEventSeen: (event, ttlSeconds) => markEventSeen(client, keys, event, ttlSeconds),
     ping: async () => {
       const answer = await attempt(() => client.ping());

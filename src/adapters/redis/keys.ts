@@ -18,6 +18,7 @@ import { createHash } from 'node:crypto';
  * | `P:{lease:<name>}`                    | string | a single-holder lease (sweep, relay leader)           |
  * | `P:{obj:<kind>/<ns>/<name>}:dependents` | set  | objects waiting for this one (`kind/ns/name`)         |
  * | `P:{obj:<kind>/<ns>/<name>}:newest`   | string | newest version handled: `<uid> <rv> <digest>` (EX)    |
+ * | `P:identity:<uid>`                    | string | runner identity found complete: its digest (EX)       |
  *
  * `<group>` is `capi:<ns>/<cluster>` for objects of a Cluster API cluster (so a cluster's lease and its
  * machines' leases live in one slot and are checked in one script) and `obj:<kind>/<ns>/<name>` otherwise.
@@ -107,6 +108,10 @@ export class KeyLayout {
 
   newest(object: ObjectId): string {
     return `${this.prefix}:{obj:${objectIdString(object)}}:newest`;
+  }
+
+  identityCheck(uid: string): string {
+    return `${this.prefix}:identity:${uid}`;
   }
 
   namedLease(name: string): string {

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -127,6 +127,17 @@ const backend = {
 const versionOf = (name: string) =>
   kubectl(['get', 'secret', name, '-n', NAMESPACE, '-o', 'jsonpath={.metadata.resourceVersion}']);
 
+/** The bytes of a Secret's data, decoded: what the runner reports as its state's size. */
+async function dataBytesOf(name: string): Promise<number> {
+  const secret = JSON.parse(await kubectl(['get', 'secret', name, '-n', NAMESPACE, '-o', 'json'])) as {
+    data?: Record<string, string>;
+  };
+  return Object.values(secret.data ?? {}).reduce(
+    (sum, value) => sum + Buffer.from(value, 'base64').length,
+    0,
+  );
+}
+
 async function stateOf(name: string): Promise<{ resources: unknown[] } | undefined> {
   const secret = JSON.parse(await kubectl(['get', 'secret', name, '-n', NAMESPACE, '-o', 'json'])) as {
     data?: { tfstate?: string };
@@ -160,6 +171,11 @@ describe('a runner pod reaches only its own state (issue 16 item 3)', () => {
     expect(stepNames(applied.result)).toEqual(['prepare', 'init', 'validate', 'plan', 'show-json', 'apply']);
     expect(applied.stdout).toContain(`kubernetes backend through http://127.0.0.1:`);
     expect((await stateOf(STATE_SECRET))?.resources).toHaveLength(1);
+    // The state as the backend left it, seen by the proxy on the backend's own requests: its size, and the
+    // move label it lacks, so bookkeeping needs no read of its own.
+    const appliedBytes = await dataBytesOf(STATE_SECRET);
+    expect(appliedBytes).toBeGreaterThan(100);
+    expect(applied.result.state).toEqual({ bytes: appliedBytes, moveLabel: false });
     // The lock was taken and released by update only: the Lease is there, without a holder.
     const lease = JSON.parse(await kubectl(['get', 'lease', LOCK_LEASE, '-n', NAMESPACE, '-o', 'json'])) as {
       spec: { holderIdentity?: string };
@@ -170,6 +186,8 @@ describe('a runner pod reaches only its own state (issue 16 item 3)', () => {
     expect(kubeconfig).not.toContain(token);
     expect(`${applied.stdout}${applied.stderr}`).not.toContain(token);
 
+    // Cluster API's move label, added as bookkeeping adds it: OpenTofu's update keeps it, the proxy sees it.
+    await kubectl(['label', 'secret', STATE_SECRET, '-n', NAMESPACE, 'clusterctl.cluster.x-k8s.io/move=']);
     const destroyed = await runRunner({
       ...call,
       flags: ['--op=destroy', `--service-account-dir=${serviceAccountDir}`],
@@ -177,6 +195,7 @@ describe('a runner pod reaches only its own state (issue 16 item 3)', () => {
     expect(destroyed.result.error).toBeUndefined();
     expect(destroyed.result.result).toBe('succeeded');
     expect((await stateOf(STATE_SECRET))?.resources).toEqual([]);
+    expect(destroyed.result.state).toEqual({ bytes: await dataBytesOf(STATE_SECRET), moveLabel: true });
     // Object B's state was never touched.
     expect(await stateOf(OTHER_SECRET)).toBeUndefined();
   });
@@ -260,6 +279,52 @@ describe('the loopback proxy (src/runner/kube-proxy.ts)', () => {
       expect(logged.some((line) => line.includes('answered 401'))).toBe(true);
       await writeFile(join(dir, 'token'), token);
       expect(await whoAmI(started.proxy.url)).toBe(`201 ${sa}`);
+    } finally {
+      await started.proxy.close();
+    }
+  });
+
+  it("keeps what the state Secret's answers show of it, gzip'd ones too, and passes them on as they came", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'captf-sa-state-'));
+    await writeFile(join(dir, 'ca.crt'), await readFile(testStack().caPath));
+    await writeFile(join(dir, 'token'), token);
+    // Over the API server's 128 KiB threshold for compressing an answer the client accepts gzip'd.
+    const data = randomBytes(200 * 1024);
+    const patch = join(dir, 'patch.json');
+    await writeFile(
+      patch,
+      JSON.stringify({
+        metadata: { labels: { 'clusterctl.cluster.x-k8s.io/move': '' } },
+        data: { tfstate: data.toString('base64') },
+      }),
+    );
+    await kubectl([
+      'patch',
+      'secret',
+      STATE_SECRET,
+      '-n',
+      NAMESPACE,
+      '--type=merge',
+      `--patch-file=${patch}`,
+    ]);
+    const started = await startKubeProxy({ serviceAccountDir: dir, env: kubeletEnv(), scope, log: () => {} });
+    if (!started.ok) throw new Error(started.message);
+    try {
+      expect(started.proxy.stateSeen()).toBeUndefined();
+      const answer = await fetch(
+        `${started.proxy.url}/api/v1/namespaces/${NAMESPACE}/secrets/${STATE_SECRET}`,
+        {
+          headers: { 'accept-encoding': 'gzip' },
+        },
+      );
+      expect(answer.status).toBe(200);
+      expect(answer.headers.get('content-encoding')).toBe('gzip');
+      const secret = (await answer.json()) as { data: { tfstate: string } };
+      expect(Buffer.from(secret.data.tfstate, 'base64').equals(data)).toBe(true);
+      expect(started.proxy.stateSeen()).toEqual({ bytes: data.length, moveLabel: true });
+      // Another Secret's answer changes nothing it keeps (and is refused to this account anyway).
+      await fetch(`${started.proxy.url}/api/v1/namespaces/${NAMESPACE}/secrets/${OTHER_SECRET}`);
+      expect(started.proxy.stateSeen()).toEqual({ bytes: data.length, moveLabel: true });
     } finally {
       await started.proxy.close();
     }

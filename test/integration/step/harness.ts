@@ -10,6 +10,7 @@ import {
   KubeConfig,
   type V1Job,
   type V1Pod,
+  type V1Secret,
 } from '@kubernetes/client-node';
 import type { Clock } from '../../../src/adapters/clock.ts';
 import { createKubeAdapter, type KubeAdapter } from '../../../src/adapters/kube/adapter.ts';
@@ -18,9 +19,10 @@ import { CUSTOM_RESOURCES } from '../../../src/adapters/kube/resources.ts';
 import { createRedisAdapter, type RedisAdapter } from '../../../src/adapters/redis/adapter.ts';
 import { ANNOTATIONS } from '../../../src/core/job-labels.ts';
 import type { ObjectKind, ObjectRef } from '../../../src/core/object-ref.ts';
+import { CLUSTERCTL_MOVE_LABEL } from '../../../src/core/run-secret-manifest.ts';
 import type { StepAction, StepOutcome } from '../../../src/core/step-outcome.ts';
 import type { TargetStatus } from '../../../src/schemas/kinds/target.ts';
-import type { RunnerResult } from '../../../src/schemas/result.ts';
+import type { RunnerResult, StateReport } from '../../../src/schemas/result.ts';
 import type { ReconcileStep } from '../../../src/step/contract.ts';
 import type { StepConfig } from '../../../src/step/deps.ts';
 import { armedFailpoints, type Failpoint, NO_FAILPOINTS } from '../../../src/step/failpoints.ts';
@@ -389,42 +391,46 @@ export function tfstate(withResource: boolean): Buffer {
 }
 
 /** Writes the state Secret of the state suffix (created when the runner identity did not create it). */
-export async function writeState(env: StepEnv, suffix: string, state: Buffer): Promise<void> {
+export async function writeState(env: StepEnv, suffix: string, state: Buffer): Promise<V1Secret> {
   const name = `tfstate-default-${suffix}`;
   const data = { tfstate: state.toString('base64') };
   const existing = await env.core
     .readNamespacedSecret({ namespace: env.namespace, name })
     .catch(() => undefined);
   if (existing)
-    await env.core.replaceNamespacedSecret({ namespace: env.namespace, name, body: { ...existing, data } });
-  else
-    await env.core.createNamespacedSecret({ namespace: env.namespace, body: { metadata: { name }, data } });
+    return env.core.replaceNamespacedSecret({ namespace: env.namespace, name, body: { ...existing, data } });
+  return env.core.createNamespacedSecret({ namespace: env.namespace, body: { metadata: { name }, data } });
 }
 
 /**
  * Plays OpenTofu's kubernetes backend for a run that ends well: a successful apply leaves a resource in the
  * state, a successful destroy none, so the step's state checks (issue 23 item 5) see what a real run leaves.
+ * Answers what the runner's proxy saw of the Secret it wrote (the result's `state`, src/runner/kube-proxy.ts).
  */
-async function playBackend(env: StepEnv, pod: V1Pod, end: PodEnd): Promise<void> {
-  if (typeof end.result !== 'object' || end.result.result !== 'succeeded') return;
-  if (end.result.op !== 'apply' && end.result.op !== 'destroy') return;
+async function playBackend(env: StepEnv, pod: V1Pod, end: PodEnd): Promise<StateReport | undefined> {
+  if (typeof end.result !== 'object' || end.result.result !== 'succeeded') return undefined;
+  if (end.result.op !== 'apply' && end.result.op !== 'destroy') return undefined;
   const jobName = pod.metadata?.ownerReferences?.find((owner) => owner.kind === 'Job')?.name;
-  if (!jobName) return;
+  if (!jobName) return undefined;
   const job = await env.batch.readNamespacedJob({ namespace: env.namespace, name: jobName });
   const suffix = job.metadata?.annotations?.[ANNOTATIONS.stateSuffix];
-  if (suffix) await writeState(env, suffix, tfstate(end.result.op === 'apply'));
+  if (!suffix) return undefined;
+  const state = tfstate(end.result.op === 'apply');
+  const written = await writeState(env, suffix, state);
+  return { bytes: state.length, moveLabel: written.metadata?.labels?.[CLUSTERCTL_MOVE_LABEL] !== undefined };
 }
 
 /** Plays the kubelet: `source` ends as `end` says, and the pod's phase follows the exit code. */
 export async function endPod(env: StepEnv, pod: V1Pod, end: PodEnd): Promise<void> {
-  if (end.realBackend !== true) await playBackend(env, pod, end);
+  const seen = end.realBackend === true ? undefined : await playBackend(env, pod, end);
   const now = new Date();
+  // The runner reports the state its proxy saw, unless the test says what it reported.
+  const reported =
+    typeof end.result === 'object' && end.result.state === undefined && seen !== undefined
+      ? { ...end.result, state: seen }
+      : end.result;
   const message =
-    end.result === undefined
-      ? undefined
-      : typeof end.result === 'string'
-        ? end.result
-        : JSON.stringify(end.result);
+    reported === undefined ? undefined : typeof reported === 'string' ? reported : JSON.stringify(reported);
   await writePodStatus(env, pod, {
     phase: end.exitCode === 0 ? 'Succeeded' : 'Failed',
     startTime: now,

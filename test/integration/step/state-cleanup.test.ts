@@ -16,6 +16,7 @@ import {
   eventsOf,
   eventually,
   finishJob,
+  readObject,
   result,
   type StepEnv,
   startedObject,
@@ -127,12 +128,16 @@ async function applyThenDestroy(name: string, after: unknown[]): Promise<ObjectR
   await writeState(suffix, [NULL_RESOURCE]);
   await finishJob(env, job, { exitCode: 0, result: result('apply', 'succeeded') });
   await env.step()(ref);
+  // The runner identity found complete is remembered per uid (issue 22), and forgotten as the object goes.
+  const uid = (await readObject(env, ref)).metadata.uid ?? '';
+  expect(await env.redis.client.exists(env.redis.keys.identityCheck(uid))).toBe(1);
   await deleteObject(ref);
   const destroy = (await stepUntil(env.step(), ref, 'created')).job ?? '';
   await finishJob(env, destroy, { exitCode: 0, result: result('destroy', 'succeeded') });
   // After the harness played the backend's successful destroy (no resources): what this case leaves.
   await writeState(suffix, after);
   await stepUntil(env.step(), ref, 'finalized');
+  expect(await env.redis.client.exists(env.redis.keys.identityCheck(uid))).toBe(0);
   return ref;
 }
 

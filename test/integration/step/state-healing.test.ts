@@ -1,5 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ObjectRef } from '../../../src/core/object-ref.ts';
+import { RUNNER_IDENTITY_ANNOTATION } from '../../../src/core/runner-identity.ts';
+import { testStack } from '../../env/index.ts';
 import {
   createStepEnv,
   eventsOf,
@@ -8,15 +11,18 @@ import {
   jobsOf,
   patchSpec,
   podOf,
+  readObject,
   result,
   type StepEnv,
   startedObject,
   statusOf,
 } from './harness.ts';
 
-// Issue 23 item 8: what an operator deletes by hand heals. A deleted lock Lease (a manual unlock) comes
-// back at the next start, a deleted state Secret only under the StateMissing rules, and the object's own
-// stale lock is force-unlocked even when the holder's Job was pruned or deleted by the deadline enforcement.
+// Issue 23 item 8: what an operator deletes by hand heals. A deleted lock Lease (a manual unlock) or
+// RoleBinding comes back at the next start once a run failed for it (issue 22: a Job-creating step reads
+// the runner identity only when no check of it is remembered, and a run that did not succeed forgets the
+// check), a deleted state Secret only under the StateMissing rules, and the object's own stale lock is
+// force-unlocked even when the holder's Job was pruned or deleted by the deadline enforcement.
 
 let env: StepEnv;
 let offset = 0;
@@ -25,8 +31,13 @@ beforeAll(async () => {
   env = await createStepEnv('healing');
 });
 
-afterAll(async () => {
+// Each case starts on the real time: a backoff one case waited out on the test clock is never another's.
+afterEach(() => {
   env?.clock.advance(-offset);
+  offset = 0;
+});
+
+afterAll(async () => {
   await env?.close();
 });
 
@@ -70,6 +81,24 @@ async function applied(name: string): Promise<ObjectRef> {
   return ref;
 }
 
+/** The RoleBinding of an object's runner identity (src/core/runner-identity.ts), or undefined when gone. */
+async function bindingOf(name: string) {
+  return env.kube.reader.getRoleBinding(env.namespace, `captf-runner-m-${name}`);
+}
+
+/** The identity check Redis remembers for the object: the digest found complete, or null. */
+async function rememberedCheck(ref: ObjectRef): Promise<string | null> {
+  const uid = (await readObject(env, ref)).metadata.uid ?? '';
+  return env.redis.client.get(env.redis.keys.identityCheck(uid));
+}
+
+/** What the runner's tofu reports when its account may not do what the backend asks. */
+const FORBIDDEN = {
+  kind: 'step' as const,
+  step: 'init' as const,
+  summary: 'Error: forbidden: User "system:serviceaccount:…" cannot get resource "secrets"',
+};
+
 const LOCK_FAILURE = {
   kind: 'step' as const,
   step: 'plan' as const,
@@ -77,13 +106,60 @@ const LOCK_FAILURE = {
 };
 
 describe('what an operator deletes heals', () => {
-  it('a lock Lease deleted by hand (a manual unlock) is put back by the next start', async () => {
+  it('a lock Lease deleted by hand (a manual unlock) is put back by the start after the run that failed for it', async () => {
     const ref = await applied('m-lease');
+    expect(await rememberedCheck(ref)).toBe(
+      (await bindingOf('m-lease'))?.metadata?.annotations?.[RUNNER_IDENTITY_ANNOTATION],
+    );
     await env.kube.writer.deleteLease(env.namespace, lockLease('m-lease'));
     expect(await leaseExists('m-lease')).toBe(false);
     await patchSpec(env, ref, { variables: { n: 2 } });
-    expect((await env.step()(ref)).action).toBe('created');
+    // The check is remembered: this start reads no Lease, and the runner may not create one.
+    const job = await nextStart(ref);
+    expect(await leaseExists('m-lease')).toBe(false);
+    await finishJob(env, job, {
+      exitCode: 1,
+      result: result('apply', 'failed', {
+        error: { ...LOCK_FAILURE, summary: 'Error acquiring the state lock: leases is forbidden' },
+      }),
+    });
+    expect((await env.step()(ref)).action).toBe('bookkept');
+    expect(await rememberedCheck(ref)).toBeNull();
+    expect(await nextStart(ref)).not.toBe(job);
     expect(await leaseExists('m-lease')).toBe(true);
+  });
+
+  it('a RoleBinding deleted after a remembered check: the run fails Forbidden once, the next start puts it back, and the object converges', async () => {
+    const ref = await applied('m-binding');
+    const digest = (await bindingOf('m-binding'))?.metadata?.annotations?.[RUNNER_IDENTITY_ANNOTATION];
+    expect(digest).toBeDefined();
+    expect(await rememberedCheck(ref)).toBe(digest);
+    const config = new KubeConfig();
+    config.loadFromFile(testStack().kubeconfigPath);
+    await config
+      .makeApiClient(RbacAuthorizationV1Api)
+      .deleteNamespacedRoleBinding({ namespace: env.namespace, name: 'captf-runner-m-m-binding' });
+    expect(await bindingOf('m-binding')).toBeUndefined();
+
+    // The next start trusts the remembered check: its Job runs without the binding and fails Forbidden.
+    await patchSpec(env, ref, { variables: { n: 2 } });
+    const failed = await nextStart(ref);
+    expect(await bindingOf('m-binding')).toBeUndefined();
+    await finishJob(env, failed, { exitCode: 1, result: result('apply', 'failed', { error: FORBIDDEN }) });
+    const bookkept = await env.step()(ref);
+    expect(bookkept.action).toBe('bookkept');
+    expect(await rememberedCheck(ref)).toBeNull();
+
+    // The failure forgot the check: the next start (after the backoff) reads the identity, finds the binding
+    // gone and puts it back, complete (its digest), and remembers it again.
+    const retried = await nextStart(ref);
+    expect(retried).not.toBe(failed);
+    expect((await bindingOf('m-binding'))?.metadata?.annotations?.[RUNNER_IDENTITY_ANNOTATION]).toBe(digest);
+    expect(await rememberedCheck(ref)).toBe(digest);
+    await finishJob(env, retried, { exitCode: 0, result: result('apply', 'succeeded') });
+    expect((await env.step()(ref)).action).toBe('bookkept');
+    expect((await statusOf(env, ref)).lastRun).toMatchObject({ job: retried, result: 'succeeded' });
+    expect(await env.step()(ref)).toMatchObject({ action: 'none', reason: 'UpToDate' });
   });
 
   it('a state Secret deleted by hand: put back (empty) for an object never provisioned, never for a provisioned one (StateMissing)', async () => {

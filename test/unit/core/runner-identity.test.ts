@@ -2,11 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { buildJobManifest } from '../../../src/core/job-manifest.ts';
 import {
   buildRunnerIdentity,
+  forgetsIdentityCheck,
+  identityVerified,
   isRunnerIdentityInPlace,
   leaseOwnedByState,
   RUNNER_IDENTITY_ANNOTATION,
   type RunnerIdentityInput,
   runnerAccountOf,
+  runnerIdentityDigest,
 } from '../../../src/core/runner-identity.ts';
 import { SERVICE_ACCOUNT_DIR } from '../../../src/schemas/job-contract.ts';
 import { JobsPolicySchema, resolveJobsPolicy } from '../../../src/schemas/kinds/jobs-policy.ts';
@@ -192,5 +195,40 @@ describe('runnerAccountOf and the Job', () => {
       message: expect.stringContaining('may not start with captf-runner-'),
     });
     expect(JobsPolicySchema.safeParse({ serviceAccountName: 'team-a-cloud' }).success).toBe(true);
+  });
+});
+
+describe('the remembered identity check (issue 22: a Job-creating step reads the identity once)', () => {
+  const identity = buildRunnerIdentity(input);
+  const digest = runnerIdentityDigest(identity);
+
+  it('the digest is the one the RoleBinding carries', () => {
+    expect(digest).toMatch(/^[0-9a-f]{16}$/);
+    expect(identity.roleBinding.metadata.annotations[RUNNER_IDENTITY_ANNOTATION]).toBe(digest);
+  });
+
+  it('a check of this very identity skips the reads; none remembered (or Redis silent) reads', () => {
+    expect(identityVerified(digest, identity)).toBe(true);
+    expect(identityVerified(undefined, identity)).toBe(false);
+    expect(identityVerified('', identity)).toBe(false);
+  });
+
+  it('a check of another identity does not: a spec that changes the Role (an outputs Secret) reads again', () => {
+    const changed = buildRunnerIdentity({
+      ...input,
+      source: { ...input.source, outputsSecretName: 'm-a-outputs' },
+    });
+    expect(runnerIdentityDigest(changed)).not.toBe(digest);
+    expect(identityVerified(digest, changed)).toBe(false);
+    // Another object of the same name (a new uid) owns another identity.
+    const reborn = buildRunnerIdentity({ ...input, owner: { ...input.owner, uid: 'uid-b' } });
+    expect(identityVerified(digest, reborn)).toBe(false);
+  });
+
+  it('bookkeeping forgets it when any run it records did not succeed, never for successes alone', () => {
+    expect(forgetsIdentityCheck([])).toBe(false);
+    expect(forgetsIdentityCheck([{ success: true }, { success: true }])).toBe(false);
+    expect(forgetsIdentityCheck([{ success: true }, { success: false }])).toBe(true);
+    expect(forgetsIdentityCheck([{ success: false }])).toBe(true);
   });
 });

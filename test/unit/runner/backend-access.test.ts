@@ -4,10 +4,12 @@ import {
   backendAccess,
   forwardedHeaders,
   matchesLabelSelector,
+  observesState,
   proxiedBackend,
   proxyKubeconfig,
   routeOf,
   secretListAnswer,
+  stateReportOf,
 } from '../../../src/runner/backend-access.ts';
 import type { BackendConfig } from '../../../src/schemas/run-config.ts';
 
@@ -163,6 +165,60 @@ describe('secretListAnswer', () => {
     const forbidden = { status: 403, body: '{"kind":"Status","code":403}' };
     expect(secretListAnswer(forbidden, undefined)).toEqual(forbidden);
     expect(secretListAnswer({ status: 200, body: 'not json' }, undefined).status).toBe(502);
+  });
+});
+
+describe("observesState and stateReportOf: the state as the backend's own requests show it", () => {
+  const path = '/api/v1/namespaces/team-a/secrets';
+  const secret = (over: Record<string, unknown> = {}) =>
+    JSON.stringify({
+      kind: 'Secret',
+      apiVersion: 'v1',
+      metadata: { name: 'tfstate-default-m-abc', namespace: 'team-a', labels: { tfstate: 'true' } },
+      data: { tfstate: Buffer.from('x'.repeat(1000)).toString('base64') },
+      ...over,
+    });
+
+  it('reads the answers to a GET or PUT of the state Secret and to a POST of its collection, nothing else', () => {
+    expect(observesState('GET', `${path}/tfstate-default-m-abc`, SCOPE)).toBe(true);
+    expect(observesState('PUT', `${path}/tfstate-default-m-abc?fieldManager=x`, SCOPE)).toBe(true);
+    expect(observesState('POST', path, SCOPE)).toBe(true);
+    expect(observesState('DELETE', `${path}/tfstate-default-m-abc`, SCOPE)).toBe(false);
+    expect(observesState('GET', `${path}/tfstate-default-other`, SCOPE)).toBe(false);
+    expect(
+      observesState(
+        'PUT',
+        '/apis/coordination.k8s.io/v1/namespaces/team-a/leases/lock-tfstate-default-m-abc',
+        SCOPE,
+      ),
+    ).toBe(false);
+    expect(observesState('GET', '/api/v1/namespaces/team-b/secrets/tfstate-default-m-abc', SCOPE)).toBe(
+      false,
+    );
+  });
+
+  it('reports the decoded bytes of the data and whether the move label is there', () => {
+    expect(stateReportOf(secret(), SCOPE)).toEqual({ bytes: 1000, moveLabel: false });
+    const labelled = secret({
+      metadata: {
+        name: 'tfstate-default-m-abc',
+        namespace: 'team-a',
+        labels: { tfstate: 'true', 'clusterctl.cluster.x-k8s.io/move': '' },
+      },
+      data: { tfstate: Buffer.from('abc').toString('base64'), other: Buffer.from('de').toString('base64') },
+    });
+    expect(stateReportOf(labelled, SCOPE)).toEqual({ bytes: 5, moveLabel: true });
+    // The empty Secret the controller creates: no data yet.
+    expect(stateReportOf(secret({ data: undefined }), SCOPE)).toEqual({ bytes: 0, moveLabel: false });
+  });
+
+  it('another Secret, a Status, or a body that is not JSON says nothing', () => {
+    expect(
+      stateReportOf(secret({ metadata: { name: 'tfstate-default-other', namespace: 'team-a' } }), SCOPE),
+    ).toBeUndefined();
+    expect(stateReportOf('{"kind":"Status","code":409}', SCOPE)).toBeUndefined();
+    expect(stateReportOf('not json', SCOPE)).toBeUndefined();
+    expect(stateReportOf('null', SCOPE)).toBeUndefined();
   });
 });
 

@@ -37,6 +37,7 @@ describe('result document fitting (DESIGN.md section 10, C10)', () => {
       ...big(20),
       result: 'failed',
       imageDigest: `sha256:${'d'.repeat(64)}`,
+      state: { bytes: 123_456, moveLabel: false },
       drift: { detected: true },
       lock: { id: 'lock-id', who: `root@${'h'.repeat(60)}` },
       error: { kind: 'step', step: 'apply', summary: 'x'.repeat(300) },
@@ -62,6 +63,7 @@ describe('result document fitting (DESIGN.md section 10, C10)', () => {
     expect(previous).toEqual([
       'outputs.addresses',
       'outputs.providerIDList',
+      'state',
       'outputs',
       'imageDigest',
       'drift',
