@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { RedisClient } from './client.ts';
 import { closeRedisClient, createRedisClient, type RedisClientOptions, waitUntilReady } from './client.ts';
+import { ClusterFactsStore } from './cluster-facts.ts';
 import { Dependents } from './dependents.ts';
 import { markEventSeen, type SeenCheck } from './event-dedupe.ts';
 import { JobSlots } from './job-slots.ts';
@@ -45,6 +46,8 @@ export interface RedisAdapter {
   readonly dependents: Dependents;
   /** The newest version of each object `/events` handled, with its content digest. */
   readonly newest: NewestVersions;
+  /** What members read of their cluster, cached per cluster (issue 22). */
+  readonly clusterFacts: ClusterFactsStore;
   /** Event dedupe: `first` once per `uid@resourceVersion` within `ttlSeconds`. */
   markEventSeen(event: { uid: string; resourceVersion: string }, ttlSeconds: number): Promise<SeenCheck>;
   /** PING, for `/readyz`. */
@@ -83,6 +86,7 @@ export function createRedisAdapter(options: RedisAdapterOptions): RedisAdapter {
     schedule: new RequeueSchedule(client, keys),
     dependents: new Dependents(client, keys),
     newest: new NewestVersions(client, keys),
+    clusterFacts: new ClusterFactsStore(client, keys),
     markEventSeen: (event, ttlSeconds) => markEventSeen(client, keys, event, ttlSeconds),
     ping: async () => {
       const answer = await attempt(() => client.ping());
