@@ -32,6 +32,7 @@ import { runSweepIfDue, type SweepListers, type SweepPods, type SweptJob } from 
 import { isTargetKind } from '../src/schemas/kinds/api-group.ts';
 import type { DependentsPort, EventDedupe, RequeueSchedule } from '../src/settle/ports.ts';
 import { createSettle } from '../src/settle/settle.ts';
+import { clusterFactsCacheOf } from '../src/step/cluster-facts.ts';
 import type { ReconcileStep } from '../src/step/contract.ts';
 import { capiClusterViewOf, clusterMemberViewOf, infrastructureTargetOf } from '../src/step/read-capi.ts';
 import { asJobView, asPodView } from '../src/step/views.ts';
@@ -94,6 +95,7 @@ export function composeAppDeps(input: ComposeInput): AppDeps {
     owners: ownerResolverOf(kube),
     clusterMembers: clusterMembersOf(kube),
     dependents,
+    clusterFacts: clusterFactsCacheOf(redis.clusterFacts, { writes: true }),
     readiness: readinessOf(redis, kube),
     tokenReviews: tokenReviewsOf(kube),
     metrics,

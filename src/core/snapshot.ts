@@ -54,6 +54,11 @@ export interface Snapshot {
   /** `cluster.x-k8s.io/cluster-name`, when the object belongs to a Cluster API cluster. */
   clusterName?: string;
   owningCluster?: OwningCluster;
+  /**
+   * Some of the cluster facts (`owningCluster`, the Cluster's pause and infrastructure) came from the cache
+   * (src/core/cluster-facts.ts): a plan that does more than wait is made again from a live read.
+   */
+  clusterFactsCached?: true;
   /** Cluster API pause: the object's annotation or the Cluster's `spec.paused`. */
   paused: boolean;
   /** What Cluster API says about the object (src/core/cluster-api.ts); undefined for standalone objects. */

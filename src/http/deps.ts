@@ -7,6 +7,7 @@ import type { Metrics } from '../metrics/registry.ts';
 import type { SweepReport } from '../schedule/sweep.ts';
 import type { DependentsPort, EventDedupe, RequeueSchedule } from '../settle/ports.ts';
 import type { Settle } from '../settle/settle.ts';
+import type { ClusterFactsCache } from '../step/cluster-facts.ts';
 
 /**
  * Everything `buildApp` needs, injected (STYLE.md habit 7): no module reads env, clock or a global client.
@@ -137,6 +138,11 @@ export interface AppDeps {
   clusterMembers: ClusterMembers;
   /** Who waits for what (src/core/wake.ts): a Secret's event takes its waiters. */
   dependents: DependentsPort;
+  /**
+   * The cluster facts cache (src/step/cluster-facts.ts): a TerraformCluster's or Cluster's event updates
+   * it before anything it wakes runs. Absent: nothing cached (tools, benches).
+   */
+  clusterFacts?: Pick<ClusterFactsCache, 'remember' | 'forget'>;
   readiness: ReadinessProbe;
   /** Checks the bearer tokens that are not the static one; required when `config.auth.oidc` is set. */
   tokenReviews?: TokenReviews;

@@ -11,11 +11,12 @@ import type { StepMetrics } from './step-metrics.ts';
  * so a dry run provably writes nothing), Redis, the clock, the configuration, the failpoints and the metrics.
  */
 
-/** The Redis operations the step uses. */
+/** The Redis operations the step uses; without `clusterFacts`, a member reads its cluster live every step. */
 export type StepRedis = Pick<
   RedisAdapter,
   'takeStepLock' | 'extendStepLock' | 'releaseStepLock' | 'runLeases' | 'jobSlots' | 'identityChecks'
->;
+> &
+  Partial<Pick<RedisAdapter, 'clusterFacts'>>;
 
 /** The step's configuration, read once by the composition root (src/config.ts) and passed in. */
 export type StepConfig = PlannerConfig;

@@ -157,14 +157,14 @@ export function infrastructureProvisioned(cluster: CustomObject | undefined): bo
  * the contract's kind, not cloned from a template, and not labelled with the name of an existing Cluster
  * API Cluster. A machine or pool written by hand for a Machine or MachinePool of that Cluster waits for its
  * owner like a clone does: applied before, it would run without the owner's inputs (bootstrap data,
- * replicas) and be applied again once adopted. `capiCluster` is the Cluster the step read (or its pending
- * read). Requests: the owner, then its bootstrap Secret once the owner names one.
+ * replicas) and be applied again once adopted. `capiCluster` is the view of the Cluster the step read or
+ * found cached (or its pending read); undefined when there is none. Requests: the owner, then its bootstrap Secret once the owner names one.
  */
 export async function readCapiContext(
   reader: KubeReader,
   ref: ObjectRef,
   object: CustomObject,
-  capiCluster: Promise<CustomObject | undefined>,
+  capiCluster: Promise<CapiClusterView | undefined>,
 ): Promise<CapiContext | undefined> {
   if (CAPI_OWNER_KIND[ref.kind] === undefined) return undefined;
   const reference = capiOwnerReference(ref, object);
@@ -177,8 +177,8 @@ export async function readCapiContext(
   ]);
   // Labelled with a cluster that Cluster API does not know: a standalone object of a TerraformCluster.
   if (reference === undefined && !cloned && cluster === undefined) return undefined;
-  const provisioned = infrastructureProvisioned(cluster);
-  const clusterPart = provisioned !== undefined ? { clusterInfrastructureProvisioned: provisioned } : {};
+  const clusterPart =
+    cluster !== undefined ? { clusterInfrastructureProvisioned: cluster.infrastructureProvisioned } : {};
   // No owner yet, or an owner that cannot be read (gone with its deletion): the object waits for one.
   if (reference === undefined || raw === undefined) return { expectsOwner: true, ...clusterPart };
   const owner = ownerOf(reference.kind, reference.name, raw);

@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { V1Job, V1Secret } from '@kubernetes/client-node';
 import type { z } from 'zod';
+import type { CustomObject } from '../adapters/kube/custom-object.ts';
 import type { KubeReader } from '../adapters/kube/reader.ts';
-import { PAUSED_ANNOTATION } from '../core/cluster-api.ts';
+import { type CapiClusterView, PAUSED_ANNOTATION } from '../core/cluster-api.ts';
+import type { ClusterFacts, Fact } from '../core/cluster-facts.ts';
 import { canonicalJson, inputsHash, inputsOf } from '../core/inputs-hash.ts';
 import { LABELS } from '../core/job-labels.ts';
 import { type JobRecord, jobRecord } from '../core/job-record.ts';
@@ -28,15 +30,18 @@ import {
   TerraformClusterStatusSchema,
 } from '../schemas/kinds/terraform-cluster.ts';
 import { TerraformPlanSchema } from '../schemas/kinds/terraform-plan.ts';
-import { capiClusterPaused, ownedByClusterApi, readCapiContext } from './read-capi.ts';
+import { type ClusterFactsCache, NO_CLUSTER_FACTS } from './cluster-facts.ts';
+import { capiClusterViewOf, ownedByClusterApi, readCapiContext } from './read-capi.ts';
 import { asJobView, asPodView } from './views.ts';
 
 /**
- * The reads of a step (DESIGN.md section 5 step 2), always live from the API server, never from an event
+ * The reads of a step (DESIGN.md section 5 step 2), live from the API server, never from an event
  * payload: the snapshot the planner starts from (the object and its Jobs, plus the owning TerraformCluster
  * and the Cluster API Cluster for objects with a cluster label, the pending plan when one is referenced,
  * each referenced Secret), and the facts the planner asks for only when it needs them (the object's pods,
- * a Job's per-run Secret). Secret data is kept in memory only, never logged.
+ * a Job's per-run Secret). A machine's or pool's cluster facts come from the cache when it has them
+ * (./cluster-facts.ts; the step reads them live again before anything but a wait, src/core/cluster-facts.ts).
+ * Secret data is kept in memory only, never logged.
  */
 
 function decodeSecretData(secret: V1Secret): Record<string, string> {
@@ -108,21 +113,11 @@ function issuePath(issue: { path: readonly PropertyKey[] }, root: string): strin
 }
 
 /**
- * The owning TerraformCluster. A spec or status that does not parse is named in `unreadable`, never read as
- * empty: its defaults and exports are inputs of the machine's runs, and without them a machine would run
- * with another Jobs policy and another inputs hash (an apply of changed inputs).
+ * A TerraformCluster as its machines and pools read it. A spec or status that does not parse is named in
+ * `unreadable`, never read as empty: its defaults and exports are inputs of the machine's runs, and without
+ * them a machine would run with another Jobs policy and another inputs hash (an apply of changed inputs).
  */
-async function readOwningCluster(
-  reader: KubeReader,
-  ref: ObjectRef,
-  clusterName: string,
-): Promise<OwningCluster | undefined> {
-  const clusters = await reader.listCustomObjects('TerraformCluster', {
-    namespace: ref.namespace,
-    labelSelector: { [LABELS.clusterName]: clusterName },
-  });
-  const [cluster] = clusters;
-  if (!cluster) return undefined;
+export function owningClusterOf(cluster: CustomObject): OwningCluster {
   const spec = TerraformClusterSpecSchema.safeParse(cluster.spec);
   const status = readStatus(TerraformClusterStatusSchema, cluster.status);
   const unreadable = [
@@ -138,10 +133,72 @@ async function readOwningCluster(
   };
 }
 
+/** The owning TerraformCluster (the first labelled with the cluster's name), live. */
+async function readOwningCluster(
+  reader: KubeReader,
+  namespace: string,
+  clusterName: string,
+): Promise<Fact<OwningCluster>> {
+  const [cluster] = await reader.listCustomObjects('TerraformCluster', {
+    namespace,
+    labelSelector: { [LABELS.clusterName]: clusterName },
+  });
+  return cluster
+    ? { view: owningClusterOf(cluster), version: versionOf(cluster) }
+    : { view: undefined, version: undefined };
+}
+
+/** The Cluster API Cluster of the cluster's name, live. */
+async function readCapiCluster(
+  reader: KubeReader,
+  namespace: string,
+  clusterName: string,
+): Promise<Fact<CapiClusterView>> {
+  const cluster = await reader.getCapiObject('Cluster', namespace, clusterName);
+  return cluster
+    ? { view: capiClusterViewOf(cluster), version: versionOf(cluster) }
+    : { view: undefined, version: undefined };
+}
+
+function versionOf(object: CustomObject): Fact<unknown>['version'] {
+  return { uid: object.metadata.uid, resourceVersion: object.metadata.resourceVersion };
+}
+
+/**
+ * The cluster facts of an object with a cluster label: a machine's or pool's from the cache where it has
+ * them, the rest live (and cached); a TerraformCluster's own Cluster API Cluster always live, cached with
+ * the view its machines read of the TerraformCluster itself. `cached` says whether any part came from the
+ * cache.
+ */
+async function readClusterFacts(
+  reader: KubeReader,
+  ref: ObjectRef,
+  object: CustomObject,
+  clusterName: string,
+  cache: ClusterFactsCache,
+): Promise<{ facts: Required<ClusterFacts>; cached: boolean }> {
+  const own = ref.kind === 'TerraformCluster';
+  const cachedFacts = own ? {} : await cache.read(ref.namespace, clusterName);
+  const [owning, capi] = await Promise.all([
+    own
+      ? { view: owningClusterOf(object), version: versionOf(object) }
+      : (cachedFacts.owning ?? readOwningCluster(reader, ref.namespace, clusterName)),
+    cachedFacts.capi ?? readCapiCluster(reader, ref.namespace, clusterName),
+  ]);
+  await cache.remember(ref.namespace, clusterName, {
+    ...(cachedFacts.owning ? {} : { owning }),
+    ...(cachedFacts.capi ? {} : { capi }),
+  });
+  return {
+    facts: { owning, capi },
+    cached: cachedFacts.owning !== undefined || cachedFacts.capi !== undefined,
+  };
+}
+
 /**
  * Reads the snapshot; undefined when the object does not exist. Throws a KubeError on an API failure.
  * Requests: object, Jobs (left out with `skipJobsAtRest` when the object shows nothing runs); plus the owning TerraformCluster and the Cluster API Cluster for objects with a
- * cluster label, the pending plan when one is referenced, and each referenced Secret (the Secrets of a
+ * cluster label (those of a machine or pool only when `clusterFacts` has none cached), the pending plan when one is referenced, and each referenced Secret (the Secrets of a
  * cluster's default env that the object's own env does not name after the cluster is read).
  */
 export async function readSnapshot(
@@ -169,15 +226,14 @@ export async function readSnapshot(
   // The object's own env is known now; a cluster's defaults only once the cluster is read (below).
   const firstNames = [...new Set([...secretNames, ...(spec ? envSecretNames(spec, undefined) : [])])];
 
-  const capiClusterRead =
+  const clusterRead =
     clusterName !== undefined
-      ? reader.getCapiObject('Cluster', ref.namespace, clusterName)
+      ? readClusterFacts(reader, ref, object, clusterName, options.clusterFacts ?? NO_CLUSTER_FACTS)
       : Promise.resolve(undefined);
-  const [jobs, owningCluster, capiCluster, capi, pendingPlanObject, secrets] = await Promise.all([
+  const capiClusterRead = clusterRead.then((read) => read?.facts.capi.view);
+  const [jobs, clusterFacts, capiCluster, capi, pendingPlanObject, secrets] = await Promise.all([
     jobsUnread ? Promise.resolve([]) : listJobsOf(reader, ref.namespace, uid),
-    clusterName !== undefined && ref.kind !== 'TerraformCluster'
-      ? readOwningCluster(reader, ref, clusterName)
-      : Promise.resolve(undefined),
+    clusterRead,
     capiClusterRead,
     readCapiContext(reader, ref, object, capiClusterRead),
     pendingPlanName !== undefined
@@ -186,6 +242,7 @@ export async function readSnapshot(
     Promise.all(firstNames.map((name) => reader.getSecret(ref.namespace, name))),
   ]);
 
+  const owningCluster = ref.kind === 'TerraformCluster' ? undefined : clusterFacts?.facts.owning.view;
   const read = new Map(firstNames.map((name, index) => [name, secrets[index]]));
   const envNames = spec ? envSecretNames(spec, owningCluster?.defaultsJobs) : [];
   const later = envNames.filter((name) => !read.has(name));
@@ -218,7 +275,8 @@ export async function readSnapshot(
     ...(statusRead.kind === 'unreadable' ? { statusUnreadable: statusRead.paths } : {}),
     ...(clusterName !== undefined ? { clusterName } : {}),
     ...(owningCluster ? { owningCluster } : {}),
-    paused: annotations?.[PAUSED_ANNOTATION] !== undefined || capiClusterPaused(capiCluster),
+    ...(clusterFacts?.cached ? { clusterFactsCached: true as const } : {}),
+    paused: annotations?.[PAUSED_ANNOTATION] !== undefined || capiCluster?.paused === true,
     ...(capi ? { capi } : {}),
     ...(ownedByClusterApi(object) ? { ownedByClusterApi: true } : {}),
     ...jobsOf(jobs),
@@ -253,6 +311,11 @@ export interface SnapshotOptions {
    * (`StepOptions.listJobs`); other readers (the kubectl plugin) list always.
    */
   skipJobsAtRest?: boolean;
+  /**
+   * The cluster facts cache (./cluster-facts.ts): where a machine's or pool's cluster facts are read first,
+   * and where every live read of them is kept. Without it, every read is live and nothing is kept.
+   */
+  clusterFacts?: ClusterFactsCache;
 }
 
 function listJobsOf(reader: KubeReader, namespace: string, uid: string): Promise<V1Job[]> {

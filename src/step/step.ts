@@ -1,6 +1,7 @@
 import { isKubeError, type KubeError } from '../adapters/kube/errors.ts';
 import type { KubeReader } from '../adapters/kube/reader.ts';
 import type { JobSlotUsage } from '../adapters/redis/job-slots.ts';
+import { cachedFactsSuffice } from '../core/cluster-facts.ts';
 import { describePlan } from '../core/describe-plan.ts';
 import { POD_RESULT_FINALIZER } from '../core/job-labels.ts';
 import type { ObjectRef } from '../core/object-ref.ts';
@@ -17,6 +18,7 @@ import {
 } from '../core/step-outcome.ts';
 import type { PlanFacts, StepPlan } from '../core/step-plan.ts';
 import { recordsRefusal, refusalEvent, refusedStatus, withoutRefusal } from '../core/write-refusal.ts';
+import { type ClusterFactsCache, clusterFactsCacheOf, NO_CLUSTER_FACTS } from './cluster-facts.ts';
 import type { ReconcileStep, StepOptions } from './contract.ts';
 import type { StepDeps } from './deps.ts';
 import { FailpointAbort } from './failpoints.ts';
@@ -91,10 +93,44 @@ export interface PlanReads {
   reader: KubeReader;
   /** Job slots in use per installation and per the object's Cluster API cluster (Redis, section 5). */
   slotUsage(cluster?: { namespace: string; name: string }): Promise<JobSlotUsage>;
+  /**
+   * The snapshot read again with its cluster facts live (and cached), for a plan made from cached facts
+   * that does more than wait (src/core/cluster-facts.ts); undefined when the object is gone. Absent where
+   * nothing is cached.
+   */
+  liveSnapshot?(snap: Snapshot): Promise<Snapshot | undefined>;
 }
 
-function planReadsOf(deps: StepDeps): PlanReads {
-  return { reader: deps.kube.reader, slotUsage: (cluster) => deps.redis.jobSlots.usage(cluster) };
+/** The step's cluster facts cache; a dry run reads it and writes nothing. */
+function clusterFactsOf(deps: StepDeps, writes: boolean): ClusterFactsCache {
+  const store = deps.redis.clusterFacts;
+  return store ? clusterFactsCacheOf(store, { writes }) : NO_CLUSTER_FACTS;
+}
+
+function planReadsOf(deps: StepDeps, read: SnapshotOptions): PlanReads {
+  const { reader } = deps.kube;
+  const cache = read.clusterFacts ?? NO_CLUSTER_FACTS;
+  return {
+    reader,
+    slotUsage: (cluster) => deps.redis.jobSlots.usage(cluster),
+    liveSnapshot: async (snap) => {
+      const live = await readSnapshot(reader, snap.ref, {
+        ...read,
+        clusterFacts: { ...cache, read: async () => ({}) },
+      });
+      return live && withListedJobs(live, snap);
+    },
+  };
+}
+
+/**
+ * `live` with the Jobs `earlier` listed in this very step, when `live` left them unread: the re-read is
+ * about the cluster, and listing the same Jobs twice in one step would tell nothing new.
+ */
+function withListedJobs(live: Snapshot, earlier: Snapshot): Snapshot {
+  if (live.jobsUnread !== true || earlier.jobsUnread === true || live.uid !== earlier.uid) return live;
+  const { jobsUnread: _unread, ...rest } = live;
+  return { ...rest, jobs: earlier.jobs, records: earlier.records };
 }
 
 /** The facts the planner asks for, read one by one until it has a plan; answers the plan and its facts. */
@@ -104,10 +140,17 @@ async function planWithReads(
 ): Promise<{ plan: StepPlan; facts: PlanFacts } | { outcome: StepOutcome }> {
   let current = facts;
   // Each fact is read at most once: the Jobs, pods, slots, the watched Job's Secret, the state Secret, a
-  // lock holder.
-  for (let reads = 0; reads <= 6; reads += 1) {
+  // lock holder, the cluster facts live.
+  for (let reads = 0; reads <= 7; reads += 1) {
     const planned = planStep(current);
-    if (planned.kind === 'plan') return { plan: planned, facts: current };
+    if (planned.kind === 'plan') {
+      if (current.snap.clusterFactsCached !== true || cachedFactsSuffice(planned) || !source.liveSnapshot)
+        return { plan: planned, facts: current };
+      const live = await source.liveSnapshot(current.snap);
+      if (live === undefined) return { outcome: outcomeOf(current.snap.ref, 'ObjectGone') };
+      current = { ...current, snap: live };
+      continue;
+    }
     const { snap } = current;
     switch (planned.read) {
       case 'jobs':
@@ -187,7 +230,8 @@ async function reconcile(
   options: StepOptions,
 ): Promise<StepOutcome> {
   const { heldPod } = options;
-  const snapshot = await readSnapshot(deps.kube.reader, ref, snapshotOptions(options));
+  const read = { ...snapshotOptions(options), clusterFacts: clusterFactsOf(deps, true) };
+  const snapshot = await readSnapshot(deps.kube.reader, ref, read);
   // A pod whose owner is gone has no reader left (its namespace being deleted, a finalizer removed by
   // hand): released now, not at the next sweep. Absent is done.
   if (heldPod !== undefined && heldPodOwnerGone(heldPod, snapshot?.uid))
@@ -198,13 +242,48 @@ async function reconcile(
     return outcomeOf(ref, 'ObjectGone');
   }
   const writes = new ObjectWrites(deps, snapshot);
+  try {
+    return await planAndPerform(deps, snapshot, writes, lock, read, heldPod);
+  } finally {
+    await outdateOwnFacts(read.clusterFacts, snapshot, writes);
+  }
+}
+
+/**
+ * A TerraformCluster's step that wrote the object leaves its machines' cached view of it outdated before
+ * the step ends, so the members it wakes (settling runs after the step) read it live: the event of its
+ * write may come later than they do (src/core/cluster-facts.ts).
+ */
+async function outdateOwnFacts(
+  cache: ClusterFactsCache,
+  snapshot: Snapshot,
+  writes: ObjectWrites,
+): Promise<void> {
+  if (snapshot.ref.kind !== 'TerraformCluster' || snapshot.clusterName === undefined) return;
+  if (writes.resourceVersion === snapshot.resourceVersion) return;
+  await cache.outdate(snapshot.ref.namespace, snapshot.clusterName, {
+    uid: snapshot.uid,
+    resourceVersion: writes.resourceVersion,
+  });
+}
+
+/** The rounds of one step: plan, perform, and plan again after a refusal or a name taken. */
+async function planAndPerform(
+  deps: StepDeps,
+  snapshot: Snapshot,
+  writes: ObjectWrites,
+  lock: KeptStepLock,
+  read: SnapshotOptions,
+  heldPod: HeldPod | undefined,
+): Promise<StepOutcome> {
+  const { ref } = snapshot;
   let facts = factsOf(deps, snapshot, heldPod);
   let refusals = 0;
   let moveOnly = false;
   // Each round past the first follows a refusal (at most MAX_PLANS - 1) or a name taken (at most
   // MAX_SKIPPED_JOB_NAMES: past them the start waits instead of answering `name-taken`).
   for (let round = 0; round < MAX_PLANS + MAX_SKIPPED_JOB_NAMES; round += 1) {
-    const planned = await planWithReads(planReadsOf(deps), facts);
+    const planned = await planWithReads(planReadsOf(deps, read), facts);
     if ('outcome' in planned) return planned.outcome;
     // The snapshot as planned: with its Jobs when the planner asked for them.
     const performance = { deps, snap: planned.facts.snap, plan: planned.plan, writes, lock };
@@ -313,11 +392,12 @@ function observed(outcome: StepOutcome, snapshot: Snapshot, writes: ObjectWrites
 
 /** A dry run: the same reads and plan, no lock and no write. */
 function explain(deps: StepDeps, ref: ObjectRef, options: StepOptions): Promise<StepOutcome> {
+  const read = { ...snapshotOptions(options), clusterFacts: clusterFactsOf(deps, false) };
   return explainStep(
-    { reads: planReadsOf(deps), clock: deps.clock, config: deps.config },
+    { reads: planReadsOf(deps, read), clock: deps.clock, config: deps.config },
     ref,
     options.heldPod,
-    snapshotOptions(options),
+    read,
   );
 }
 

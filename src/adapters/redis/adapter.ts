@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { RedisClient } from './client.ts';
 import { closeRedisClient, createRedisClient, type RedisClientOptions, waitUntilReady } from './client.ts';
+import { ClusterFactsStore } from './cluster-facts.ts';
 import { Dependents } from './dependents.ts';
 import { markEventSeen, type SeenCheck } from './event-dedupe.ts';
 import { IdentityChecks } from './identity-checks.ts';
@@ -48,6 +49,8 @@ export interface RedisAdapter {
   readonly newest: NewestVersions;
   /** The runner identities found complete, per object uid (src/adapters/redis/identity-checks.ts). */
   readonly identityChecks: IdentityChecks;
+  /** What members read of their cluster, cached per cluster (issue 22). */
+  readonly clusterFacts: ClusterFactsStore;
   /** Event dedupe: `first` once per `uid@resourceVersion` within `ttlSeconds`. */
   markEventSeen(event: { uid: string; resourceVersion: string }, ttlSeconds: number): Promise<SeenCheck>;
   /** PING, for `/readyz`. */
@@ -87,6 +90,7 @@ export function createRedisAdapter(options: RedisAdapterOptions): RedisAdapter {
     dependents: new Dependents(client, keys),
     newest: new NewestVersions(client, keys),
     identityChecks: new IdentityChecks(client, keys),
+    clusterFacts: new ClusterFactsStore(client, keys),
     markEventSeen: (event, ttlSeconds) => markEventSeen(client, keys, event, ttlSeconds),
     ping: async () => {
       const answer = await attempt(() => client.ping());

@@ -19,6 +19,7 @@ import { createHash } from 'node:crypto';
  * | `P:{obj:<kind>/<ns>/<name>}:dependents` | set  | objects waiting for this one (`kind/ns/name`)         |
  * | `P:{obj:<kind>/<ns>/<name>}:newest`   | string | newest version handled: `<uid> <rv> <digest>` (EX)    |
  * | `P:identity:<uid>`                    | string | runner identity found complete: its digest (EX)       |
+ * | `P:{facts:<ns>/<cluster>}:<part>`     | string | cached cluster facts: `<uid> <rv> <json>` (EX)        |
  *
  * `<group>` is `capi:<ns>/<cluster>` for objects of a Cluster API cluster (so a cluster's lease and its
  * machines' leases live in one slot and are checked in one script) and `obj:<kind>/<ns>/<name>` otherwise.
@@ -112,6 +113,14 @@ export class KeyLayout {
 
   identityCheck(uid: string): string {
     return `${this.prefix}:identity:${uid}`;
+  }
+
+  /**
+   * One part of a cluster's cached facts (`owning`: its TerraformCluster, `capi`: its Cluster API Cluster);
+   * both parts share the cluster's tag, so one MGET reads them on Redis Cluster too.
+   */
+  clusterFacts(namespace: string, clusterName: string, part: 'owning' | 'capi'): string {
+    return `${this.prefix}:{facts:${namespace}/${clusterName}}:${part}`;
   }
 
   namedLease(name: string): string {

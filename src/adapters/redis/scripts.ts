@@ -17,6 +17,14 @@ const SPLIT_LEASE = `local function split(value)
   return string.sub(value, 1, sep - 1), string.sub(value, sep + 1)
 end`;
 
+/**
+ * Whether resourceVersion `a` is newer than `b`: a longer or greater decimal (the etcd revision, compared
+ * as src/core/event-relevance.ts `compareResourceVersions` does, without numbers past 2^53).
+ */
+const NEWER_VERSION = `local function newer(a, b)
+  return #a > #b or (#a == #b and a > b)
+end`;
+
 const SCRIPTS = {
   /**
    * Newest version of an object handled by /events. KEYS[1]; ARGV uid, resourceVersion, digest ('' when
@@ -25,13 +33,36 @@ const SCRIPTS = {
    */
   captfNewestSeen: {
     numberOfKeys: 1,
-    lua: `local current = redis.call('GET', KEYS[1])
+    lua: `${NEWER_VERSION}
+local current = redis.call('GET', KEYS[1])
 if current then
   local uid, rv, digest = string.match(current, '^(%S+) (%S+) ?(%S*)$')
   if uid == ARGV[1] then
-    local newer = #ARGV[2] > #rv or (#ARGV[2] == #rv and ARGV[2] > rv)
     local filled = ARGV[2] == rv and digest == '' and ARGV[3] ~= ''
-    if not newer and not filled then return 0 end
+    if not newer(ARGV[2], rv) and not filled then return 0 end
+  end
+end
+redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. ARGV[3], 'EX', ARGV[4])
+return 1`,
+  },
+  /**
+   * One cached fact about a cluster (src/adapters/redis/cluster-facts.ts). KEYS[1]; ARGV uid ('-' for an
+   * object found absent), resourceVersion, payload ('' while only the version is known), ttlSeconds. The
+   * newest-seen rule: kept only when newer than the stored version of the same uid, or filling the payload
+   * of the same version; another uid replaces it. An absence fills only an empty key: a read that found
+   * nothing carries no version, so it never replaces an object an event or a later read found.
+   * Returns 1 when stored, 0 when not.
+   */
+  captfClusterFact: {
+    numberOfKeys: 1,
+    lua: `${NEWER_VERSION}
+local current = redis.call('GET', KEYS[1])
+if current then
+  if ARGV[1] == '-' then return 0 end
+  local uid, rv, payload = string.match(current, '^(%S+) (%S+) ?(.*)$')
+  if uid == ARGV[1] then
+    local filled = ARGV[2] == rv and payload == '' and ARGV[3] ~= ''
+    if not newer(ARGV[2], rv) and not filled then return 0 end
   end
 end
 redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. ARGV[3], 'EX', ARGV[4])

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import type { CustomObject } from '../../adapters/kube/custom-object.ts';
 import { canonicalJson } from '../../core/canonical-json.ts';
+import type { ClusterFacts } from '../../core/cluster-facts.ts';
 import {
   type DigestedObject,
   jobEventVerdict,
@@ -11,11 +12,13 @@ import {
   type QuietReason,
   type SeenObject,
 } from '../../core/event-relevance.ts';
+import { LABELS } from '../../core/job-labels.ts';
 import type { ObjectRef } from '../../core/object-ref.ts';
 import { heldPodOf } from '../../core/pod-release.ts';
 import { secretSource } from '../../core/wake.ts';
 import { EventJobSchema, EventPodSchema, type EventSubject } from '../../schemas/cloudevents.ts';
 import type { ObjectVersion } from '../../settle/ports.ts';
+import { owningClusterOf } from '../../step/read.ts';
 import { capiClusterViewOf, capiOwnerDigest, infrastructureTargetOf } from '../../step/read-capi.ts';
 import type { AuthHook } from '../auth.ts';
 import { parseCloudEvent } from '../cloudevent.ts';
@@ -43,6 +46,8 @@ import { secretOf } from '../secret-event.ts';
  * sends it again.
  * An event about a Secret (./secret-event.ts) runs no step either: the objects waiting for it get a
  * requeue due now, at no API request.
+ * An event about a Cluster or a TerraformCluster updates the cluster facts its machines and pools read
+ * (src/step/cluster-facts.ts) first, before anything it wakes or steps runs.
  */
 /** How soon a held pod's event comes back when its object's step lock was taken (a step takes about 1 s). */
 const HELD_POD_RETRY_SECONDS = 1;
@@ -123,6 +128,32 @@ function handledVersion(seen: SeenObject, observed: ObjectVersion | undefined): 
   return { ...observed, digest: '' };
 }
 
+/**
+ * Updates one part of the cluster facts cache from an event, before anything the event wakes runs: the
+ * view its copy shows at its version (never over a newer one), or, for a deletion or a reference-mode event
+ * (no copy), the part forgotten, so members read it live. A TerraformCluster's reference-mode event names
+ * no cluster label: its own step, which such an event runs unless nothing changed, records it instead.
+ */
+async function updateClusterFacts(deps: Pick<AppDeps, 'clusterFacts'>, subject: EventSubject): Promise<void> {
+  const cache = deps.clusterFacts;
+  if (cache === undefined) return;
+  const copy = subject.object as CustomObject | undefined;
+  const version = dedupeKeyOf(subject);
+  if (subject.kind === 'Cluster') {
+    if (subject.verb === 'delete' || copy === undefined || version === undefined)
+      return cache.forget(subject.namespace, subject.name, 'capi');
+    return cache.remember(subject.namespace, subject.name, {
+      capi: { view: capiClusterViewOf(copy), version },
+    });
+  }
+  const clusterName = copy?.metadata?.labels?.[LABELS.clusterName];
+  if (subject.kind !== 'TerraformCluster' || copy === undefined || clusterName === undefined) return;
+  if (subject.verb === 'delete' || version === undefined)
+    return cache.forget(subject.namespace, clusterName, 'owning');
+  const facts: ClusterFacts = { owning: { view: owningClusterOf(copy), version } };
+  return cache.remember(subject.namespace, clusterName, facts);
+}
+
 export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: AuthHook): FastifyPluginAsync {
   return async (app) => {
     acceptRawText(app, deps.config.bodyLimitBytes);
@@ -152,6 +183,7 @@ export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: Au
         return reply.code(200).send({ handled: false, reason: target.reason });
       }
       if (target.kind === 'cluster') {
+        await updateClusterFacts(deps, subject);
         // Its copy says whether its pause or infrastructure changed since the version last handled.
         const key = dedupeKeyOf(subject);
         const clusterSeen =
@@ -207,6 +239,8 @@ export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: Au
         return reply.code(200).send({ handled: false, reason: lookup.reason });
       }
       const { ref } = lookup;
+      if (target.kind === 'object' && ref.kind === 'TerraformCluster')
+        await updateClusterFacts(deps, subject);
       const quiet = lookup.quiet ?? (target.kind === 'object' ? quietOwned(subject) : undefined);
       if (quiet !== undefined) {
         eventLog.debug({ reason: quiet }, 'event ignored: nothing the step reads changed');

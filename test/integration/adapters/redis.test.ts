@@ -475,6 +475,68 @@ return 1`,
     });
   });
 
+  describe('cluster facts (issue 22)', () => {
+    const fact = (uid: string | undefined, resourceVersion: string, payload: string) => ({
+      uid,
+      resourceVersion,
+      payload,
+    });
+
+    it('keeps the newest version of the same object, fills a version known without content, and reads both parts in one call', async () => {
+      const store = shared.clusterFacts;
+      const ns = `ns-${randomBytes(3).toString('hex')}`;
+      expect(await store.get(ns, 'c')).toEqual({ kind: 'found', facts: {} });
+      expect(await store.put(ns, 'c', 'owning', fact('u1', '100', '{"ready":false}'), 60)).toEqual({
+        kind: 'stored',
+      });
+      // Older and equal versions of the same object never replace it; a newer one does.
+      expect(await store.put(ns, 'c', 'owning', fact('u1', '99', '{"ready":true}'), 60)).toEqual({
+        kind: 'kept',
+      });
+      expect(await store.put(ns, 'c', 'owning', fact('u1', '100', '{"ready":true}'), 60)).toEqual({
+        kind: 'kept',
+      });
+      // 1000 > 200 although it sorts lower as text: versions compare as decimals.
+      expect((await store.put(ns, 'c', 'owning', fact('u1', '200', ''), 60)).kind).toBe('stored');
+      expect((await store.put(ns, 'c', 'owning', fact('u1', '1000', ''), 60)).kind).toBe('stored');
+      expect((await store.put(ns, 'c', 'owning', fact('u1', '200', '{"ready":true}'), 60)).kind).toBe('kept');
+      // The same version with the content the stored one lacked fills it.
+      expect((await store.put(ns, 'c', 'owning', fact('u1', '1000', '{"ready":true}'), 60)).kind).toBe(
+        'stored',
+      );
+      // A re-created object (another uid) replaces it whatever its version.
+      expect((await store.put(ns, 'c', 'capi', fact('k1', '500', '{"paused":true}'), 60)).kind).toBe(
+        'stored',
+      );
+      expect((await store.put(ns, 'c', 'capi', fact('k2', '5', '{"paused":false}'), 60)).kind).toBe('stored');
+      expect(await store.get(ns, 'c')).toEqual({
+        kind: 'found',
+        facts: {
+          owning: fact('u1', '1000', '{"ready":true}'),
+          capi: fact('k2', '5', '{"paused":false}'),
+        },
+      });
+    });
+
+    it('an absence fills only an empty key; a drop forgets one part; entries expire', async () => {
+      const store = shared.clusterFacts;
+      const ns = `ns-${randomBytes(3).toString('hex')}`;
+      expect((await store.put(ns, 'c', 'capi', fact(undefined, '0', 'absent'), 60)).kind).toBe('stored');
+      expect(await store.get(ns, 'c')).toEqual({
+        kind: 'found',
+        facts: { capi: fact(undefined, '0', 'absent') },
+      });
+      expect((await store.put(ns, 'c', 'capi', fact('k1', '7', '{"paused":false}'), 60)).kind).toBe('stored');
+      // Found absent by a read that began before the Cluster was created: kept out.
+      expect((await store.put(ns, 'c', 'capi', fact(undefined, '0', 'absent'), 60)).kind).toBe('kept');
+      expect((await store.put(ns, 'c', 'owning', fact('u1', '8', '{}'), 1)).kind).toBe('stored');
+      expect(await store.drop(ns, 'c', 'capi')).toEqual({ kind: 'done' });
+      expect(await store.get(ns, 'c')).toEqual({ kind: 'found', facts: { owning: fact('u1', '8', '{}') } });
+      await sleep(1100);
+      expect(await store.get(ns, 'c')).toEqual({ kind: 'found', facts: {} });
+    });
+  });
+
   describe('event dedupe', () => {
     it('the first delivery of uid@resourceVersion passes; replays are seen until the TTL', async () => {
       const event = { uid: randomBytes(8).toString('hex'), resourceVersion: '100' };

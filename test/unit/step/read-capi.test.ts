@@ -110,7 +110,10 @@ describe('readCapiContext: which machines and pools Cluster API drives', () => {
     getCapiObject: async () => undefined,
     getSecret: async () => undefined,
   } as unknown as KubeReader;
-  const capiCluster = object({}, { status: { initialization: { infrastructureProvisioned: true } } });
+  // The Cluster's view, as read live or found cached (src/step/cluster-facts.ts).
+  const capiCluster = capiClusterViewOf(
+    object({}, { status: { initialization: { infrastructureProvisioned: true } } }),
+  );
   const pool = { kind: 'TerraformMachinePool' as const, namespace: 'team-a', name: 'mp' };
   const meta = (extra: Partial<CustomObject['metadata']>) =>
     object({}, { metadata: { name: 'mp', uid: 'u', resourceVersion: '1', ...extra } });
