@@ -29,23 +29,20 @@ export interface ClusterFacts {
 }
 
 /**
- * Whether a plan made from cached facts may be carried out as it is: only a rest or no move that writes
- * nothing but the object's status and Events. Anything else (a start, and as well a watch that adopts a
- * Job with the cluster's exports in its run config, the finalizer step that sets up the runner identity
- * unless paused, a deletion's destroy or finalizer, a Job deleted, a bookkeeping, a TerraformPlan, a
- * block-move annotation) is planned again from a live read of the cluster: a cached fact may be behind by
- * one event, and only a wait or a status is put right by that event (it updates the cache before it wakes
- * the members). One rule over the whole plan rather than per move: the cheap steps are the waits and
- * rests, and every other step is rare enough to pay the two reads.
+ * Whether a plan made from cached facts may be carried out as it is: unless it starts a Job, changes the
+ * finalizers, deletes a Job, adopts a running Job or writes a TerraformPlan or the spec, since those
+ * act on the cluster's facts: a start and an adoption put its exports and Job policy into the run, the
+ * finalizer step sets up the runner identity unless paused and a deletion's destroy or finalizer removal
+ * waits on pause, a Job is deleted at the policy's deadline, and a pending plan is superseded by the inputs
+ * hash the exports are part of. What is left (a wait or rest, the status and Events, a running Job watched,
+ * finished Jobs bookkept, prunes, pods released, the block-move annotation removed) does not depend on
+ * them, or, for a wait in the status, is put right by the event that changes them: that event updates the
+ * cache before it wakes the members. Everything else is planned again from a live read of the cluster
+ * (src/step/read-memo.ts: the object and its Secrets are not read again).
  */
 export function cachedFactsSuffice(plan: StepPlan): boolean {
-  return (
-    (plan.move.kind === 'rest' || plan.move.kind === 'none') &&
-    plan.bookkept.length === 0 &&
-    plan.plans.length === 0 &&
-    plan.spec === undefined &&
-    plan.prune.length === 0 &&
-    plan.releasePods.length === 0 &&
-    plan.blockMove === undefined
-  );
+  const { move } = plan;
+  const moveSuffices =
+    move.kind === 'rest' || move.kind === 'none' || (move.kind === 'watch' && move.adopt === undefined);
+  return moveSuffices && plan.plans.length === 0 && plan.spec === undefined;
 }

@@ -24,6 +24,7 @@ import type { StepDeps } from './deps.ts';
 import { FailpointAbort } from './failpoints.ts';
 import { conflict, emitEvents, ObjectWrites, type Performance, type Performed, perform } from './perform.ts';
 import { readPods, readSnapshot, runSecretExists, type SnapshotOptions, withJobs } from './read.ts';
+import { memoReader } from './read-memo.ts';
 import { MAX_SKIPPED_JOB_NAMES } from './start-job.ts';
 import { readStateContent } from './state-content.ts';
 import { type KeptStepLock, keepStepLock } from './step-lock.ts';
@@ -107,14 +108,14 @@ function clusterFactsOf(deps: StepDeps, writes: boolean): ClusterFactsCache {
   return store ? clusterFactsCacheOf(store, { writes }) : NO_CLUSTER_FACTS;
 }
 
-function planReadsOf(deps: StepDeps, read: SnapshotOptions): PlanReads {
+function planReadsOf(deps: StepDeps, read: SnapshotOptions, snapshotReader: KubeReader): PlanReads {
   const { reader } = deps.kube;
   const cache = read.clusterFacts ?? NO_CLUSTER_FACTS;
   return {
     reader,
     slotUsage: (cluster) => deps.redis.jobSlots.usage(cluster),
     liveSnapshot: async (snap) => {
-      const live = await readSnapshot(reader, snap.ref, {
+      const live = await readSnapshot(snapshotReader, snap.ref, {
         ...read,
         clusterFacts: { ...cache, read: async () => ({}) },
       });
@@ -231,7 +232,8 @@ async function reconcile(
 ): Promise<StepOutcome> {
   const { heldPod } = options;
   const read = { ...snapshotOptions(options), clusterFacts: clusterFactsOf(deps, true) };
-  const snapshot = await readSnapshot(deps.kube.reader, ref, read);
+  const snapshotReader = memoReader(deps.kube.reader);
+  const snapshot = await readSnapshot(snapshotReader, ref, read);
   // A pod whose owner is gone has no reader left (its namespace being deleted, a finalizer removed by
   // hand): released now, not at the next sweep. Absent is done.
   if (heldPod !== undefined && heldPodOwnerGone(heldPod, snapshot?.uid))
@@ -243,7 +245,7 @@ async function reconcile(
   }
   const writes = new ObjectWrites(deps, snapshot);
   try {
-    return await planAndPerform(deps, snapshot, writes, lock, read, heldPod);
+    return await planAndPerform(deps, snapshot, writes, lock, read, snapshotReader, heldPod);
   } finally {
     await outdateOwnFacts(read.clusterFacts, snapshot, writes);
   }
@@ -274,6 +276,7 @@ async function planAndPerform(
   writes: ObjectWrites,
   lock: KeptStepLock,
   read: SnapshotOptions,
+  snapshotReader: KubeReader,
   heldPod: HeldPod | undefined,
 ): Promise<StepOutcome> {
   const { ref } = snapshot;
@@ -283,7 +286,7 @@ async function planAndPerform(
   // Each round past the first follows a refusal (at most MAX_PLANS - 1) or a name taken (at most
   // MAX_SKIPPED_JOB_NAMES: past them the start waits instead of answering `name-taken`).
   for (let round = 0; round < MAX_PLANS + MAX_SKIPPED_JOB_NAMES; round += 1) {
-    const planned = await planWithReads(planReadsOf(deps, read), facts);
+    const planned = await planWithReads(planReadsOf(deps, read, snapshotReader), facts);
     if ('outcome' in planned) return planned.outcome;
     // The snapshot as planned: with its Jobs when the planner asked for them.
     const performance = { deps, snap: planned.facts.snap, plan: planned.plan, writes, lock };
@@ -393,8 +396,14 @@ function observed(outcome: StepOutcome, snapshot: Snapshot, writes: ObjectWrites
 /** A dry run: the same reads and plan, no lock and no write. */
 function explain(deps: StepDeps, ref: ObjectRef, options: StepOptions): Promise<StepOutcome> {
   const read = { ...snapshotOptions(options), clusterFacts: clusterFactsOf(deps, false) };
+  const snapshotReader = memoReader(deps.kube.reader);
   return explainStep(
-    { reads: planReadsOf(deps, read), clock: deps.clock, config: deps.config },
+    // Its snapshot read through the memo as the step's own, so its re-read for live facts reads the same.
+    {
+      reads: { ...planReadsOf(deps, read, snapshotReader), reader: snapshotReader },
+      clock: deps.clock,
+      config: deps.config,
+    },
     ref,
     options.heldPod,
     read,

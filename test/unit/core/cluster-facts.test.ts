@@ -24,26 +24,33 @@ function plan(change: Partial<StepPlan> = {}): StepPlan {
 }
 
 describe('cachedFactsSuffice', () => {
-  it('a wait or rest writing its status and Events, or no move at all: carried out from cached facts', () => {
-    expect(cachedFactsSuffice(plan())).toBe(true);
-    expect(cachedFactsSuffice(plan({ move: { kind: 'rest', healLease: true } }))).toBe(true);
-    expect(cachedFactsSuffice(plan({ move: { kind: 'none' }, status: undefined }))).toBe(true);
+  const carried: { name: string; change: Partial<StepPlan> }[] = [
+    { name: 'a wait writing its status and Events', change: {} },
+    { name: 'a rest that heals a lease', change: { move: { kind: 'rest', healLease: true } } },
+    { name: 'no move at all', change: { move: { kind: 'none' }, status: undefined } },
+    { name: 'a running Job watched', change: { move: { kind: 'watch' } as never } },
+    { name: 'a bookkeeping', change: { bookkept: [{}] as never } },
+    { name: 'a prune', change: { prune: [{}] as never } },
+    { name: 'a pod released', change: { releasePods: ['p'] } },
+    { name: 'the block-move annotation', change: { blockMove: 'remove' as never } },
+  ];
+  it.each(carried)('$name: carried out from cached facts', ({ change }) => {
+    expect(cachedFactsSuffice(plan(change))).toBe(true);
   });
 
   const live: { name: string; change: Partial<StepPlan> }[] = [
     { name: 'a start', change: { move: { kind: 'start' } as unknown as StepPlan['move'] } },
-    { name: 'a watch (it may adopt a Job with the exports)', change: { move: { kind: 'watch' } as never } },
+    {
+      name: 'a watch that adopts its Job (the exports in its run config)',
+      change: { move: { kind: 'watch', adopt: {} } as never },
+    },
     {
       name: 'the finalizers (runner setup unless paused)',
       change: { move: { kind: 'finalizers' } as never },
     },
-    { name: 'a Job deleted', change: { move: { kind: 'delete-job' } as never } },
-    { name: 'a bookkeeping', change: { bookkept: [{}] as never } },
-    { name: 'a TerraformPlan write', change: { plans: [{}] as never } },
+    { name: 'a Job deleted (the policy deadline)', change: { move: { kind: 'delete-job' } as never } },
+    { name: 'a TerraformPlan write (superseded by the inputs hash)', change: { plans: [{}] as never } },
     { name: 'a spec write', change: { spec: { providerID: 'x' } } },
-    { name: 'a prune', change: { prune: [{}] as never } },
-    { name: 'a pod released', change: { releasePods: ['p'] } },
-    { name: 'the block-move annotation', change: { blockMove: 'remove' as never } },
   ];
   it.each(live)('$name: planned again from a live read', ({ change }) => {
     expect(cachedFactsSuffice(plan(change))).toBe(false);
