@@ -155,10 +155,11 @@ export interface PlannedStart {
   /**
    * The state Secret may be gone while the runner identity is in place (deleted by hand, a restore without
    * its Secrets): the shell puts the empty one back before the Job, since the runner may only `get` and
-   * `update` it (src/core/runner-identity.ts), never create it; only when the object shows no provisioning
-   * or a person accepted the lost state (DESIGN.md section 3). The lock Lease always comes back.
+   * `update` it (src/core/runner-identity.ts), never create it; only when a person accepted the lost state
+   * (`accepted`: always) or the object shows no provisioning (`unprovisioned`: unless the identity's check
+   * is remembered, like the Lease: a run that fails for it forgets the check, DESIGN.md section 15).
    */
-  restoreStateSecret?: boolean;
+  restoreStateSecret?: 'accepted' | 'unprovisioned';
   /** The outcome once the Job exists. */
   outcome: StepOutcome;
   /** What a wait the Redis guards or a foreign Job impose at perform time is made of (`heldOutcome`). */

@@ -116,7 +116,7 @@ async function createStateObjects(
 export async function ensureRunnerIdentity(
   kube: { reader: KubeReader; writer: KubeWriter },
   identity: RunnerIdentity,
-  options: { restoreStateSecret?: boolean; verified?: boolean } = {},
+  options: { restoreStateSecret?: 'accepted' | 'unprovisioned'; verified?: boolean } = {},
 ): Promise<IdentityEnsured> {
   const { reader, writer } = kube;
   const { metadata } = identity.roleBinding;
@@ -127,11 +127,15 @@ export async function ensureRunnerIdentity(
     isRunnerIdentityInPlace(identity, await reader.getRoleBinding(metadata.namespace, metadata.name))
   ) {
     const { stateSecret, lockLease } = identity;
-    // One create, kept when there (the usual case: no read of its uid unless a Lease must be put back).
+    // One create, kept when there (the usual case: no read of its uid unless a Lease must be put back). A
+    // remembered check stands for the Secret of an unprovisioned object too, as for the Lease: the finalizer
+    // step made both moments before the first Job, and a run that fails without them forgets the check.
+    // A lost state a person accepted is always put back: the consent is spent by this very start.
+    const restore =
+      options.restoreStateSecret === 'accepted' ||
+      (options.restoreStateSecret === 'unprovisioned' && !verified);
     const restored =
-      stateSecret && options.restoreStateSecret === true
-        ? await restoreStateSecret(writer, stateSecret as V1Secret)
-        : undefined;
+      stateSecret && restore ? await restoreStateSecret(writer, stateSecret as V1Secret) : undefined;
     let wrote = restored !== undefined;
     // A state Secret put back may have taken its Lease with it (the Lease is the Secret's, and goes with it).
     const leaseUnknown = !verified || restored !== undefined;
@@ -186,7 +190,7 @@ export async function ensureCheckedRunnerIdentity(
   deps: { kube: { reader: KubeReader; writer: KubeWriter }; checks: IdentityChecks },
   uid: string,
   identity: RunnerIdentity,
-  options: { restoreStateSecret?: boolean } = {},
+  options: { restoreStateSecret?: 'accepted' | 'unprovisioned' } = {},
 ): Promise<IdentityEnsured> {
   const remembered = await deps.checks.get(uid);
   const verified = identityVerified(remembered.kind === 'found' ? remembered.digest : undefined, identity);

@@ -160,7 +160,7 @@ async function startJob(
       { kube: deps.kube, checks: deps.redis.identityChecks },
       snap.uid,
       start.identity,
-      { restoreStateSecret: start.restoreStateSecret === true },
+      start.restoreStateSecret !== undefined ? { restoreStateSecret: start.restoreStateSecret } : {},
     ).catch((error: unknown) => {
       if (error instanceof KubeError) return error;
       throw error;

@@ -243,8 +243,9 @@ export function planStart(base: Base, decision: StartDecision, retries: RetrySta
     ...(fromNothing ? { consumeAnnotation: ACCEPT_EMPTY_STATE_ANNOTATION } : {}),
     // Issue 23 item 8: the state Secret comes back only under the StateMissing rules: an object that shows
     // no provisioning has nothing to lose, and a lost state a person accepted starts from nothing.
-    ...(identity && (fromNothing || provisionedBy(snap, base.status) === undefined)
-      ? { restoreStateSecret: true }
+    ...(identity && fromNothing ? { restoreStateSecret: 'accepted' as const } : {}),
+    ...(identity && !fromNothing && provisionedBy(snap, base.status) === undefined
+      ? { restoreStateSecret: 'unprovisioned' as const }
       : {}),
     createdEvent: runEvent('JobCreated', {
       action: 'CreateJob',

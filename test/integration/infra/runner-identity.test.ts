@@ -275,7 +275,9 @@ describe('the controller puts a runner identity in place', () => {
     controller.takeRequestCounts();
     expect(await ensureRunnerIdentity(controller, d)).toBe('in-place');
     expect(controller.takeRequestCounts().byRequest).toEqual({ 'get rolebindings': 1, 'get leases': 1 });
-    expect(await ensureRunnerIdentity(controller, d, { restoreStateSecret: true })).toBe('written');
+    expect(await ensureRunnerIdentity(controller, d, { restoreStateSecret: 'unprovisioned' })).toBe(
+      'written',
+    );
     const back = await kubectl(['-n', namespace, 'get', 'secret,lease', '-o', 'name']);
     expect(back).toContain('secret/tfstate-default-m-m-d');
     expect(back).toContain('lease.coordination.k8s.io/lock-tfstate-default-m-m-d');
