@@ -1,4 +1,4 @@
-// `npm run bench -- fleet [--at-rest-objects=10000] [--at-rest-waiting=0.1] [--at-rest-minutes=5]
+// `npm run bench -- fleet [--at-rest-objects=10000] [--at-rest-waiting=0.1] [--at-rest-minutes=12]
 // [--at-rest-handlers=2] [--ceiling-seconds=20] [--tick-samples=5]` (the fleet bench's at-rest phase; `npm
 // run bench -- fleet-at-rest` runs it alone): what a fleet at rest costs the API server, at fleet scale. The
 // objects are created straight through the API, not converged: two templates converge with real OpenTofu
@@ -29,6 +29,7 @@ import { RequestCounter } from '../src/adapters/kube/request-count.ts';
 import { createRedisAdapter } from '../src/adapters/redis/adapter.ts';
 import { CLONED_FROM_NAME_ANNOTATION, PAUSED_ANNOTATION } from '../src/core/cluster-api.ts';
 import { LABELS } from '../src/core/job-labels.ts';
+import { MAX_JITTER_FRACTION } from '../src/core/jitter.ts';
 import { WAIT_TABLE } from '../src/core/wait-table.ts';
 import { type LocalController, startLocalController } from '../src/local/local-controller.ts';
 import { startLocalStack } from '../src/local/stack.ts';
@@ -46,7 +47,8 @@ const { values: args } = parseArgs({
   options: {
     'at-rest-objects': { type: 'string', default: '10000' },
     'at-rest-waiting': { type: 'string', default: '0.1' },
-    'at-rest-minutes': { type: 'string', default: '5' },
+    // Longer than the waits' safety requeue (600 s + 10 % jitter), so every wait comes due once in it.
+    'at-rest-minutes': { type: 'string', default: '12' },
     'at-rest-handlers': { type: 'string', default: '2' },
     'ceiling-seconds': { type: 'string', default: '20' },
     'tick-samples': { type: 'string', default: '5' },
@@ -444,13 +446,22 @@ try {
     waitingRequests += count * requestsPerStep;
     const requeueBefore = REQUEUE_BEFORE[wait.reason] ?? Number.NaN;
     const eventDriven = wait.reason !== 'JobPolicyInvalid';
+    // A window shorter than the wait's longest requeue may see none of its safety requeues come due: its
+    // figure then says nothing about the wait's cost, and is not judged.
+    const row = WAIT_TABLE[wait.reason];
+    const longestRequeue = row.requeueSeconds * (row.jitter ? 1 + MAX_JITTER_FRACTION : 1);
+    const judged = eventDriven && seconds > longestRequeue;
     report.add({
       section: S,
       figure: `${wait.reason}: requests per object per minute`,
       value: perObjectMinute(count * requestsPerStep, perWait),
       unit: 'req',
-      target: eventDriven ? '≤ 0.1' : '1 read per requeue',
-      ...(eventDriven ? { check: (v: number) => v <= 0.1 } : {}),
+      target: !eventDriven
+        ? '1 read per requeue'
+        : judged
+          ? '≤ 0.1'
+          : `≤ 0.1 (not judged: window ${seconds} s < requeue ${longestRequeue} s)`,
+      ...(judged ? { check: (v: number) => v <= 0.1 } : {}),
       decimals: 4,
       note: `${count} steps of ${perWait} objects; requeue ${WAIT_TABLE[wait.reason].requeueSeconds} s${WAIT_TABLE[wait.reason].jitter ? ' + jitter' : ''} (before: ${requeueBefore} s, ${((60 / requeueBefore) * READS_PER_NOOP_STEP_BEFORE).toFixed(2)} req/object/min)`,
     });
