@@ -13,7 +13,7 @@ import { stateMoveLabelPatch } from '../../../src/core/run-secret-manifest.ts';
 import type { Snapshot } from '../../../src/core/snapshot.ts';
 import type { Move, PlanFacts, StepPlan } from '../../../src/core/step-plan.ts';
 import type { JobView } from '../../../src/core/views.ts';
-import { iso, planFacts, record, snapshot } from './builders.ts';
+import { appliedAtRest, iso, planFacts, record, snapshot } from './builders.ts';
 
 /**
  * Issue 23 item 6: Cluster API's move contract. An object carries `clusterctl.cluster.x-k8s.io/block-move`
@@ -33,30 +33,9 @@ function withAnnotations(snap: Snapshot, annotations: Record<string, string> | u
   return { ...snap, meta: { ...snap.meta, ...(annotations ? { annotations } : {}) } };
 }
 
-/** An applied machine at rest: its apply succeeded and was bookkept a minute ago. */
+/** An applied machine at rest, with `annotations` when given. */
 function atRest(annotations?: Record<string, string>): Snapshot {
-  const applied = record('apply', 'succeeded', -60, { inputsHash: 'h1' });
-  return withAnnotations(
-    snapshot({
-      status: {
-        lastSuccess: { apply: iso(-60) },
-        appliedInputsHash: 'h1',
-        stateSuffix: 'm-web',
-        lastRun: {
-          job: applied.name,
-          op: 'apply',
-          attempt: applied.attempt,
-          generation: 1,
-          inputsHash: 'h1',
-          startedAt: iso(-120),
-          finishedAt: iso(-60),
-          result: 'succeeded',
-        },
-      } as Snapshot['status'],
-      records: [applied],
-    }),
-    annotations,
-  );
+  return withAnnotations(appliedAtRest(), annotations);
 }
 
 /** A machine whose apply Job runs (created 30 s ago, not finished). */

@@ -147,6 +147,34 @@ export function snapshot(extra: Partial<Snapshot> = {}): Snapshot {
   };
 }
 
+/**
+ * An applied machine at rest: its apply succeeded (inputs `h1`, state suffix `m-web`) and was bookkept a
+ * minute before T0; `extra` overrides any field.
+ */
+export function appliedAtRest(extra: Partial<Snapshot> = {}): Snapshot {
+  const applied = record('apply', 'succeeded', -60, { inputsHash: 'h1' });
+  return snapshot({
+    status: {
+      lastSuccess: { apply: iso(-60) },
+      appliedInputsHash: 'h1',
+      stateSuffix: 'm-web',
+      attempts: { apply: { last: applied.attempt, recorded: applied.attempt } },
+      lastRun: {
+        job: applied.name,
+        op: 'apply',
+        attempt: applied.attempt,
+        generation: 1,
+        inputsHash: 'h1',
+        startedAt: iso(-120),
+        finishedAt: iso(-60),
+        result: 'succeeded',
+      },
+    } as Snapshot['status'],
+    records: [applied],
+    ...extra,
+  });
+}
+
 /** What the planner reads besides the snapshot: the clock at T0, the default limits, no pods and no slots used. */
 export function planFacts(snap: Snapshot, extra: Partial<PlanFacts> = {}): PlanFacts {
   return {

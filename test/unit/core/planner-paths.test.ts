@@ -9,7 +9,7 @@ import type { JobView, PodView } from '../../../src/core/views.ts';
 import { API_VERSION } from '../../../src/schemas/kinds/api-group.ts';
 import { TARGET_SCHEMAS } from '../../../src/schemas/kinds/registry.ts';
 import type { TerraformPlan } from '../../../src/schemas/kinds/terraform-plan.ts';
-import { iso, planFacts, pod, record, result, snapshot, T0 } from './builders.ts';
+import { appliedAtRest, iso, planFacts, pod, record, result, snapshot, T0 } from './builders.ts';
 
 /**
  * One row per path of DESIGN.md section 5 the planner decides (steps 2 to 8; steps 1 and 9 are the shell's
@@ -22,30 +22,8 @@ const JOB = 'captf-m-web-apply-a1-abcdef';
 const SPEC = snapshot().spec as NonNullable<Snapshot['spec']>;
 const JOB_UID = 'job-uid';
 
-/** An applied machine at rest: its apply succeeded and was bookkept a minute ago. */
-function atRest(extra: Partial<Snapshot> = {}): Snapshot {
-  const applied = record('apply', 'succeeded', -60, { inputsHash: 'h1' });
-  return snapshot({
-    status: {
-      lastSuccess: { apply: iso(-60) },
-      appliedInputsHash: 'h1',
-      stateSuffix: 'm-web',
-      attempts: { apply: { last: applied.attempt, recorded: applied.attempt } },
-      lastRun: {
-        job: applied.name,
-        op: 'apply',
-        attempt: applied.attempt,
-        generation: 1,
-        inputsHash: 'h1',
-        startedAt: iso(-120),
-        finishedAt: iso(-60),
-        result: 'succeeded',
-      },
-    } as Snapshot['status'],
-    records: [applied],
-    ...extra,
-  });
-}
+/** An applied machine at rest (the builders' own). */
+const atRest = appliedAtRest;
 
 /** The apply Job `JOB`, created `createdAt` seconds after T0 (started then), with `deadline` seconds. */
 function applyJob(createdAt: number, deadline = 3600, finished = false): JobView {
