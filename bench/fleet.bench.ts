@@ -1004,8 +1004,9 @@ try {
   });
   // Issue 22's budget. The design's floor (DESIGN.md section 5 steps 2-3, section 8): read the object, its
   // Jobs and their pods (3), write status, mark the Job bookkept, delete the per-run Secret, remove the
-  // block-move annotation, and one Event of the run's outcome (5); a successful apply also reads its state
-  // Secret's size (captf_state_bytes).
+  // block-move annotation, and one Event of the run's outcome (5); the state's size comes in the runner's
+  // result (no read). A machine's first successful apply also merge-patches its contract fields
+  // (`spec.providerID`), one more write.
   report.add({
     section: S3,
     figure: 'bookkeeping step: requests',
