@@ -28,8 +28,8 @@ import type { NewCustomObject } from '../src/adapters/kube/custom-object.ts';
 import { RequestCounter } from '../src/adapters/kube/request-count.ts';
 import { createRedisAdapter } from '../src/adapters/redis/adapter.ts';
 import { CLONED_FROM_NAME_ANNOTATION, PAUSED_ANNOTATION } from '../src/core/cluster-api.ts';
-import { LABELS } from '../src/core/job-labels.ts';
 import { MAX_JITTER_FRACTION } from '../src/core/jitter.ts';
+import { LABELS } from '../src/core/job-labels.ts';
 import { WAIT_TABLE } from '../src/core/wait-table.ts';
 import { type LocalController, startLocalController } from '../src/local/local-controller.ts';
 import { startLocalStack } from '../src/local/stack.ts';
@@ -435,15 +435,20 @@ try {
     target: '',
     decimals: 4,
   });
-  // Per wait: its objects' steps in the window (logged at info), each at the window's requests per step.
-  const requestsPerStep = t.steps > 0 ? t.requests / t.steps : 0;
+  // Per wait: its objects' steps in the window (logged at info) and the requests each step's log line says it
+  // sent. Requests outside steps (an event's owner lookup) are the Ready row's, with the Ready objects' steps.
   const steps = loggedSteps(running.handlers.map((h) => h.process.logPath)).filter(
     (s) => s.atMs >= from && s.atMs <= to && s.namespace === NS,
   );
+  const unmeasured = steps.filter((s) => s.kubeRequests === undefined).length;
+  if (unmeasured > 0)
+    throw new Error(`${unmeasured} step log lines without kubeRequests: the handlers are too old`);
   let waitingRequests = 0;
   for (const wait of WAITS) {
-    const count = steps.filter((s) => expected.get(s.name) === wait.reason).length;
-    waitingRequests += count * requestsPerStep;
+    const waitSteps = steps.filter((s) => expected.get(s.name) === wait.reason);
+    const count = waitSteps.length;
+    const requests = waitSteps.reduce((sum, s) => sum + (s.kubeRequests ?? 0), 0);
+    waitingRequests += requests;
     const requeueBefore = REQUEUE_BEFORE[wait.reason] ?? Number.NaN;
     const eventDriven = wait.reason !== 'JobPolicyInvalid';
     // A window shorter than the wait's longest requeue may see none of its safety requeues come due: its
@@ -454,7 +459,7 @@ try {
     report.add({
       section: S,
       figure: `${wait.reason}: requests per object per minute`,
-      value: perObjectMinute(count * requestsPerStep, perWait),
+      value: perObjectMinute(requests, perWait),
       unit: 'req',
       target: !eventDriven
         ? '1 read per requeue'
@@ -463,7 +468,7 @@ try {
           : `≤ 0.1 (not judged: window ${seconds} s < requeue ${longestRequeue} s)`,
       ...(judged ? { check: (v: number) => v <= 0.1 } : {}),
       decimals: 4,
-      note: `${count} steps of ${perWait} objects; requeue ${WAIT_TABLE[wait.reason].requeueSeconds} s${WAIT_TABLE[wait.reason].jitter ? ' + jitter' : ''} (before: ${requeueBefore} s, ${((60 / requeueBefore) * READS_PER_NOOP_STEP_BEFORE).toFixed(2)} req/object/min)`,
+      note: `${count} steps of ${perWait} objects, ${requests} requests; requeue ${WAIT_TABLE[wait.reason].requeueSeconds} s${WAIT_TABLE[wait.reason].jitter ? ' + jitter' : ''} (before: ${requeueBefore} s, ${((60 / requeueBefore) * READS_PER_NOOP_STEP_BEFORE).toFixed(2)} req/object/min)`,
     });
   }
   report.add({

@@ -83,6 +83,7 @@ export function composeAppDeps(input: ComposeInput): AppDeps {
     dependents,
     metrics,
     clock: clock.nowMs,
+    measureRequests: (run) => kube.measureRequests(run),
   });
   return {
     config,

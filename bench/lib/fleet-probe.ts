@@ -163,6 +163,8 @@ export interface LoggedStep {
   name: string;
   action: string;
   reason: string;
+  /** The Kubernetes requests the step sent (its log line's `kubeRequests`); undefined on a line without it. */
+  kubeRequests?: number;
 }
 
 /** Step outcomes in the handlers' logs (pino JSON lines, `msg: "step <action>: <reason>"`). */
@@ -179,6 +181,7 @@ export function loggedSteps(logPaths: readonly string[]): LoggedStep[] {
         name: String(entry.name),
         action: String(entry.action),
         reason: String(entry.reason),
+        ...(typeof entry.kubeRequests === 'number' ? { kubeRequests: entry.kubeRequests } : {}),
       });
     }
   }

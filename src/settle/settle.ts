@@ -24,6 +24,11 @@ export interface SettleDeps {
   metrics: Pick<Metrics, 'stepsTotal' | 'stepDuration' | 'leaseWaits'>;
   /** Milliseconds since the epoch. */
   clock: () => number;
+  /**
+   * Runs the step and counts the Kubernetes requests it sends (KubeAdapter.measureRequests); the count goes
+   * into the step's log line as `kubeRequests`, so an operator sees what each step cost the API server.
+   */
+  measureRequests?: <T>(run: () => Promise<T>) => Promise<{ value: T; requests: number }>;
 }
 
 /** How one step is settled. */
@@ -54,8 +59,14 @@ export function createSettle(deps: SettleDeps): Settle {
     const { log, claimed, ...stepOptions } = options;
     const startMs = deps.clock();
     let outcome: StepOutcome;
+    let kubeRequests: number | undefined;
     try {
-      outcome = await deps.step(ref, stepOptions);
+      if (deps.measureRequests === undefined) outcome = await deps.step(ref, stepOptions);
+      else {
+        const measured = await deps.measureRequests(() => deps.step(ref, stepOptions));
+        outcome = measured.value;
+        kubeRequests = measured.requests;
+      }
     } catch (error) {
       deps.metrics.stepsTotal.inc({ action: 'error' });
       throw error;
@@ -67,7 +78,9 @@ export function createSettle(deps: SettleDeps): Settle {
       deps.metrics.leaseWaits.inc({ reason: outcome.reason });
     const resolved = resolveOutcome(outcome, deps.clock());
     const dryRun = options.dryRun === true;
-    log[resolved.log.level]({ ...resolved.log.fields, dryRun }, resolved.log.msg);
+    const fields =
+      kubeRequests === undefined ? resolved.log.fields : { ...resolved.log.fields, kubeRequests };
+    log[resolved.log.level]({ ...fields, dryRun }, resolved.log.msg);
     if (dryRun) return { outcome, resolved };
     if (outcome.observed !== undefined) {
       // Best effort: a lost marker costs one more step (which then finds nothing to do), never a result.

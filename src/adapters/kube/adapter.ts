@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.ts';
 import { type KubeConfigSource, loadKubeConfig, makeKubeApis } from './connection.ts';
 import { ApiKubeReader, DEFAULT_PAGE_SIZE, type KubeReader } from './reader.ts';
-import { RequestCounter, type RequestCounts } from './request-count.ts';
+import { type Measured, RequestCounter, type RequestCounts } from './request-count.ts';
 import { ApiTokenReviewer, type KubeTokenReviewer } from './token-review.ts';
 import { ApiKubeWriter, type EventReporter, type KubeWriter } from './writer.ts';
 
@@ -18,6 +18,8 @@ export interface KubeAdapter {
   requestCounts(): RequestCounts;
   /** Returns the counts and resets them to zero. */
   takeRequestCounts(): RequestCounts;
+  /** Runs `run` and counts the requests it sends, concurrent runs excluded (RequestCounter.measure). */
+  measureRequests<T>(run: () => Promise<T>): Promise<Measured<T>>;
 }
 
 export interface KubeAdapterOptions {
@@ -46,5 +48,6 @@ export function createKubeAdapter(options: KubeAdapterOptions): KubeAdapter {
     tokenReviews: new ApiTokenReviewer(apis),
     requestCounts: () => counter.snapshot(),
     takeRequestCounts: () => counter.take(),
+    measureRequests: (run) => counter.measure(run),
   };
 }

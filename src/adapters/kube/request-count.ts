@@ -1,3 +1,5 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+
 /**
  * Counts the HTTP requests the Kubernetes adapter sends, by verb and resource (issue 4: "a step's API
  * requests are counted"). Counting happens on the wire (a client middleware), so list pages, retries of the
@@ -66,16 +68,38 @@ export interface RequestCounts {
   byRequest: Record<string, number>;
 }
 
+/** What `RequestCounter.measure` answers: the run's value and the requests sent on its behalf. */
+export interface Measured<T> {
+  value: T;
+  /** Requests sent by the run and by everything it awaited, concurrent runs excluded. */
+  requests: number;
+}
+
 /** A mutable tally of requests; one per adapter instance. */
 export class RequestCounter {
   #counts = new Map<string, number>();
   #total = 0;
+  // The tally of the run a request belongs to: async context follows the awaits of one step, so steps that
+  // run at the same time in one process are told apart (a before/after difference of the totals is not).
+  #runs = new AsyncLocalStorage<{ requests: number }>();
 
   /** Records one request. */
   record(key: RequestKey): void {
     const label = `${key.verb} ${key.resource}`;
     this.#counts.set(label, (this.#counts.get(label) ?? 0) + 1);
     this.#total += 1;
+    const run = this.#runs.getStore();
+    if (run !== undefined) run.requests += 1;
+  }
+
+  /**
+   * Runs `run` and counts the requests it sends (one step's API cost, for its log line). A run nested in
+   * another counts in the inner tally only. Rethrows what `run` throws.
+   */
+  async measure<T>(run: () => Promise<T>): Promise<Measured<T>> {
+    const tally = { requests: 0 };
+    const value = await this.#runs.run(tally, run);
+    return { value, requests: tally.requests };
   }
 
   /** The counts so far, as a plain object with sorted keys. */

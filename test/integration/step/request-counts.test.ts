@@ -22,8 +22,11 @@ afterAll(async () => {
 async function counted(ref: ObjectRef): Promise<{ outcome: StepOutcome; counts: RequestCounts }> {
   env.kube.takeRequestCounts();
   // Unshadowed: the dry run that shadows every other step's call would be counted too.
-  const outcome = await env.step({ shadow: false })(ref);
-  return { outcome, counts: env.kube.takeRequestCounts() };
+  const measured = await env.kube.measureRequests(() => env.step({ shadow: false })(ref));
+  const counts = env.kube.takeRequestCounts();
+  // The step's own tally (its log line's kubeRequests) is what the wire saw.
+  expect(measured.requests).toBe(counts.total);
+  return { outcome: measured.value, counts };
 }
 
 function print(kind: string, counts: RequestCounts): void {

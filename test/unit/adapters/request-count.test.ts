@@ -100,4 +100,39 @@ describe('RequestCounter', () => {
     expect(counter.take()).toEqual({ total: 3, byRequest: { 'get jobs': 1, 'list pods': 2 } });
     expect(counter.snapshot()).toEqual({ total: 0, byRequest: {} });
   });
+
+  it('measure counts the requests of one run, apart from runs at the same time and from the totals', async () => {
+    const counter = new RequestCounter();
+    const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
+    const run = async (requests: number) => {
+      for (let i = 0; i < requests; i += 1) {
+        await tick();
+        counter.record({ verb: 'get', resource: 'jobs' });
+      }
+      return requests;
+    };
+    counter.record({ verb: 'list', resource: 'pods' }); // outside any run: the totals only
+    const [two, five] = await Promise.all([counter.measure(() => run(2)), counter.measure(() => run(5))]);
+    expect(two).toEqual({ value: 2, requests: 2 });
+    expect(five).toEqual({ value: 5, requests: 5 });
+    expect(counter.snapshot().total).toBe(8);
+  });
+
+  it('measure: a nested run counts in its own tally only; a throwing run rethrows', async () => {
+    const counter = new RequestCounter();
+    const outer = await counter.measure(async () => {
+      counter.record({ verb: 'get', resource: 'jobs' });
+      const inner = await counter.measure(async () => {
+        counter.record({ verb: 'get', resource: 'pods' });
+        counter.record({ verb: 'get', resource: 'pods' });
+      });
+      return inner.requests;
+    });
+    expect(outer).toEqual({ value: 2, requests: 1 });
+    await expect(
+      counter.measure(async () => {
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
+  });
 });

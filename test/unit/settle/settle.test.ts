@@ -1,0 +1,66 @@
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { RequestCounter } from '../../../src/adapters/kube/request-count.ts';
+import type { ObjectRef } from '../../../src/core/object-ref.ts';
+import { createMetrics } from '../../../src/metrics/registry.ts';
+import { createSettle, type SettleDeps } from '../../../src/settle/settle.ts';
+import type { ReconcileStep } from '../../../src/step/contract.ts';
+import {
+  emptyFleet,
+  logSink,
+  MemoryDedupe,
+  MemoryDependents,
+  MemorySchedule,
+  recordingStep,
+  T0,
+} from '../http/in-memory.ts';
+
+const ref: ObjectRef = { kind: 'TerraformMachine', namespace: 'team-a', name: 'm1' };
+
+/** A pino log that keeps its lines, parsed. */
+function collectingLog() {
+  const sink = logSink();
+  return { lines: sink.lines, log: pino({ level: 'debug' }, sink.stream) };
+}
+
+function settleWith(step: ReconcileStep, extra: Partial<SettleDeps> = {}) {
+  return createSettle({
+    step,
+    schedule: new MemorySchedule(),
+    dedupe: new MemoryDedupe(),
+    dependents: new MemoryDependents(),
+    metrics: createMetrics(emptyFleet, () => undefined),
+    clock: () => T0,
+    ...extra,
+  });
+}
+
+describe('settle: what a step cost the API server, in its log line', () => {
+  it('logs kubeRequests, the requests the step itself sent, and only those', async () => {
+    const counter = new RequestCounter();
+    const { step: answer } = recordingStep();
+    const step: ReconcileStep = async (r, options) => {
+      counter.record({ verb: 'get', resource: 'terraformmachines' });
+      counter.record({ verb: 'list', resource: 'jobs' });
+      return answer(r, options);
+    };
+    counter.record({ verb: 'get', resource: 'pods' }); // before the step: not its cost
+    const { lines, log } = collectingLog();
+    await settleWith(step, { measureRequests: (run) => counter.measure(run) })(ref, { log });
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ name: 'm1', action: 'none', kubeRequests: 2, dryRun: false });
+    expect(counter.snapshot().total).toBe(3);
+  });
+
+  it('a step that sent none logs 0; without a counter the field is absent', async () => {
+    const counter = new RequestCounter();
+    const measured = collectingLog();
+    await settleWith(recordingStep().step, { measureRequests: (run) => counter.measure(run) })(ref, {
+      log: measured.log,
+    });
+    expect(measured.lines[0]?.kubeRequests).toBe(0);
+    const plain = collectingLog();
+    await settleWith(recordingStep().step)(ref, { log: plain.log });
+    expect(plain.lines[0]).not.toHaveProperty('kubeRequests');
+  });
+});
