@@ -449,6 +449,25 @@ try {
     target: '',
     note: topRequests.map(([k, v]) => `${k} ${(v / objects1).toFixed(2)}`).join(', '),
   });
+  // By the kind of step that sent them (captf_reconcile_step_kube_requests_total): where the bill goes.
+  const stepRequests = Object.values(delta1.stepRequests).reduce((a, b) => a + b, 0);
+  report.add({
+    section: S1,
+    figure: 'API requests per object by step action',
+    value: stepRequests / objects1,
+    unit: 'requests',
+    target: '',
+    decimals: 1,
+    note: `${Object.entries(delta1.stepRequests)
+      .sort((a, b) => b[1] - a[1])
+      .map(([action, n]) => {
+        const steps = delta1.steps[action] ?? 0;
+        return `${action} ${(n / objects1).toFixed(2)} (${steps} steps, ${(steps > 0 ? n / steps : 0).toFixed(2)} each)`;
+      })
+      .join(
+        ', ',
+      )}; outside steps (events' owner lookups, the sweep's lists) ${((t1.requests - stepRequests) / objects1).toFixed(2)}`,
+  });
 
   // Event-to-Job latency through the relay: a machine created, its ADDED seen by a watch, to its Job's ADDED.
   log(`event-to-Job latency: ${LATENCY_SAMPLES} machines, one at a time`);

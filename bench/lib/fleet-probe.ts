@@ -14,6 +14,8 @@ export interface HandlerCounters {
   steps: Record<string, number>;
   /** `captf_kube_requests_total` by `"<verb> <resource>"`. */
   requests: Record<string, number>;
+  /** `captf_reconcile_step_kube_requests_total` by step action: what the steps of each kind sent. */
+  stepRequests: Record<string, number>;
 }
 
 /** Kubernetes verbs that change something. */
@@ -25,17 +27,24 @@ function labelsOf(text: string): Record<string, string> {
   return labels;
 }
 
-/** Parses the two counters out of Prometheus text. */
+/** Parses the three counters out of Prometheus text. */
 export function parseCounters(text: string): HandlerCounters {
-  const counters: HandlerCounters = { steps: {}, requests: {} };
+  const counters: HandlerCounters = { steps: {}, requests: {}, stepRequests: {} };
   for (const line of text.split('\n')) {
-    const match = /^(captf_reconcile_steps_total|captf_kube_requests_total)\{([^}]*)\} (\S+)$/.exec(line);
+    const match =
+      /^(captf_reconcile_steps_total|captf_reconcile_step_kube_requests_total|captf_kube_requests_total)\{([^}]*)\} (\S+)$/.exec(
+        line,
+      );
     if (!match) continue;
     const labels = labelsOf(match[2] ?? '');
     const value = Number(match[3]);
-    if (match[1] === 'captf_reconcile_steps_total') {
+    if (
+      match[1] === 'captf_reconcile_steps_total' ||
+      match[1] === 'captf_reconcile_step_kube_requests_total'
+    ) {
+      const into = match[1] === 'captf_reconcile_steps_total' ? counters.steps : counters.stepRequests;
       const action = labels.action ?? '';
-      counters.steps[action] = (counters.steps[action] ?? 0) + value;
+      into[action] = (into[action] ?? 0) + value;
     } else {
       const key = `${labels.verb} ${labels.resource}`;
       counters.requests[key] = (counters.requests[key] ?? 0) + value;
@@ -56,22 +65,25 @@ function addInto(into: Record<string, number>, from: Record<string, number>, sig
 
 /** The sum of several handlers' counters. */
 export function sumCounters(all: readonly HandlerCounters[]): HandlerCounters {
-  const sum: HandlerCounters = { steps: {}, requests: {} };
+  const sum: HandlerCounters = { steps: {}, requests: {}, stepRequests: {} };
   for (const counters of all) {
     addInto(sum.steps, counters.steps);
     addInto(sum.requests, counters.requests);
+    addInto(sum.stepRequests, counters.stepRequests);
   }
   return sum;
 }
 
 /** `after - before`, dropping zeros. */
 export function deltaCounters(before: HandlerCounters, after: HandlerCounters): HandlerCounters {
-  const delta: HandlerCounters = { steps: {}, requests: {} };
+  const delta: HandlerCounters = { steps: {}, requests: {}, stepRequests: {} };
   addInto(delta.steps, after.steps);
   addInto(delta.steps, before.steps, -1);
   addInto(delta.requests, after.requests);
   addInto(delta.requests, before.requests, -1);
-  for (const map of [delta.steps, delta.requests])
+  addInto(delta.stepRequests, after.stepRequests);
+  addInto(delta.stepRequests, before.stepRequests, -1);
+  for (const map of [delta.steps, delta.requests, delta.stepRequests])
     for (const [key, value] of Object.entries(map)) if (value === 0) delete map[key];
   return delta;
 }

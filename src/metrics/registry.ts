@@ -18,6 +18,11 @@ export interface Metrics {
   stepsTotal: Counter<'action'>;
   /** `captf_reconcile_step_duration_seconds`: wall time of one step. */
   stepDuration: Histogram;
+  /**
+   * `captf_reconcile_step_kube_requests_total{action}`: the Kubernetes requests the steps of this instance
+   * sent, by the step's action (what each kind of step costs the API server: divide by the step counter).
+   */
+  stepKubeRequests: Counter<'action'>;
   /** `captf_job_duration_seconds{kind,op,result}`: from Job start to finish, observed at bookkeeping. */
   jobDuration: Histogram<'kind' | 'op' | 'result'>;
   /** `captf_job_errors_total{error_kind,step}`: failed Jobs by classified error kind and runner step. */
@@ -279,6 +284,12 @@ export function createMetrics(
   return {
     registry,
     stepsTotal,
+    stepKubeRequests: new Counter({
+      name: 'captf_reconcile_step_kube_requests_total',
+      help: 'Kubernetes API requests sent by the reconcile steps of this instance, by the step action.',
+      labelNames: ['action'] as const,
+      registers,
+    }),
     stepDuration: new Histogram({
       name: 'captf_reconcile_step_duration_seconds',
       help: 'Wall time of one reconcile step.',

@@ -21,12 +21,13 @@ export interface SettleDeps {
   schedule: Pick<RequeueSchedule, 'add'>;
   dedupe: Pick<EventDedupe, 'remember'>;
   dependents: DependentsPort;
-  metrics: Pick<Metrics, 'stepsTotal' | 'stepDuration' | 'leaseWaits'>;
+  metrics: Pick<Metrics, 'stepsTotal' | 'stepDuration' | 'leaseWaits' | 'stepKubeRequests'>;
   /** Milliseconds since the epoch. */
   clock: () => number;
   /**
    * Runs the step and counts the Kubernetes requests it sends (KubeAdapter.measureRequests); the count goes
-   * into the step's log line as `kubeRequests`, so an operator sees what each step cost the API server.
+   * into the step's log line as `kubeRequests` and `captf_reconcile_step_kube_requests_total{action}`, so an
+   * operator sees what each step, and each kind of step, cost the API server.
    */
   measureRequests?: <T>(run: () => Promise<T>) => Promise<{ value: T; requests: number }>;
 }
@@ -58,22 +59,25 @@ export function createSettle(deps: SettleDeps): Settle {
   return async (ref, options) => {
     const { log, claimed, ...stepOptions } = options;
     const startMs = deps.clock();
-    let outcome: StepOutcome;
-    let kubeRequests: number | undefined;
-    try {
-      if (deps.measureRequests === undefined) outcome = await deps.step(ref, stepOptions);
-      else {
-        const measured = await deps.measureRequests(() => deps.step(ref, stepOptions));
-        outcome = measured.value;
-        kubeRequests = measured.requests;
+    // A step that throws is counted too, with what it sent before it threw.
+    const run = async (): Promise<{ outcome: StepOutcome } | { error: unknown }> => {
+      try {
+        return { outcome: await deps.step(ref, stepOptions) };
+      } catch (error) {
+        return { error };
       }
-    } catch (error) {
-      deps.metrics.stepsTotal.inc({ action: 'error' });
-      throw error;
-    } finally {
-      deps.metrics.stepDuration.observe((deps.clock() - startMs) / 1000);
-    }
-    deps.metrics.stepsTotal.inc({ action: outcome.action });
+    };
+    const measured =
+      deps.measureRequests === undefined
+        ? { value: await run(), requests: undefined }
+        : await deps.measureRequests(run);
+    deps.metrics.stepDuration.observe((deps.clock() - startMs) / 1000);
+    const kubeRequests = measured.requests;
+    const action = 'error' in measured.value ? 'error' : measured.value.outcome.action;
+    deps.metrics.stepsTotal.inc({ action });
+    if (kubeRequests !== undefined) deps.metrics.stepKubeRequests.inc({ action }, kubeRequests);
+    if ('error' in measured.value) throw measured.value.error;
+    const { outcome } = measured.value;
     if (outcome.action === 'waiting' && LEASE_WAIT_REASONS.has(outcome.reason))
       deps.metrics.leaseWaits.inc({ reason: outcome.reason });
     const resolved = resolveOutcome(outcome, deps.clock());

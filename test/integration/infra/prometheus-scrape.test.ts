@@ -292,6 +292,12 @@ it('the per-object figures the alerts join on arrive from the running step', asy
   expect(await single(`captf_run_inputs_bytes{${object}}`)).toBeGreaterThan(100);
   // The exporter's own counters, initialised at 0 so the first error is an increase.
   expect(await single('captf_reconcile_steps_total{action="error"}')).toBe(0);
+  // What the steps cost the API server, by the step's action: the Job-creating step reads and writes
+  // (the object, its Jobs, the block-move patch, the Job, the per-run Secret, the status, the Event).
+  const created = await single('captf_reconcile_step_kube_requests_total{action="created"}');
+  const createdSteps = await single('captf_reconcile_steps_total{action="created"}');
+  expect(createdSteps).toBeGreaterThan(0);
+  expect(created / createdSteps).toBeGreaterThanOrEqual(7);
 });
 
 it('a finished Job reaches the fleet figures: its total, its duration, the last success and the state size', async () => {

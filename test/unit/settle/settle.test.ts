@@ -24,15 +24,22 @@ function collectingLog() {
 }
 
 function settleWith(step: ReconcileStep, extra: Partial<SettleDeps> = {}) {
-  return createSettle({
+  const metrics = createMetrics(emptyFleet, () => undefined);
+  const settle = createSettle({
     step,
     schedule: new MemorySchedule(),
     dedupe: new MemoryDedupe(),
     dependents: new MemoryDependents(),
-    metrics: createMetrics(emptyFleet, () => undefined),
+    metrics,
     clock: () => T0,
     ...extra,
   });
+  /** `captf_reconcile_step_kube_requests_total` by action. */
+  const requestsByAction = async () => {
+    const { values } = await metrics.stepKubeRequests.get();
+    return Object.fromEntries(values.map((v) => [String(v.labels.action), v.value]));
+  };
+  return Object.assign(settle, { requestsByAction });
 }
 
 describe('settle: what a step cost the API server, in its log line', () => {
@@ -46,10 +53,24 @@ describe('settle: what a step cost the API server, in its log line', () => {
     };
     counter.record({ verb: 'get', resource: 'pods' }); // before the step: not its cost
     const { lines, log } = collectingLog();
-    await settleWith(step, { measureRequests: (run) => counter.measure(run) })(ref, { log });
-    expect(lines).toHaveLength(1);
+    const settle = settleWith(step, { measureRequests: (run) => counter.measure(run) });
+    await settle(ref, { log });
+    await settle(ref, { log });
+    expect(lines).toHaveLength(2);
     expect(lines[0]).toMatchObject({ name: 'm1', action: 'none', kubeRequests: 2, dryRun: false });
-    expect(counter.snapshot().total).toBe(3);
+    expect(counter.snapshot().total).toBe(5);
+    expect(await settle.requestsByAction()).toEqual({ none: 4 });
+  });
+
+  it('a step that throws counts what it sent under action "error", and still throws', async () => {
+    const counter = new RequestCounter();
+    const step: ReconcileStep = async () => {
+      counter.record({ verb: 'get', resource: 'terraformmachines' });
+      throw new Error('a bug');
+    };
+    const settle = settleWith(step, { measureRequests: (run) => counter.measure(run) });
+    await expect(settle(ref, { log: collectingLog().log })).rejects.toThrow('a bug');
+    expect(await settle.requestsByAction()).toEqual({ error: 1 });
   });
 
   it('a step that sent none logs 0; without a counter the field is absent', async () => {
