@@ -5,6 +5,7 @@ import type { Clock } from '../src/adapters/clock.ts';
 import type { KubeAdapter } from '../src/adapters/kube/adapter.ts';
 import { KUBE_ERROR_TABLE, KubeError } from '../src/adapters/kube/errors.ts';
 import type { RedisAdapter } from '../src/adapters/redis/adapter.ts';
+import { EVENT_SEEN_TTL_SECONDS } from '../src/adapters/redis/event-dedupe.ts';
 import type { Unknown } from '../src/adapters/redis/unknown.ts';
 import type { Config } from '../src/config.ts';
 import { clusterMembersToWake } from '../src/core/cluster-api.ts';
@@ -42,9 +43,6 @@ import { asJobView, asPodView } from '../src/step/views.ts';
  * HTTP layer, settling and the sweep use (src/http/deps.ts, src/settle/ports.ts), translating the adapters'
  * `unknown` outcomes and outage errors into UnavailableError so the edge answers 503/429, never 500.
  */
-
-/** Dedupe markers live an hour: longer than any relay replay storm. */
-const DEDUPE_TTL_SECONDS = 3600;
 
 export interface ComposeInput {
   config: Config;
@@ -204,8 +202,15 @@ function dedupeOf(redis: RedisAdapter): EventDedupe {
       }
     },
     async remember(event) {
-      const answer = await redis.markEventSeen(event, DEDUPE_TTL_SECONDS);
+      const answer = await redis.markEventSeen(event, EVENT_SEEN_TTL_SECONDS);
       if (answer.kind === 'unknown') throw redisDown('remember event', answer);
+    },
+    async ownWrite(event) {
+      try {
+        return (await redis.client.exists(redis.keys.ownWrite(event.uid, event.resourceVersion))) === 1;
+      } catch (error) {
+        throw new UnavailableError('redis', 'check own write', { cause: error });
+      }
     },
   };
 }
@@ -235,7 +240,7 @@ function newestOf(redis: RedisAdapter): NewestObjects {
       return answer.seen;
     },
     async remember(ref, seen) {
-      const answer = await redis.newest.remember(ref, seen, DEDUPE_TTL_SECONDS);
+      const answer = await redis.newest.remember(ref, seen, EVENT_SEEN_TTL_SECONDS);
       if (answer.kind === 'unknown') throw redisDown('remember the newest version', answer);
     },
   };

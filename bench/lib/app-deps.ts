@@ -37,6 +37,11 @@ class BoundedDedupe implements EventDedupe {
     const oldest = this.#keys.values().next();
     if (!oldest.done) this.#keys.delete(oldest.value);
   }
+
+  /** The bench's steps write nothing of their objects: no version is a step's own. */
+  async ownWrite(): Promise<boolean> {
+    return false;
+  }
 }
 
 /**

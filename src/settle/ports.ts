@@ -42,6 +42,11 @@ export interface RequeueSchedule {
 export interface EventDedupe {
   seen(event: ObjectVersion): Promise<boolean>;
   remember(event: ObjectVersion): Promise<void>;
+  /**
+   * Whether a step wrote this version of its object (marked by the step as it wrote it, section 8): the
+   * Resource-mode event of exactly this version is that write's echo. Not a record of anything handled.
+   */
+  ownWrite(event: ObjectVersion): Promise<boolean>;
 }
 
 /** One version of one object: the dedupe key `uid@resourceVersion`. */

@@ -11,12 +11,15 @@ import type { StepMetrics } from './step-metrics.ts';
  * so a dry run provably writes nothing), Redis, the clock, the configuration, the failpoints and the metrics.
  */
 
-/** The Redis operations the step uses; without `clusterFacts`, a member reads its cluster live every step. */
+/**
+ * The Redis operations the step uses; without `clusterFacts`, a member reads its cluster live every step;
+ * without `markOwnWrite`, the echo of a write the step made before its end starts a step of its own.
+ */
 export type StepRedis = Pick<
   RedisAdapter,
   'takeStepLock' | 'extendStepLock' | 'releaseStepLock' | 'runLeases' | 'jobSlots' | 'identityChecks'
 > &
-  Partial<Pick<RedisAdapter, 'clusterFacts'>>;
+  Partial<Pick<RedisAdapter, 'clusterFacts' | 'markOwnWrite'>>;
 
 /** The step's configuration, read once by the composition root (src/config.ts) and passed in. */
 export type StepConfig = PlannerConfig;

@@ -61,11 +61,18 @@ export type Performed =
 /**
  * The step's writes of its own object, under the resourceVersion it holds: each write moves it on, so the
  * next write starts from it; a concurrent writer turns a write into a Conflict instead of being overwritten.
+ * Each version written is marked as the step's own (DESIGN.md section 8): its Resource-mode event, which
+ * often comes back while the step still runs, then starts nothing, where it found the step lock held, was
+ * deferred and came back 2 s later as a step that read the object for nothing. Only that very event is
+ * dropped: a retried event, the sweep and a reference-mode event treat the version as news, so a step that
+ * dies after a write is taken up as before. Nothing is marked once the step has written the finalizers: the
+ * event of that write is what starts the next step (src/core/step-outcome.ts `Echo`).
  */
 export class ObjectWrites {
   #resourceVersion: string;
   #status: TargetStatus;
   #blockMove: boolean;
+  #wroteFinalizers = false;
   readonly #deps: StepDeps;
   readonly #snap: Snapshot;
 
@@ -98,6 +105,18 @@ export class ObjectWrites {
   }
 
   /**
+   * Moves on to the version a write left and marks it as the step's own, unless this step wrote the
+   * finalizers (this write or an earlier one): from then on its writes' events start the next step.
+   */
+  async #wrote(resourceVersion: string, finalizers = false): Promise<void> {
+    this.#resourceVersion = resourceVersion;
+    if (finalizers) this.#wroteFinalizers = true;
+    if (this.#wroteFinalizers) return;
+    // Best effort: unmarked, the event costs the step it cost before; Redis not answering is `unknown`.
+    await this.#deps.redis.markOwnWrite?.({ uid: this.#snap.uid, resourceVersion });
+  }
+
+  /**
    * Merge-patches the status to `next` when it differs; throws a KubeError for anything but Conflict. A
    * refusal recorded earlier goes with the write (src/core/write-refusal.ts), unless `refusal` records one.
    */
@@ -107,8 +126,8 @@ export class ObjectWrites {
     if (patch === undefined) return 'unchanged';
     try {
       const object = await this.#deps.kube.writer.patchStatus(this.#snap.ref.kind, this.#target(), patch);
-      this.#resourceVersion = object.metadata.resourceVersion;
       this.#status = next;
+      await this.#wrote(object.metadata.resourceVersion);
       return 'written';
     } catch (error) {
       if (isKubeError(error, 'Conflict')) return 'conflict';
@@ -119,7 +138,7 @@ export class ObjectWrites {
   /** Merge-patches the spec contract fields. */
   async spec(spec: Record<string, unknown>): Promise<void> {
     const object = await this.#deps.kube.writer.patchSpec(this.#snap.ref.kind, this.#target(), spec);
-    this.#resourceVersion = object.metadata.resourceVersion;
+    await this.#wrote(object.metadata.resourceVersion);
   }
 
   /**
@@ -135,9 +154,9 @@ export class ObjectWrites {
       this.#target(),
       patch,
     );
-    this.#resourceVersion = object.metadata.resourceVersion;
     if (patch.annotations !== undefined && BLOCK_MOVE_ANNOTATION in patch.annotations)
       this.#blockMove = patch.annotations[BLOCK_MOVE_ANNOTATION] !== null;
+    await this.#wrote(object.metadata.resourceVersion, patch.finalizers !== undefined);
   }
 
   /** Replaces the finalizers; the block-move annotation goes in the same write when the plan removes it. */

@@ -3,7 +3,7 @@ import type { RedisClient } from './client.ts';
 import { closeRedisClient, createRedisClient, type RedisClientOptions, waitUntilReady } from './client.ts';
 import { ClusterFactsStore } from './cluster-facts.ts';
 import { Dependents } from './dependents.ts';
-import { markEventSeen, type SeenCheck } from './event-dedupe.ts';
+import { markEventSeen, markOwnWrite, type SeenCheck } from './event-dedupe.ts';
 import { IdentityChecks } from './identity-checks.ts';
 import { JobSlots } from './job-slots.ts';
 import { KeyLayout, type ObjectId } from './keys.ts';
@@ -53,6 +53,8 @@ export interface RedisAdapter {
   readonly clusterFacts: ClusterFactsStore;
   /** Event dedupe: `first` once per `uid@resourceVersion` within `ttlSeconds`. */
   markEventSeen(event: { uid: string; resourceVersion: string }, ttlSeconds: number): Promise<SeenCheck>;
+  /** A version a step wrote of its object: its Resource-mode event is that write's echo (event-dedupe.ts). */
+  markOwnWrite(event: { uid: string; resourceVersion: string }): Promise<{ kind: 'marked' } | Unknown>;
   /** PING, for `/readyz`. */
   ping(): Promise<{ kind: 'pong' } | Unknown>;
   /** Waits for the first connection; rejects after `timeoutMs` (calls before that answer `unknown`). */
@@ -92,6 +94,7 @@ export function createRedisAdapter(options: RedisAdapterOptions): RedisAdapter {
     identityChecks: new IdentityChecks(client, keys),
     clusterFacts: new ClusterFactsStore(client, keys),
     markEventSeen: (event, ttlSeconds) => markEventSeen(client, keys, event, ttlSeconds),
+    markOwnWrite: (event) => markOwnWrite(client, keys, event),
     ping: async () => {
       const answer = await attempt(() => client.ping());
       return answer.kind === 'unknown' ? answer : { kind: 'pong' };

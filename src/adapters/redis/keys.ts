@@ -103,6 +103,11 @@ export class KeyLayout {
     return `${this.prefix}:seen:${uid}@${resourceVersion}`;
   }
 
+  /** A version of one of our objects written by a step (src/adapters/redis/event-dedupe.ts `markOwnWrite`). */
+  ownWrite(uid: string, resourceVersion: string): string {
+    return `${this.prefix}:own:${uid}@${resourceVersion}`;
+  }
+
   dependents(object: ObjectId): string {
     return `${this.prefix}:{obj:${objectIdString(object)}}:dependents`;
   }

@@ -267,6 +267,18 @@ export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: Au
         eventLog.debug({ dedupeKey }, 'event ignored: duplicate');
         return reply.code(200).send({ handled: false, reason: 'Duplicate' });
       }
+      // A version a step wrote, carried by its own event (Resource mode only: a reference-mode event reads
+      // the current version, which a retry of the event that started that step would read too). Nothing is
+      // remembered: the step that wrote it settles what it handled (DESIGN.md section 8).
+      if (
+        seen !== undefined &&
+        subject.object !== undefined &&
+        subject.verb !== 'delete' &&
+        (await deps.dedupe.ownWrite(seen))
+      ) {
+        eventLog.debug({ dedupeKey }, 'event ignored: own write');
+        return reply.code(200).send({ handled: false, reason: 'OwnWrite' });
+      }
       // A deletion always reaches the step: the object gone is news its copy cannot show.
       const objectQuiet = seen && subject.verb !== 'delete' && (await quietVersion(deps, ref, seen));
       if (objectQuiet) {

@@ -101,7 +101,7 @@ function dryRunApp(step: ReconcileStep): FastifyInstance {
       clock: Date.now,
     }),
     schedule: { add: nothing, ensure: nothing, claimDue: async () => [], complete: nothing },
-    dedupe: { seen: async () => false, remember: nothing },
+    dedupe: { seen: async () => false, remember: nothing, ownWrite: async () => false },
     versions: { versionOf: async () => undefined },
     newest: NO_NEWEST,
     owners: { resolve: async () => ({ found: false, reason: 'ObjectGone' }) },

@@ -439,6 +439,33 @@ describe('POST /events: duplicated, reordered and replayed deliveries', () => {
     expect(t.calls).toHaveLength(1);
   });
 
+  it('a version a step wrote (marked as its own) starts nothing in Resource mode and records nothing', async () => {
+    const t = testApp();
+    t.dedupe.own.add('uid-1@10');
+    const echo = await send(t, 'binary', 'dev.knative.apiserver.resource.update', resource('10'));
+    expect(echo.json()).toEqual({ handled: false, reason: 'OwnWrite' });
+    expect(t.calls).toHaveLength(0);
+    expect(t.dedupe.keys.size).toBe(0);
+    expect(t.schedule.due.size).toBe(0);
+    // An older version sent again (the event that started the step that wrote 10) is not stale: news.
+    const retried = await send(t, 'binary', 'dev.knative.apiserver.resource.update', resource('9'));
+    expect(retried.json()).toMatchObject({ handled: true });
+    // Its deletion is news whatever the mark says.
+    const deleted = await send(t, 'binary', 'dev.knative.apiserver.resource.delete', resource('10'));
+    expect(deleted.json()).toMatchObject({ handled: true });
+    expect(t.calls).toHaveLength(2);
+  });
+
+  it("a reference-mode event of a version marked as a step's own is news: it cannot tell an echo from a retry", async () => {
+    const t = testApp();
+    t.versions.versions.set('TerraformCluster/team-a/c1', { uid: 'uid-1', resourceVersion: '11' });
+    t.dedupe.own.add('uid-1@11');
+    const data = dataFor('dev.knative.apiserver.ref.update', 'TerraformCluster', 'c1');
+    const answer = await send(t, 'binary', 'dev.knative.apiserver.ref.update', data);
+    expect(answer.json()).toMatchObject({ handled: true });
+    expect(t.calls.map((c) => c.ref)).toEqual([ref]);
+  });
+
   it('reordered deliveries (rv 12 before rv 11): the older one is stale and runs no step', async () => {
     const t = testApp();
     await send(t, 'binary', 'dev.knative.apiserver.resource.update', resource('12'));

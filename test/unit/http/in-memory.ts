@@ -77,11 +77,16 @@ export class MemorySchedule implements RequeueSchedule {
 
 export class MemoryDedupe implements EventDedupe {
   readonly keys = new Set<string>();
+  /** Versions a step wrote (`uid@resourceVersion`). */
+  readonly own = new Set<string>();
   async seen(event: ObjectVersion): Promise<boolean> {
     return this.keys.has(`${event.uid}@${event.resourceVersion}`);
   }
   async remember(event: ObjectVersion): Promise<void> {
     this.keys.add(`${event.uid}@${event.resourceVersion}`);
+  }
+  async ownWrite(event: ObjectVersion): Promise<boolean> {
+    return this.own.has(`${event.uid}@${event.resourceVersion}`);
   }
 }
 

@@ -76,6 +76,7 @@ describe('status through the routes', () => {
           throw new UnavailableError('redis', 'Connection is closed.');
         },
         remember: async () => undefined,
+        ownWrite: async () => false,
       },
     });
     const response = await t.app.inject({
