@@ -5,7 +5,7 @@ import type { Clock } from '../src/adapters/clock.ts';
 import type { KubeAdapter } from '../src/adapters/kube/adapter.ts';
 import { KUBE_ERROR_TABLE, KubeError } from '../src/adapters/kube/errors.ts';
 import type { RedisAdapter } from '../src/adapters/redis/adapter.ts';
-import { EVENT_SEEN_TTL_SECONDS } from '../src/adapters/redis/event-dedupe.ts';
+import { EVENT_SEEN_TTL_SECONDS, type VersionMark } from '../src/adapters/redis/event-dedupe.ts';
 import type { Unknown } from '../src/adapters/redis/unknown.ts';
 import type { Config } from '../src/config.ts';
 import { clusterMembersToWake } from '../src/core/cluster-api.ts';
@@ -31,7 +31,7 @@ import { createMetrics, type Metrics } from '../src/metrics/registry.ts';
 import { namedLease } from '../src/schedule/single-holder-lease.ts';
 import { runSweepIfDue, type SweepListers, type SweepPods, type SweptJob } from '../src/schedule/sweep.ts';
 import { isTargetKind } from '../src/schemas/kinds/api-group.ts';
-import type { DependentsPort, EventDedupe, RequeueSchedule } from '../src/settle/ports.ts';
+import type { DependentsPort, EventDedupe, ObjectVersion, RequeueSchedule } from '../src/settle/ports.ts';
 import { createSettle } from '../src/settle/settle.ts';
 import { clusterFactsCacheOf } from '../src/step/cluster-facts.ts';
 import type { ReconcileStep } from '../src/step/contract.ts';
@@ -193,25 +193,18 @@ function dependentsOf(redis: RedisAdapter): DependentsPort {
 }
 
 function dedupeOf(redis: RedisAdapter): EventDedupe {
+  const marked = async (event: ObjectVersion, mark: VersionMark, what: string): Promise<boolean> => {
+    const answer = await redis.versionMarked(event, mark);
+    if (answer.kind === 'unknown') throw redisDown(what, answer);
+    return answer.marked;
+  };
   return {
-    async seen(event) {
-      try {
-        return (await redis.client.exists(redis.keys.seen(event.uid, event.resourceVersion))) === 1;
-      } catch (error) {
-        throw new UnavailableError('redis', 'check event seen', { cause: error });
-      }
-    },
+    seen: (event) => marked(event, 'seen', 'check event seen'),
     async remember(event) {
       const answer = await redis.markEventSeen(event, EVENT_SEEN_TTL_SECONDS);
       if (answer.kind === 'unknown') throw redisDown('remember event', answer);
     },
-    async ownWrite(event) {
-      try {
-        return (await redis.client.exists(redis.keys.ownWrite(event.uid, event.resourceVersion))) === 1;
-      } catch (error) {
-        throw new UnavailableError('redis', 'check own write', { cause: error });
-      }
-    },
+    ownWrite: (event) => marked(event, 'own', 'check own write'),
   };
 }
 

@@ -3,7 +3,13 @@ import type { RedisClient } from './client.ts';
 import { closeRedisClient, createRedisClient, type RedisClientOptions, waitUntilReady } from './client.ts';
 import { ClusterFactsStore } from './cluster-facts.ts';
 import { Dependents } from './dependents.ts';
-import { markEventSeen, markOwnWrite, type SeenCheck } from './event-dedupe.ts';
+import {
+  markEventSeen,
+  markOwnWrite,
+  type SeenCheck,
+  type VersionMark,
+  versionMarked,
+} from './event-dedupe.ts';
 import { IdentityChecks } from './identity-checks.ts';
 import { JobSlots } from './job-slots.ts';
 import { KeyLayout, type ObjectId } from './keys.ts';
@@ -55,6 +61,11 @@ export interface RedisAdapter {
   markEventSeen(event: { uid: string; resourceVersion: string }, ttlSeconds: number): Promise<SeenCheck>;
   /** A version a step wrote of its object: its Resource-mode event is that write's echo (event-dedupe.ts). */
   markOwnWrite(event: { uid: string; resourceVersion: string }): Promise<{ kind: 'marked' } | Unknown>;
+  /** Whether a version carries a mark (`seen` by markEventSeen, `own` by markOwnWrite). */
+  versionMarked(
+    event: { uid: string; resourceVersion: string },
+    mark: VersionMark,
+  ): Promise<{ kind: 'answered'; marked: boolean } | Unknown>;
   /** PING, for `/readyz`. */
   ping(): Promise<{ kind: 'pong' } | Unknown>;
   /** Waits for the first connection; rejects after `timeoutMs` (calls before that answer `unknown`). */
@@ -95,6 +106,7 @@ export function createRedisAdapter(options: RedisAdapterOptions): RedisAdapter {
     clusterFacts: new ClusterFactsStore(client, keys),
     markEventSeen: (event, ttlSeconds) => markEventSeen(client, keys, event, ttlSeconds),
     markOwnWrite: (event) => markOwnWrite(client, keys, event),
+    versionMarked: (event, mark) => versionMarked(client, keys, event, mark),
     ping: async () => {
       const answer = await attempt(() => client.ping());
       return answer.kind === 'unknown' ? answer : { kind: 'pong' };

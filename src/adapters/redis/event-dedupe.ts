@@ -48,3 +48,21 @@ export async function markOwnWrite(
   );
   return answer.kind === 'unknown' ? answer : { kind: 'marked' };
 }
+
+/** The two marks a version of one of our objects may carry: handled (`seen`), or written by a step (`own`). */
+export type VersionMark = 'seen' | 'own';
+
+/** Whether `uid@resourceVersion` carries `mark` (one EXISTS). */
+export async function versionMarked(
+  client: RedisClient,
+  keys: KeyLayout,
+  event: { uid: string; resourceVersion: string },
+  mark: VersionMark,
+): Promise<{ kind: 'answered'; marked: boolean } | Unknown> {
+  const key =
+    mark === 'seen'
+      ? keys.seen(event.uid, event.resourceVersion)
+      : keys.ownWrite(event.uid, event.resourceVersion);
+  const answer = await attempt(() => client.exists(key));
+  return answer.kind === 'unknown' ? answer : { kind: 'answered', marked: answer.reply === 1 };
+}

@@ -559,8 +559,11 @@ return 1`,
       expect(await shared.markOwnWrite(event)).toEqual({ kind: 'marked' });
       const key = shared.keys.ownWrite(event.uid, event.resourceVersion);
       expect(await shared.client.ttl(key)).toBeGreaterThan(290);
+      expect(await shared.versionMarked(event, 'own')).toEqual({ kind: 'answered', marked: true });
+      expect(await shared.versionMarked(event, 'seen')).toEqual({ kind: 'answered', marked: false });
       // Not handled: the first delivery of that version still passes the dedupe.
       expect(await shared.markEventSeen(event, 60)).toEqual({ kind: 'first' });
+      expect(await shared.versionMarked(event, 'seen')).toEqual({ kind: 'answered', marked: true });
     });
   });
 });
