@@ -65,14 +65,16 @@ export type Performed =
  * often comes back while the step still runs, then starts nothing, where it found the step lock held, was
  * deferred and came back 2 s later as a step that read the object for nothing. Only that very event is
  * dropped: a retried event, the sweep and a reference-mode event treat the version as news, so a step that
- * dies after a write is taken up as before. Nothing is marked once the step has written the finalizers: the
- * event of that write is what starts the next step (src/core/step-outcome.ts `Echo`).
+ * dies after a write is taken up as before. Nothing is marked once the step has written the finalizers or
+ * the spec: the event of the finalizer write is what starts the next step (src/core/step-outcome.ts
+ * `Echo`), and a spec write moves the generation past the one this step planned from (its status records
+ * `observedGeneration` from the snapshot), so the next step must look at the new one and record it.
  */
 export class ObjectWrites {
   #resourceVersion: string;
   #status: TargetStatus;
   #blockMove: boolean;
-  #wroteFinalizers = false;
+  #wroteBoundary = false;
   readonly #deps: StepDeps;
   readonly #snap: Snapshot;
 
@@ -106,12 +108,13 @@ export class ObjectWrites {
 
   /**
    * Moves on to the version a write left and marks it as the step's own, unless this step wrote the
-   * finalizers (this write or an earlier one): from then on its writes' events start the next step.
+   * finalizers or the spec (this write or an earlier one): from then on its writes' events start the next
+   * step.
    */
-  async #wrote(resourceVersion: string, finalizers = false): Promise<void> {
+  async #wrote(resourceVersion: string, boundary = false): Promise<void> {
     this.#resourceVersion = resourceVersion;
-    if (finalizers) this.#wroteFinalizers = true;
-    if (this.#wroteFinalizers) return;
+    if (boundary) this.#wroteBoundary = true;
+    if (this.#wroteBoundary) return;
     // Best effort: unmarked, the event costs the step it cost before; Redis not answering is `unknown`.
     await this.#deps.redis.markOwnWrite?.({ uid: this.#snap.uid, resourceVersion });
   }
@@ -138,7 +141,7 @@ export class ObjectWrites {
   /** Merge-patches the spec contract fields. */
   async spec(spec: Record<string, unknown>): Promise<void> {
     const object = await this.#deps.kube.writer.patchSpec(this.#snap.ref.kind, this.#target(), spec);
-    await this.#wrote(object.metadata.resourceVersion);
+    await this.#wrote(object.metadata.resourceVersion, true);
   }
 
   /**

@@ -4,7 +4,15 @@ import { BLOCK_MOVE_ANNOTATION } from '../../../src/core/block-move.ts';
 import { NO_FAILPOINTS } from '../../../src/step/failpoints.ts';
 import { createReconcileStep } from '../../../src/step/step.ts';
 import { NO_STEP_METRICS } from '../../../src/step/step-metrics.ts';
-import { createObject, createStepEnv, jobsOf, type StepEnv, stepUntil } from '../step/harness.ts';
+import {
+  createObject,
+  createStepEnv,
+  finishJob,
+  jobsOf,
+  result,
+  type StepEnv,
+  stepUntil,
+} from '../step/harness.ts';
 import { type Delivered, type EventApp, eventApp } from './event-app.ts';
 
 // The watch event of a step's own write comes back while that step may still be running (DESIGN.md
@@ -92,6 +100,25 @@ describe('the event of a write made by a step still running', () => {
     const again = await events.deliver('resource', 'update', trigger);
     expect(again.body).toMatchObject({ handled: true, outcome: { action: 'created' } });
     expect(await jobsOf(env, ref)).toHaveLength(1);
+  });
+
+  it('a spec write (a contract field) is not marked: its new generation reaches the next step, which records it', async () => {
+    const ref = await createObject(env, 'TerraformMachine', 'm-echo-spec');
+    const created = await stepUntil(env.step({ shadow: false }), ref, 'created');
+    await finishJob(env, created.job ?? '', {
+      exitCode: 0,
+      result: result('apply', 'succeeded', { outputs: { providerID: `demo://${ref.name}` } }),
+    });
+    // Bookkeeping writes spec.providerID (generation 1 → 2), then its status, observed at generation 1.
+    const bookkept = await env.step({ shadow: false })(ref);
+    expect(bookkept.action).toBe('bookkept');
+    const copy = await events.copyOf(ref);
+    expect(copy.metadata?.generation).toBe(2);
+    expect((copy as { status?: { observedGeneration?: number } }).status?.observedGeneration).toBe(1);
+    const echo = await events.deliver('resource', 'update', copy);
+    expect(echo.body).toMatchObject({ handled: true });
+    const after = (await events.copyOf(ref)) as { status?: { observedGeneration?: number } };
+    expect(after.status?.observedGeneration).toBe(2);
   });
 
   it("the finalizer write's event is not marked: it starts the next step", async () => {
