@@ -6,6 +6,7 @@ import { ownerLabels, POD_RESULT_FINALIZER, runClusterOf } from '../core/job-lab
 import { bookkeptAnnotations } from '../core/job-record.ts';
 import { mergePatchOf } from '../core/merge-patch.ts';
 import { runSecretName } from '../core/names.ts';
+import { observedAfterSpecWrite } from '../core/observed-generation.ts';
 import { buildPlanManifest, planRequester } from '../core/plan-manifest.ts';
 import { movesWithCluster, snapshotRedactor } from '../core/run-inputs.ts';
 import { CLUSTERCTL_MOVE_LABEL, stateMoveLabelPatch, stateSecretOf } from '../core/run-secret-manifest.ts';
@@ -65,15 +66,16 @@ export type Performed =
  * often comes back while the step still runs, then starts nothing, where it found the step lock held, was
  * deferred and came back 2 s later as a step that read the object for nothing. Only that very event is
  * dropped: a retried event, the sweep and a reference-mode event treat the version as news, so a step that
- * dies after a write is taken up as before. Nothing is marked once the step has written the finalizers or
- * the spec: the event of the finalizer write is what starts the next step (src/core/step-outcome.ts
- * `Echo`), and a spec write moves the generation past the one this step planned from (its status records
- * `observedGeneration` from the snapshot), so the next step must look at the new one and record it.
+ * dies after a write is taken up as before. Nothing is marked once the step has written the finalizers: the
+ * event of that write is what starts the next step (src/core/step-outcome.ts `Echo`). A spec write (the
+ * contract fields) moves the generation past the one the step planned from; the status written after it
+ * records the new one (src/core/observed-generation.ts), so its echo is news to no one either.
  */
 export class ObjectWrites {
   #resourceVersion: string;
   #status: TargetStatus;
   #blockMove: boolean;
+  #generation: number;
   #wroteBoundary = false;
   readonly #deps: StepDeps;
   readonly #snap: Snapshot;
@@ -82,6 +84,7 @@ export class ObjectWrites {
     this.#deps = deps;
     this.#snap = snap;
     this.#resourceVersion = snap.resourceVersion;
+    this.#generation = snap.generation;
     this.#status = snap.status;
     this.#blockMove = carriesBlockMove(snap.meta.annotations);
   }
@@ -101,6 +104,11 @@ export class ObjectWrites {
     return this.#status;
   }
 
+  /** Whether the step's own spec write left a generation its status does not record yet. */
+  get generationUnrecorded(): boolean {
+    return this.#status.observedGeneration !== this.#generation && this.#generation !== this.#snap.generation;
+  }
+
   #target() {
     const { ref } = this.#snap;
     return { namespace: ref.namespace, name: ref.name, resourceVersion: this.#resourceVersion };
@@ -108,8 +116,7 @@ export class ObjectWrites {
 
   /**
    * Moves on to the version a write left and marks it as the step's own, unless this step wrote the
-   * finalizers or the spec (this write or an earlier one): from then on its writes' events start the next
-   * step.
+   * finalizers (this write or an earlier one): from then on its writes' events start the next step.
    */
   async #wrote(resourceVersion: string, boundary = false): Promise<void> {
     this.#resourceVersion = resourceVersion;
@@ -125,6 +132,7 @@ export class ObjectWrites {
    */
   async status(next: TargetStatus, refusal = false): Promise<'written' | 'unchanged' | 'conflict'> {
     if (!refusal) next = withoutRefusal(next);
+    next = observedAfterSpecWrite(next, this.#snap.generation, this.#generation);
     const patch = mergePatchOf(this.#status as Record<string, unknown>, next as Record<string, unknown>);
     if (patch === undefined) return 'unchanged';
     try {
@@ -138,10 +146,15 @@ export class ObjectWrites {
     }
   }
 
-  /** Merge-patches the spec contract fields. */
+  /**
+   * Merge-patches the spec contract fields. The generation it leaves is what the step's later status writes
+   * record as observed; an answer without one is a boundary, as the finalizer write is.
+   */
   async spec(spec: Record<string, unknown>): Promise<void> {
     const object = await this.#deps.kube.writer.patchSpec(this.#snap.ref.kind, this.#target(), spec);
-    await this.#wrote(object.metadata.resourceVersion, true);
+    const { generation } = object.metadata;
+    if (generation !== undefined) this.#generation = generation;
+    await this.#wrote(object.metadata.resourceVersion, generation === undefined);
   }
 
   /**
@@ -438,7 +451,10 @@ async function performWrites(performance: Performance): Promise<Performed | unde
       await writes.spec(plan.spec);
       deps.failpoints.hit('after-contract-spec-patch');
     }
-    if (plan.status !== undefined && (await writes.status(plan.status)) === 'conflict')
+    // After a spec write the status is written even when the plan changes nothing else: it records the
+    // generation that write left, and the write's echo starts no step to do it.
+    const status = plan.status ?? (writes.generationUnrecorded ? writes.current : undefined);
+    if (status !== undefined && (await writes.status(status)) === 'conflict')
       return { kind: 'done', outcome: conflict(performance) };
   } catch (error) {
     // A recording refused for its fields is made again without them (section 7); any other refusal ends

@@ -1,13 +1,14 @@
 import type { TargetStatus } from '../../schemas/kinds/target.ts';
 import type { JobRecord } from '../job-record.ts';
 import { lockHoldingJob } from '../lock-evidence.ts';
+import { withGeneration } from '../observed-generation.ts';
 import { podsToRelease } from '../pod-release.ts';
 import { selectJobsToPrune } from '../prune.ts';
 import { runLogSecretName } from '../run-log.ts';
 import type { StepOutcome } from '../step-outcome.ts';
 import type { Move, Planned } from '../step-plan.ts';
 import { releaseWakes } from '../wake.ts';
-import { type Base, changed, jobRef, type Planning, pausedStatus, withGeneration } from './context.ts';
+import { type Base, changed, jobRef, type Planning, pausedStatus } from './context.ts';
 
 /**
  * The last phase of every plan (src/core/planner.ts): the writes the move comes with, pruning after

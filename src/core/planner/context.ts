@@ -91,14 +91,6 @@ export function changed(current: TargetStatus, next: TargetStatus): TargetStatus
     : next;
 }
 
-/** `status` stamped with the generation it was planned from (undefined stays undefined). */
-export function withGeneration(
-  status: TargetStatus | undefined,
-  generation: number,
-): TargetStatus | undefined {
-  return status === undefined ? undefined : { ...status, observedGeneration: generation };
-}
-
 /** The step's outcome for the object, its message redacted. */
 export function outcome(planning: Planning, reason: StepReason, extras: OutcomeExtras = {}): StepOutcome {
   const { message, ...rest } = extras;

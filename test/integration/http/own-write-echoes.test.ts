@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { KubeWriter } from '../../../src/adapters/kube/writer.ts';
 import { BLOCK_MOVE_ANNOTATION } from '../../../src/core/block-move.ts';
+import type { ObjectRef } from '../../../src/core/object-ref.ts';
+import type { KubeObject } from '../../../src/relay/event.ts';
+import type { TargetStatus } from '../../../src/schemas/kinds/target.ts';
+import type { ReconcileStep } from '../../../src/step/contract.ts';
 import { NO_FAILPOINTS } from '../../../src/step/failpoints.ts';
 import { createReconcileStep } from '../../../src/step/step.ts';
 import { NO_STEP_METRICS } from '../../../src/step/step-metrics.ts';
@@ -19,8 +22,9 @@ import { type Delivered, type EventApp, eventApp } from './event-app.ts';
 // section 8). Before, it found the step lock held: 202, a requeue 2 s later, and a step that read the
 // object to find nothing. Now every version the step writes is marked as its own as it is written, so its
 // Resource-mode event starts nothing (`OwnWrite`), from Redis; the finalizer write, whose event starts the
-// next step, is not marked; and the mark records nothing as handled, so the event that started a step
-// that died after its write, sent again, still starts a step.
+// next step, is not marked; a spec write is, as the status written after it records the generation it
+// left; and the mark records nothing as handled, so the event that started a step that died after its
+// write, sent again, still starts a step.
 // The real step, Redis and API server; the event goes through the real handlers (./event-app.ts) while a
 // second step, the one under test, holds the object's step lock between its writes.
 
@@ -44,38 +48,15 @@ describe('the event of a write made by a step still running', () => {
     const added = await events.deliver('resource', 'add', await events.copyOf(ref));
     expect(added.body.outcome).toMatchObject({ action: 'none', reason: 'FinalizerAdded' });
 
-    // The step under test: once its Job exists, its first write (the block-move annotation, before the
-    // Job) comes back as an event while the step still holds the lock and has its status to write.
-    let midStep: Delivered | undefined;
-    let annotated: unknown;
-    const writer = new Proxy(env.kube.writer, {
-      get(target, property, receiver) {
-        const value = Reflect.get(target, property, receiver) as unknown;
-        // The adapter keeps private fields: its methods run on the adapter itself, not on the proxy.
-        if (typeof value !== 'function') return value;
-        if (property !== 'createJob') return value.bind(target);
-        return async (...args: Parameters<KubeWriter['createJob']>) => {
-          const job = await (value as KubeWriter['createJob']).apply(target, args);
-          const copy = await events.copyOf(ref);
-          annotated = copy.metadata?.annotations;
-          midStep = await events.deliver('resource', 'update', copy);
-          return job;
-        };
-      },
-    });
-    const step = createReconcileStep({
-      kube: { reader: env.kube.reader, writer },
-      redis: env.redis,
-      clock: env.clock,
-      config: env.config,
-      failpoints: NO_FAILPOINTS,
-      metrics: NO_STEP_METRICS,
-    });
+    // The step under test: its first write (the block-move annotation) comes back as an event while the
+    // step still holds the lock, about to create its Job and write its status.
+    const { step, echoes } = stepEchoingBefore('createJob', ref);
     const created = await stepUntil(step, ref, 'created');
-    expect(annotated).toHaveProperty(BLOCK_MOVE_ANNOTATION);
-    expect(midStep?.status).toBe(200);
-    expect(midStep?.body).toMatchObject({ handled: false, reason: 'OwnWrite' });
-    expect(midStep?.counts.total).toBe(0);
+    const [midStep] = echoes;
+    expect(midStep?.copy.metadata?.annotations).toHaveProperty(BLOCK_MOVE_ANNOTATION);
+    expect(midStep?.delivered.status).toBe(200);
+    expect(midStep?.delivered.body).toMatchObject({ handled: false, reason: 'OwnWrite' });
+    expect(midStep?.delivered.counts.total).toBe(0);
 
     // The version the step left comes back too (settling would also mark it seen): its own, one Job.
     const last = await events.deliver('resource', 'update', await events.copyOf(ref));
@@ -102,23 +83,30 @@ describe('the event of a write made by a step still running', () => {
     expect(await jobsOf(env, ref)).toHaveLength(1);
   });
 
-  it('a spec write (a contract field) is not marked: its new generation reaches the next step, which records it', async () => {
+  it("a spec write (a contract field): the step's status records the generation it left, and neither echo starts a step", async () => {
     const ref = await createObject(env, 'TerraformMachine', 'm-echo-spec');
     const created = await stepUntil(env.step({ shadow: false }), ref, 'created');
     await finishJob(env, created.job ?? '', {
       exitCode: 0,
       result: result('apply', 'succeeded', { outputs: { providerID: `demo://${ref.name}` } }),
     });
-    // Bookkeeping writes spec.providerID (generation 1 → 2), then its status, observed at generation 1.
-    const bookkept = await env.step({ shadow: false })(ref);
+    // Bookkeeping writes spec.providerID (generation 1 → 2), then its status, observed at generation 2:
+    // recording 1, the object would look still progressing until some unrelated step.
+    const { step, echoes } = stepEchoingBefore('patchStatus', ref);
+    const bookkept = await step(ref);
     expect(bookkept.action).toBe('bookkept');
+    const [specEcho] = echoes;
+    expect(specEcho?.copy.metadata?.generation).toBe(2);
+    expect(specEcho?.delivered.body).toMatchObject({ handled: false, reason: 'OwnWrite' });
+    expect(specEcho?.delivered.counts.total).toBe(0);
     const copy = await events.copyOf(ref);
+    const status = (copy as { status?: TargetStatus }).status;
     expect(copy.metadata?.generation).toBe(2);
-    expect((copy as { status?: { observedGeneration?: number } }).status?.observedGeneration).toBe(1);
-    const echo = await events.deliver('resource', 'update', copy);
-    expect(echo.body).toMatchObject({ handled: true });
-    const after = (await events.copyOf(ref)) as { status?: { observedGeneration?: number } };
-    expect(after.status?.observedGeneration).toBe(2);
+    expect(status?.observedGeneration).toBe(2);
+    expect(status?.conditions?.find((c) => c.type === 'Ready')?.observedGeneration).toBe(2);
+    const last = await events.deliver('resource', 'update', copy);
+    expect(last.body).toMatchObject({ handled: false, reason: 'OwnWrite' });
+    expect(last.counts.total).toBe(0);
   });
 
   it("the finalizer write's event is not marked: it starts the next step", async () => {
@@ -129,3 +117,36 @@ describe('the event of a write made by a step still running', () => {
     expect(echo.body).toMatchObject({ handled: true, outcome: { action: 'created' } });
   });
 });
+
+/**
+ * A step whose writer, right before `method` runs, delivers the object's copy as a Resource-mode update: the
+ * echo of the step's previous write, arriving while the step still holds the lock and has writes to go.
+ */
+function stepEchoingBefore(
+  method: 'createJob' | 'patchStatus',
+  ref: ObjectRef,
+): { step: ReconcileStep; echoes: { copy: KubeObject; delivered: Delivered }[] } {
+  const echoes: { copy: KubeObject; delivered: Delivered }[] = [];
+  const writer = new Proxy(env.kube.writer, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      // The adapter keeps private fields: its methods run on the adapter itself, not on the proxy.
+      if (typeof value !== 'function') return value;
+      if (property !== method) return value.bind(target);
+      return async (...args: unknown[]) => {
+        const copy = await events.copyOf(ref);
+        echoes.push({ copy, delivered: await events.deliver('resource', 'update', copy) });
+        return (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+      };
+    },
+  });
+  const step = createReconcileStep({
+    kube: { reader: env.kube.reader, writer },
+    redis: env.redis,
+    clock: env.clock,
+    config: env.config,
+    failpoints: NO_FAILPOINTS,
+    metrics: NO_STEP_METRICS,
+  });
+  return { step, echoes };
+}
