@@ -29,8 +29,11 @@ interface WaitRow {
 
 /** DESIGN.md section 6: each wait reason with its requeue interval and its meaning. */
 export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
+  // A fallback only: the Job's end (or deletion), its pods' trouble and the object's deletion are events;
+  // the deadline and the stuck check are requeues of their own (src/core/watch.ts). Each watching step
+  // renews the run lease, whose TTL is the deadline + 900 s (section 5 step 6).
   JobActive: {
-    requeueSeconds: 60,
+    requeueSeconds: 300,
     jitter: false,
     meaning: "A Job of the object runs (`status.activeJob`); the Job's own events wake the object.",
   },

@@ -11,7 +11,7 @@ import { WAIT_TABLE } from './wait-table.ts';
  * Watching an active Job (DESIGN.md section 5, step 4): surface trouble starting any container at once (a
  * pull failure of the module image or of the runner's init image, a container that cannot be created from
  * its configuration), enforce the deadline when the Job controller is late, and delete a Job that can
- * never start. Requeue at most 60 s later.
+ * never start. Requeue at most 300 s later, sooner when the deadline or the stuck check falls due first.
  */
 
 /** Slack after deadline + grace before the controller enforces the deadline itself. */

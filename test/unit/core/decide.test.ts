@@ -37,7 +37,7 @@ const rows: { id: string; name: string; input: DecideInput; expected: object }[]
       ],
       deleting: true,
     }),
-    expected: { kind: 'watch', reason: 'JobActive', requeueAfterSeconds: 60 },
+    expected: { kind: 'watch', reason: 'JobActive', requeueAfterSeconds: 300 },
   },
   {
     id: 'S3.0b',

@@ -30,7 +30,7 @@ function gateInput(overrides: Partial<GateInput> = {}): GateInput {
 /** DESIGN.md section 6: each wait with its requeue. */
 const waitRows = [
   { id: 'S6.1', name: 'a contended state lock: 30 s', reasons: ['LockContended'], seconds: 30 },
-  { id: 'S6.3', name: 'Job running: 60 s fallback', reasons: ['JobActive'], seconds: 60 },
+  { id: 'S6.3', name: 'Job running: 300 s fallback', reasons: ['JobActive'], seconds: 300 },
   { id: 'S6.4', name: 'cache lag: 5 s', reasons: ['WaitingForCache'], seconds: 5 },
   {
     id: 'S6.4b',

@@ -21,7 +21,7 @@ const waitingWith = (reason: string) =>
   });
 
 describe('watchActiveJob: DESIGN.md section 5 step 4', () => {
-  it('W1 a running Job is looked at again within 60 s', () => {
+  it('W1 a running Job is looked at again within 300 s (its end, its pods and the deletion are events)', () => {
     expect(
       watchActiveJob({
         now: at(10),
@@ -34,8 +34,17 @@ describe('watchActiveJob: DESIGN.md section 5 step 4', () => {
     ).toEqual({
       kind: 'watch',
       reason: 'JobActive',
-      requeueAfterSeconds: 60,
+      requeueAfterSeconds: 300,
     });
+  });
+
+  it('W1b the fallback comes sooner when the deadline enforcement or the stuck check falls due first', () => {
+    const watch = (now: number, runSecretExists: boolean) =>
+      watchActiveJob({ now: at(now), job: running, pods: [], runSecretExists, deleting: false, op: 'apply' });
+    // deadline 3600 + grace 600 + slack 60 = 4260 s after the start
+    expect(watch(4100, true)).toMatchObject({ reason: 'JobActive', requeueAfterSeconds: 160 });
+    // the per-run Secret is missing: stuck 60 s after the Job's creation
+    expect(watch(10, false)).toMatchObject({ reason: 'JobActive', requeueAfterSeconds: 50 });
   });
 
   it('C09: pull trouble surfaces at once as ImagePullBackOff', () => {
