@@ -64,6 +64,8 @@ export function resolveOutcome(outcome: StepOutcome, nowMs: number): ResolvedOut
     reason: outcome.reason,
   };
   if (outcome.job !== undefined) fields.job = outcome.job;
+  // The version the step left: with the event's own (`eventResourceVersion`), what tells an echo from news.
+  if (outcome.observed !== undefined) fields.resourceVersion = outcome.observed.resourceVersion;
   if (outcome.requeueAfterSeconds !== undefined) fields.requeueAfterSeconds = outcome.requeueAfterSeconds;
   const msg = `step ${outcome.action}: ${outcome.reason}${outcome.message === undefined ? '' : ` (${outcome.message})`}`;
   const resolved: ResolvedOutcome = { status: row.status, log: { level: row.level, msg, fields } };

@@ -164,9 +164,11 @@ export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: Au
       if (!parsed.ok) throw new AppError(parsed.code, parsed.message);
       const { subject } = parsed;
       const target = targetOf(subject, deps.config.watchNamespaces);
+      // The version the event is about, where it names one: "which change started this step?"
       const eventLog = request.log.child({
         eventType: `${subject.mode}.${subject.verb}`,
         eventKind: subject.kind,
+        ...(subject.resourceVersion !== undefined ? { eventResourceVersion: subject.resourceVersion } : {}),
       });
       const secret = secretOf(subject, deps.config.watchNamespaces);
       if (secret !== undefined) {
