@@ -205,6 +205,11 @@ function dedupeOf(redis: RedisAdapter): EventDedupe {
       if (answer.kind === 'unknown') throw redisDown('remember event', answer);
     },
     ownWrite: (event) => marked(event, 'own', 'check own write'),
+    async stepRunning(object) {
+      const answer = await redis.stepLockHeld(object);
+      if (answer.kind === 'unknown') throw redisDown('check the step lock', answer);
+      return answer.held;
+    },
   };
 }
 

@@ -42,6 +42,11 @@ class BoundedDedupe implements EventDedupe {
   async ownWrite(): Promise<boolean> {
     return false;
   }
+
+  /** The bench's handlers take no step lock that an event could wait for. */
+  async stepRunning(): Promise<boolean> {
+    return false;
+  }
 }
 
 /**

@@ -47,6 +47,11 @@ export interface EventDedupe {
    * Resource-mode event of exactly this version is that write's echo. Not a record of anything handled.
    */
   ownWrite(event: ObjectVersion): Promise<boolean>;
+  /**
+   * Whether a step of the object runs now (it holds the step lock): the event of a write that step makes
+   * may arrive before the write is marked as its own (src/http/running-step.ts).
+   */
+  stepRunning(object: ObjectRef): Promise<boolean>;
 }
 
 /** One version of one object: the dedupe key `uid@resourceVersion`. */

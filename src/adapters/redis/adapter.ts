@@ -39,6 +39,8 @@ export interface RedisAdapter {
   takeStepLock(object: ObjectId): Promise<TokenTake>;
   extendStepLock(object: ObjectId, token: string): Promise<TokenRenew>;
   releaseStepLock(object: ObjectId, token: string): Promise<TokenRelease>;
+  /** Whether a step of the object holds its step lock now (one EXISTS). */
+  stepLockHeld(object: ObjectId): Promise<{ kind: 'answered'; held: boolean } | Unknown>;
   /** A named single-holder lease (`sweep`, `relay-leader`); `holder` identifies the caller. */
   takeLease(name: string, holder: string, ttlSeconds: number): Promise<TokenTake>;
   renewLease(name: string, holder: string, ttlSeconds: number): Promise<TokenRenew>;
@@ -92,6 +94,10 @@ export function createRedisAdapter(options: RedisAdapterOptions): RedisAdapter {
     extendStepLock: (object, token) =>
       renewTokenLease(client, keys.stepLock(object), token, STEP_LOCK_TTL_MS),
     releaseStepLock: (object, token) => releaseTokenLease(client, keys.stepLock(object), token),
+    stepLockHeld: async (object) => {
+      const answer = await attempt(() => client.exists(keys.stepLock(object)));
+      return answer.kind === 'unknown' ? answer : { kind: 'answered', held: answer.reply === 1 };
+    },
     takeLease: (name, holder, ttlSeconds) =>
       takeTokenLease(client, keys.namedLease(name), holder, ttlSeconds * 1000),
     renewLease: (name, holder, ttlSeconds) =>

@@ -27,6 +27,7 @@ import { AppError } from '../errors.ts';
 import { dedupeKeyOf, targetOf } from '../event-target.ts';
 import type { InFlight } from '../in-flight.ts';
 import { acceptRawText } from '../raw-body.ts';
+import { awaitRunningStep } from '../running-step.ts';
 import { secretOf } from '../secret-event.ts';
 
 /**
@@ -263,29 +264,34 @@ export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: Au
         }
         dedupeKey = { uid: seen.uid, resourceVersion: seen.resourceVersion };
       }
-      if (dedupeKey !== undefined && (await deps.dedupe.seen(dedupeKey))) {
-        // The echo of a step's own write: its content is now known too.
-        if (seen !== undefined) await deps.newest.remember(ref, seen);
-        eventLog.debug({ dedupeKey }, 'event ignored: duplicate');
-        return reply.code(200).send({ handled: false, reason: 'Duplicate' });
-      }
-      // A version a step wrote, carried by its own event (Resource mode only: a reference-mode event reads
-      // the current version, which a retry of the event that started that step would read too). Nothing is
-      // remembered: the step that wrote it settles what it handled (DESIGN.md section 8).
-      if (
-        seen !== undefined &&
-        subject.object !== undefined &&
-        subject.verb !== 'delete' &&
-        (await deps.dedupe.ownWrite(seen))
-      ) {
-        eventLog.debug({ dedupeKey }, 'event ignored: own write');
-        return reply.code(200).send({ handled: false, reason: 'OwnWrite' });
-      }
-      // A deletion always reaches the step: the object gone is news its copy cannot show.
-      const objectQuiet = seen && subject.verb !== 'delete' && (await quietVersion(deps, ref, seen));
-      if (objectQuiet) {
-        eventLog.debug({ dedupeKey, reason: objectQuiet }, 'event ignored');
-        return reply.code(200).send({ handled: false, reason: objectQuiet });
+      // The event's own copy of one of our objects (Resource mode, not a deletion): a step may have written it.
+      const copy = subject.object !== undefined && subject.verb !== 'delete' ? seen : undefined;
+      // The version against what is known of it: a duplicate, the echo of a step's own write, stale or
+      // unchanged content; undefined when it is news a step must see.
+      const known = async (): Promise<{ reason: string; log: string } | undefined> => {
+        if (dedupeKey !== undefined && (await deps.dedupe.seen(dedupeKey))) {
+          // The echo of a step's own write: its content is now known too.
+          if (seen !== undefined) await deps.newest.remember(ref, seen);
+          return { reason: 'Duplicate', log: 'event ignored: duplicate' };
+        }
+        // A version a step wrote, carried by its own event (Resource mode only: a reference-mode event
+        // reads the current version, which a retry of the event that started that step would read too).
+        // Nothing is remembered: the step that wrote it settles what it handled (DESIGN.md section 8).
+        if (copy !== undefined && (await deps.dedupe.ownWrite(copy)))
+          return { reason: 'OwnWrite', log: 'event ignored: own write' };
+        // A deletion always reaches the step: the object gone is news its copy cannot show.
+        const objectQuiet = seen && subject.verb !== 'delete' && (await quietVersion(deps, ref, seen));
+        return objectQuiet ? { reason: objectQuiet, log: 'event ignored' } : undefined;
+      };
+      let verdict = await known();
+      // News that finds a step of its object running is often that step's own write, whose event beat the
+      // write's mark (the watch event and the write's answer leave the API server together): wait for the
+      // step briefly and judge again, instead of a deferral and a step 2 s later that finds nothing.
+      if (verdict === undefined && copy !== undefined && (await awaitRunningStep(deps.dedupe, ref, copy)))
+        verdict = await known();
+      if (verdict !== undefined) {
+        eventLog.debug({ dedupeKey, reason: verdict.reason }, verdict.log);
+        return reply.code(200).send({ handled: false, reason: verdict.reason });
       }
       // A pod being deleted with our finalizer: its step releases it when nothing will read it (section 7).
       const heldPod = lookup.heldPod ?? (subject.kind === 'Pod' ? heldPodOf(subject) : undefined);

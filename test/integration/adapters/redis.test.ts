@@ -565,6 +565,20 @@ return 1`,
       expect(await shared.markEventSeen(event, 60)).toEqual({ kind: 'first' });
       expect(await shared.versionMarked(event, 'seen')).toEqual({ kind: 'answered', marked: true });
     });
+
+    it('whether a step of an object runs: its step lock held, then released', async () => {
+      const object = {
+        kind: 'TerraformMachine',
+        namespace: 'ns',
+        name: `m-${randomBytes(4).toString('hex')}`,
+      };
+      expect(await shared.stepLockHeld(object)).toEqual({ kind: 'answered', held: false });
+      const taken = await shared.takeStepLock(object);
+      expect(taken.kind).toBe('acquired');
+      expect(await shared.stepLockHeld(object)).toEqual({ kind: 'answered', held: true });
+      if (taken.kind === 'acquired') await shared.releaseStepLock(object, taken.token);
+      expect(await shared.stepLockHeld(object)).toEqual({ kind: 'answered', held: false });
+    });
   });
 });
 

@@ -1,4 +1,6 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RedisAdapter } from '../../../src/adapters/redis/adapter.ts';
 import { BLOCK_MOVE_ANNOTATION } from '../../../src/core/block-move.ts';
 import type { ObjectRef } from '../../../src/core/object-ref.ts';
 import type { KubeObject } from '../../../src/relay/event.ts';
@@ -28,6 +30,9 @@ import { type Delivered, type EventApp, eventApp } from './event-app.ts';
 // The real step, Redis and API server; the event goes through the real handlers (./event-app.ts) while a
 // second step, the one under test, holds the object's step lock between its writes.
 
+/** How long the racing writer takes to mark its write, in ms: the event arrives first. */
+const MARK_DELAY_MS = 400;
+
 let env: StepEnv;
 let events: EventApp;
 
@@ -50,7 +55,7 @@ describe('the event of a write made by a step still running', () => {
 
     // The step under test: its first write (the block-move annotation) comes back as an event while the
     // step still holds the lock, about to create its Job and write its status.
-    const { step, echoes } = stepEchoingBefore('createJob', ref);
+    const { step, echoes } = stepEchoing('before', 'createJob', ref);
     const created = await stepUntil(step, ref, 'created');
     const [midStep] = echoes;
     expect(midStep?.copy.metadata?.annotations).toHaveProperty(BLOCK_MOVE_ANNOTATION);
@@ -62,6 +67,25 @@ describe('the event of a write made by a step still running', () => {
     const last = await events.deliver('resource', 'update', await events.copyOf(ref));
     expect(last.body).toMatchObject({ handled: false, reason: 'OwnWrite' });
     expect(last.counts.total).toBe(0);
+    expect((await jobsOf(env, ref)).map((job) => job.metadata?.name)).toEqual([created.job]);
+  });
+
+  it("the event of a write that beats the writer's mark waits for the step: the step's own, no deferral", async () => {
+    const ref = await createObject(env, 'TerraformMachine', 'm-echo-race');
+    const added = await events.deliver('resource', 'add', await events.copyOf(ref));
+    expect(added.body.outcome).toMatchObject({ action: 'none', reason: 'FinalizerAdded' });
+    // The block-move write's event is sent the moment the write returns, before the step marks it.
+    const { step, echoes, racing, markedAtMs } = stepEchoing('racing', 'patchCustomMetadata', ref);
+    const created = await stepUntil(step, ref, 'created');
+    await Promise.all(racing);
+    const [race] = echoes;
+    expect(race?.copy.metadata?.annotations).toHaveProperty(BLOCK_MOVE_ANNOTATION);
+    // The race took place: the event was on its way before its version was marked.
+    expect(race?.sentAtMs).toBeLessThan(markedAtMs[0] ?? 0);
+    // Before: judged news, it found the lock held (202, a requeue in 2 s and a step that found nothing).
+    expect(race?.delivered.status).toBe(200);
+    // (Its request count is not its own: the step it waited for ran meanwhile.)
+    expect(race?.delivered.body).toMatchObject({ handled: false, reason: 'OwnWrite' });
     expect((await jobsOf(env, ref)).map((job) => job.metadata?.name)).toEqual([created.job]);
   });
 
@@ -92,7 +116,7 @@ describe('the event of a write made by a step still running', () => {
     });
     // Bookkeeping writes spec.providerID (generation 1 → 2), then its status, observed at generation 2:
     // recording 1, the object would look still progressing until some unrelated step.
-    const { step, echoes } = stepEchoingBefore('patchStatus', ref);
+    const { step, echoes } = stepEchoing('before', 'patchStatus', ref);
     const bookkept = await step(ref);
     expect(bookkept.action).toBe('bookkept');
     const [specEcho] = echoes;
@@ -119,14 +143,29 @@ describe('the event of a write made by a step still running', () => {
 });
 
 /**
- * A step whose writer, right before `method` runs, delivers the object's copy as a Resource-mode update: the
- * echo of the step's previous write, arriving while the step still holds the lock and has writes to go.
+ * A step whose writer delivers the object's copy as a Resource-mode update while the step still holds the
+ * lock: `before` `method` runs, awaited (the echo of the step's previous write), or `racing` right after
+ * `method` returns and before the step marks the version it wrote, not awaited (the watch event beating the
+ * writer's mark, as on a busy machine).
  */
-function stepEchoingBefore(
-  method: 'createJob' | 'patchStatus',
+function stepEchoing(
+  when: 'before' | 'racing',
+  method: 'createJob' | 'patchStatus' | 'patchCustomMetadata',
   ref: ObjectRef,
-): { step: ReconcileStep; echoes: { copy: KubeObject; delivered: Delivered }[] } {
-  const echoes: { copy: KubeObject; delivered: Delivered }[] = [];
+): {
+  step: ReconcileStep;
+  echoes: { copy: KubeObject; sentAtMs: number; delivered: Delivered }[];
+  racing: Promise<unknown>[];
+  markedAtMs: number[];
+} {
+  const echoes: { copy: KubeObject; sentAtMs: number; delivered: Delivered }[] = [];
+  const racing: Promise<unknown>[] = [];
+  const markedAtMs: number[] = [];
+  const echo = async () => {
+    const copy = await events.copyOf(ref);
+    const sentAtMs = Date.now();
+    echoes.push({ copy, sentAtMs, delivered: await events.deliver('resource', 'update', copy) });
+  };
   const writer = new Proxy(env.kube.writer, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver) as unknown;
@@ -134,19 +173,32 @@ function stepEchoingBefore(
       if (typeof value !== 'function') return value;
       if (property !== method) return value.bind(target);
       return async (...args: unknown[]) => {
-        const copy = await events.copyOf(ref);
-        echoes.push({ copy, delivered: await events.deliver('resource', 'update', copy) });
-        return (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        if (when === 'before') await echo();
+        const written = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        if (when === 'racing') racing.push(echo());
+        return written;
       };
     },
   });
+  // Racing, the writer's process is slow to come back to its mark (a busy machine): the event is sent first.
+  const redis: RedisAdapter =
+    when === 'racing'
+      ? {
+          ...env.redis,
+          async markOwnWrite(version) {
+            await sleep(MARK_DELAY_MS);
+            markedAtMs.push(Date.now());
+            return env.redis.markOwnWrite(version);
+          },
+        }
+      : env.redis;
   const step = createReconcileStep({
     kube: { reader: env.kube.reader, writer },
-    redis: env.redis,
+    redis,
     clock: env.clock,
     config: env.config,
     failpoints: NO_FAILPOINTS,
     metrics: NO_STEP_METRICS,
   });
-  return { step, echoes };
+  return { step, echoes, racing, markedAtMs };
 }

@@ -101,7 +101,12 @@ function dryRunApp(step: ReconcileStep): FastifyInstance {
       clock: Date.now,
     }),
     schedule: { add: nothing, ensure: nothing, claimDue: async () => [], complete: nothing },
-    dedupe: { seen: async () => false, remember: nothing, ownWrite: async () => false },
+    dedupe: {
+      seen: async () => false,
+      remember: nothing,
+      ownWrite: async () => false,
+      stepRunning: async () => false,
+    },
     versions: { versionOf: async () => undefined },
     newest: NO_NEWEST,
     owners: { resolve: async () => ({ found: false, reason: 'ObjectGone' }) },

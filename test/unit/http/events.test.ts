@@ -456,6 +456,29 @@ describe('POST /events: duplicated, reordered and replayed deliveries', () => {
     expect(t.calls).toHaveLength(2);
   });
 
+  it("the echo of a write that beat the writer's mark: it waits for the running step, then is that step's own", async () => {
+    const t = testApp();
+    const running = 'TerraformCluster/team-a/c1';
+    t.dedupe.running.add(running);
+    // The writing step marks the version a moment after its event arrived, then ends.
+    setTimeout(() => t.dedupe.own.add('uid-1@10'), 120);
+    setTimeout(() => t.dedupe.running.delete(running), 400);
+    const echo = await send(t, 'binary', 'dev.knative.apiserver.resource.update', resource('10'));
+    expect(echo.json()).toEqual({ handled: false, reason: 'OwnWrite' });
+    expect(t.calls).toHaveLength(0);
+    expect(t.schedule.due.size).toBe(0);
+  });
+
+  it('news that finds a step running waits for its end and then starts its own step, not a deferral', async () => {
+    const t = testApp();
+    const running = 'TerraformCluster/team-a/c1';
+    t.dedupe.running.add(running);
+    setTimeout(() => t.dedupe.running.delete(running), 120);
+    const news = await send(t, 'binary', 'dev.knative.apiserver.resource.update', resource('10'));
+    expect(news.json()).toMatchObject({ handled: true });
+    expect(t.calls).toHaveLength(1);
+  });
+
   it("a reference-mode event of a version marked as a step's own is news: it cannot tell an echo from a retry", async () => {
     const t = testApp();
     t.versions.versions.set('TerraformCluster/team-a/c1', { uid: 'uid-1', resourceVersion: '11' });

@@ -88,6 +88,11 @@ export class MemoryDedupe implements EventDedupe {
   async ownWrite(event: ObjectVersion): Promise<boolean> {
     return this.own.has(`${event.uid}@${event.resourceVersion}`);
   }
+  /** Objects a step runs for (`kind/namespace/name`): their step lock is held. */
+  readonly running = new Set<string>();
+  async stepRunning(object: ObjectRef): Promise<boolean> {
+    return this.running.has(`${object.kind}/${object.namespace}/${object.name}`);
+  }
 }
 
 /** Dependencies in memory: who waits for whom. */

@@ -77,6 +77,7 @@ describe('status through the routes', () => {
         },
         remember: async () => undefined,
         ownWrite: async () => false,
+        stepRunning: async () => false,
       },
     });
     const response = await t.app.inject({
