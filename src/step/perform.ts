@@ -6,7 +6,7 @@ import { ownerLabels, POD_RESULT_FINALIZER, runClusterOf } from '../core/job-lab
 import { bookkeptAnnotations } from '../core/job-record.ts';
 import { mergePatchOf } from '../core/merge-patch.ts';
 import { runSecretName } from '../core/names.ts';
-import { observedAfterSpecWrite } from '../core/observed-generation.ts';
+import { observedAfterSpecWrite, withGeneration } from '../core/observed-generation.ts';
 import { buildPlanManifest, planRequester } from '../core/plan-manifest.ts';
 import { movesWithCluster, snapshotRedactor } from '../core/run-inputs.ts';
 import { CLUSTERCTL_MOVE_LABEL, stateMoveLabelPatch, stateSecretOf } from '../core/run-secret-manifest.ts';
@@ -453,7 +453,9 @@ async function performWrites(performance: Performance): Promise<Performed | unde
     }
     // After a spec write the status is written even when the plan changes nothing else: it records the
     // generation that write left, and the write's echo starts no step to do it.
-    const status = plan.status ?? (writes.generationUnrecorded ? writes.current : undefined);
+    const status =
+      plan.status ??
+      (writes.generationUnrecorded ? withGeneration(writes.current, snap.generation) : undefined);
     if (status !== undefined && (await writes.status(status)) === 'conflict')
       return { kind: 'done', outcome: conflict(performance) };
   } catch (error) {

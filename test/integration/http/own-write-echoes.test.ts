@@ -31,7 +31,7 @@ import { type Delivered, type EventApp, eventApp } from './event-app.ts';
 // second step, the one under test, holds the object's step lock between its writes.
 
 /** How long the racing writer takes to mark its write, in ms: the event arrives first. */
-const MARK_DELAY_MS = 400;
+const MARK_DELAY_MS = 150;
 
 let env: StepEnv;
 let events: EventApp;
@@ -131,6 +131,29 @@ describe('the event of a write made by a step still running', () => {
     const last = await events.deliver('resource', 'update', copy);
     expect(last.body).toMatchObject({ handled: false, reason: 'OwnWrite' });
     expect(last.counts.total).toBe(0);
+  });
+
+  it("a step that died after its spec write: the echo starts nothing, the Job's event sent again records the run", async () => {
+    const ref = await createObject(env, 'TerraformMachine', 'm-echo-spec-crash');
+    const created = await stepUntil(env.step({ shadow: false }), ref, 'created');
+    await finishJob(env, created.job ?? '', {
+      exitCode: 0,
+      result: result('apply', 'succeeded', { outputs: { providerID: `demo://${ref.name}` } }),
+    });
+    const [job] = await jobsOf(env, ref);
+    // The Job's finish event started bookkeeping, which died right after the contract field patch.
+    const finished = { apiVersion: 'batch/v1', kind: 'Job', ...job };
+    await expect(
+      env.step({ failpoints: ['after-contract-spec-patch'], shadow: false })(ref, { listJobs: true }),
+    ).rejects.toThrow('after-contract-spec-patch');
+    const echo = await events.deliver('resource', 'update', await events.copyOf(ref));
+    expect(echo.body).toMatchObject({ handled: false, reason: 'OwnWrite' });
+    // The source sends the Job's event again (its call failed with the step): the run is recorded.
+    const again = await events.deliver('resource', 'update', finished);
+    expect(again.body).toMatchObject({ handled: true, outcome: { action: 'bookkept' } });
+    const after = await events.copyOf(ref);
+    expect(after.metadata?.generation).toBe(2);
+    expect((after as { status?: TargetStatus }).status?.observedGeneration).toBe(2);
   });
 
   it("the finalizer write's event is not marked: it starts the next step", async () => {

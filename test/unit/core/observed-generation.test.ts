@@ -29,7 +29,7 @@ describe('observedGeneration', () => {
     expect(written.observedGeneration).toBe(5);
     expect(written.conditions?.map((c) => [c.type, c.observedGeneration])).toEqual([
       ['Ready', 5],
-      // Set at another generation, or never stamped: not this step's observation, left as it was.
+      // Observed at another generation, or never stamped: the rule goes by generation, left as they were.
       ['Paused', 3],
       ['Legacy', undefined],
     ]);
