@@ -73,12 +73,14 @@ export function composeAppDeps(input: ComposeInput): AppDeps {
   const holder = `${hostname()}-${process.pid}`;
   const dedupe = dedupeOf(redis);
   const dependents = dependentsOf(redis);
+  const newest = newestOf(redis);
   // The one place every step is run and settled, by every route and by the sweep (src/settle/settle.ts).
   const settle = createSettle({
     step: input.step,
     schedule,
     dedupe,
     dependents,
+    newest,
     metrics,
     clock: clock.nowMs,
     measureRequests: (run) => kube.measureRequests(run),
@@ -90,7 +92,7 @@ export function composeAppDeps(input: ComposeInput): AppDeps {
     schedule,
     dedupe,
     versions: objectVersionsOf(kube),
-    newest: newestOf(redis),
+    newest,
     owners: ownerResolverOf(kube),
     clusterMembers: clusterMembersOf(kube),
     dependents,

@@ -1,3 +1,4 @@
+import type { SeenObject } from '../core/event-relevance.ts';
 import type { ObjectRef } from '../core/object-ref.ts';
 import type { WakeSource } from '../core/wake.ts';
 
@@ -76,3 +77,12 @@ export const NO_DEPENDENTS: DependentsPort = {
   add: async () => undefined,
   take: async () => [],
 };
+
+/**
+ * The newest version of each of our objects a step or `/events` handled, with a digest of its content
+ * ('' when unknown): what tells a stale or unchanged event from news without a read. `remember` keeps
+ * only a newer one (src/adapters/redis/newest-seen.ts).
+ */
+export interface NewestHandled {
+  remember(object: ObjectRef, seen: SeenObject): Promise<void>;
+}

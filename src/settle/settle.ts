@@ -1,10 +1,11 @@
 import type { BaseLogger } from 'pino';
+import type { SeenObject } from '../core/event-relevance.ts';
 import type { ObjectRef } from '../core/object-ref.ts';
 import type { StepOutcome } from '../core/step-outcome.ts';
 import { LEASE_WAIT_REASONS } from '../metrics/lease-waits.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import type { ReconcileStep, StepOptions } from '../step/contract.ts';
-import type { DependentsPort, EventDedupe, RequeueSchedule } from './ports.ts';
+import type { DependentsPort, EventDedupe, NewestHandled, ObjectVersion, RequeueSchedule } from './ports.ts';
 import { type ResolvedOutcome, resolveOutcome } from './resolve.ts';
 
 /**
@@ -20,6 +21,12 @@ export interface SettleDeps {
   step: ReconcileStep;
   schedule: Pick<RequeueSchedule, 'add'>;
   dedupe: Pick<EventDedupe, 'remember'>;
+  /**
+   * The newest version handled, per object: every settled step records the version it left, so an event
+   * of an older version, however late the source delivers it, is `Stale` (none: the tools and benches that
+   * keep no record).
+   */
+  newest?: NewestHandled;
   dependents: DependentsPort;
   metrics: Pick<Metrics, 'stepsTotal' | 'stepDuration' | 'leaseWaits' | 'stepKubeRequests'>;
   /** Milliseconds since the epoch. */
@@ -40,6 +47,8 @@ export interface SettleOptions extends StepOptions {
    * itself, instead of a separate requeue.
    */
   claimed?: boolean;
+  /** The version of the object the event that started the step was about, with its content's digest. */
+  event?: SeenObject;
 }
 
 /** A settled step. */
@@ -57,7 +66,7 @@ export type Settle = (ref: ObjectRef, options: SettleOptions) => Promise<Settled
 /** Builds the settle function over its dependencies. */
 export function createSettle(deps: SettleDeps): Settle {
   return async (ref, options) => {
-    const { log, claimed, ...stepOptions } = options;
+    const { log, claimed, event, ...stepOptions } = options;
     const startMs = deps.clock();
     // A step that throws is counted too, with what it sent before it threw.
     const run = async (): Promise<{ outcome: StepOutcome } | { error: unknown }> => {
@@ -92,11 +101,38 @@ export function createSettle(deps: SettleDeps): Settle {
         log.warn({ err: error, ...ref }, 'remember the observed version: failed');
       });
     }
+    const handled = resolved.status === 503 ? undefined : handledVersion(event, outcome.observed);
+    if (handled !== undefined && deps.newest !== undefined) {
+      // A hint like the marker: lost, a late event of an older version costs one step.
+      await deps.newest.remember(ref, handled).catch((error: unknown) => {
+        log.warn({ err: error, ...ref }, 'remember the newest version: failed');
+      });
+    }
     await wake(deps, ref, outcome, log);
     if (!claimed && resolved.requeue !== undefined)
       await deps.schedule.add(resolved.requeue.ref, resolved.requeue.dueAtMs);
     return { outcome, resolved };
   };
+}
+
+/**
+ * The version a step leaves handled: the event's own, with its content, when the step wrote nothing (or
+ * wrote and wants its echo to start the next step); the version its writes left otherwise, whose content
+ * only that write's own event tells (digest ''). A step without an event (`/tick`, `/reconcile`, the
+ * sweep) leaves the version it read or wrote, its content unknown.
+ */
+export function handledVersion(
+  event: SeenObject | undefined,
+  observed: ObjectVersion | undefined,
+): SeenObject | undefined {
+  if (event === undefined) return observed === undefined ? undefined : { ...observed, digest: '' };
+  if (
+    observed === undefined ||
+    observed.uid !== event.uid ||
+    observed.resourceVersion === event.resourceVersion
+  )
+    return event;
+  return { ...observed, digest: '' };
 }
 
 /**

@@ -17,7 +17,6 @@ import type { ObjectRef } from '../../core/object-ref.ts';
 import { heldPodOf } from '../../core/pod-release.ts';
 import { secretSource } from '../../core/wake.ts';
 import { EventJobSchema, EventPodSchema, type EventSubject } from '../../schemas/cloudevents.ts';
-import type { ObjectVersion } from '../../settle/ports.ts';
 import { owningClusterOf } from '../../step/read.ts';
 import { capiClusterViewOf, capiOwnerDigest, infrastructureTargetOf } from '../../step/read-capi.ts';
 import type { AuthHook } from '../auth.ts';
@@ -112,21 +111,6 @@ async function quietVersion(
   if (verdict.kind === 'changed') return undefined;
   if (verdict.kind === 'unchanged') await deps.newest.remember(object, seen);
   return VERDICT_REASONS[verdict.kind];
-}
-
-/**
- * The version a step leaves handled: the event's own, with its content, when the step wrote nothing (or
- * wrote and wants its echo to start the next step); the version its writes left otherwise, whose content
- * only that write's own event tells (digest '').
- */
-function handledVersion(seen: SeenObject, observed: ObjectVersion | undefined): SeenObject {
-  if (
-    observed === undefined ||
-    observed.uid !== seen.uid ||
-    observed.resourceVersion === seen.resourceVersion
-  )
-    return seen;
-  return { ...observed, digest: '' };
 }
 
 /**
@@ -299,6 +283,7 @@ export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: Au
       const { outcome, resolved } = await inFlight.track(() =>
         deps.settle(ref, {
           log: eventLog,
+          ...(seen !== undefined ? { event: seen } : {}),
           ...(heldPod !== undefined ? { heldPod } : {}),
           // A Job's or pod's news is about what only the Job list shows (src/core/jobs-read.ts).
           ...(subject.kind === 'Job' || subject.kind === 'Pod' ? { listJobs: true } : {}),
@@ -311,8 +296,6 @@ export function eventsRoutes(deps: AppDeps, inFlight: InFlight, authenticate: Au
         return reply.code(429).send({ handled: false, reason: 'StepLockHeld', outcome });
       }
       if (dedupeKey !== undefined && resolved.status !== 503) await deps.dedupe.remember(dedupeKey);
-      if (seen !== undefined && resolved.status !== 503)
-        await deps.newest.remember(ref, handledVersion(seen, outcome.observed));
       if (machine !== undefined && resolved.status !== 503)
         await deps.newest.remember(machine.owned, machine.seen);
       if (resolved.retryAfterSeconds !== undefined)

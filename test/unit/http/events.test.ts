@@ -496,6 +496,17 @@ describe('POST /events: duplicated, reordered and replayed deliveries', () => {
     expect(t.calls.map((c) => c.ref)).toEqual([ref]);
   });
 
+  it("a late event of a version older than the one a timer step left is stale: no step (the relay's backlog)", async () => {
+    const t = testApp({ answer: () => ({ observed: { uid: 'uid-1', resourceVersion: '20' } }) });
+    // The timer's step (no event) read the object at 20 and wrote nothing.
+    await t.deps.settle(ref, { log: t.deps.logger });
+    expect(t.calls).toHaveLength(1);
+    // The source, behind, now delivers the event of 15 (say the finalizer write, 40 s late).
+    const late = await send(t, 'binary', 'dev.knative.apiserver.resource.update', resource('15'));
+    expect(late.json()).toEqual({ handled: false, reason: 'Stale' });
+    expect(t.calls).toHaveLength(1);
+  });
+
   it('reordered deliveries (rv 12 before rv 11): the older one is stale and runs no step', async () => {
     const t = testApp();
     await send(t, 'binary', 'dev.knative.apiserver.resource.update', resource('12'));

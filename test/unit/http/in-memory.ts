@@ -269,6 +269,7 @@ export function testApp(
     schedule: rest.schedule ?? schedule,
     dedupe: rest.dedupe ?? dedupe,
     dependents,
+    newest: rest.newest ?? newest,
     metrics,
     clock,
   });

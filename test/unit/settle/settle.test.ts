@@ -10,6 +10,7 @@ import {
   logSink,
   MemoryDedupe,
   MemoryDependents,
+  MemoryNewest,
   MemorySchedule,
   recordingStep,
   T0,
@@ -83,5 +84,41 @@ describe('settle: what a step cost the API server, in its log line', () => {
     const plain = collectingLog();
     await settleWith(recordingStep().step)(ref, { log: plain.log });
     expect(plain.lines[0]).not.toHaveProperty('kubeRequests');
+  });
+});
+
+describe('settle: the newest version handled, whatever started the step', () => {
+  const observed = { uid: 'u1', resourceVersion: '20' };
+  const key = 'TerraformMachine/team-a/m1';
+
+  it('a step without an event (the timer, /reconcile, the sweep) leaves the version it left, content unknown', async () => {
+    const newest = new MemoryNewest();
+    const { step } = recordingStep(() => ({ observed }));
+    await settleWith(step, { newest })(ref, { log: collectingLog().log });
+    expect(newest.seen.get(key)).toEqual({ ...observed, digest: '' });
+  });
+
+  it("an event's step that wrote nothing leaves the event's version with its content; one that wrote, its own", async () => {
+    const newest = new MemoryNewest();
+    const event = { uid: 'u1', resourceVersion: '20', digest: 'd20' };
+    await settleWith(recordingStep(() => ({ observed })).step, { newest })(ref, {
+      log: collectingLog().log,
+      event,
+    });
+    expect(newest.seen.get(key)).toEqual(event);
+    const wrote = { uid: 'u1', resourceVersion: '25' };
+    const later = { uid: 'u1', resourceVersion: '22', digest: 'd22' };
+    await settleWith(recordingStep(() => ({ observed: wrote })).step, { newest })(ref, {
+      log: collectingLog().log,
+      event: later,
+    });
+    expect(newest.seen.get(key)).toEqual({ ...wrote, digest: '' });
+  });
+
+  it('an outage (503) leaves nothing remembered', async () => {
+    const newest = new MemoryNewest();
+    const { step } = recordingStep(() => ({ action: 'unavailable', reason: 'Unavailable', observed }));
+    await settleWith(step, { newest })(ref, { log: collectingLog().log });
+    expect(newest.seen.size).toBe(0);
   });
 });
