@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, type V1Job, type V1Pod, type V1Secret } from '@kubernetes/client-node';
@@ -105,6 +105,7 @@ async function runJob(job: string): Promise<RunnerRun> {
   const serviceAccountDir = await mkdtemp(join(tmpdir(), 'captf-log-sa-'));
   await writeFile(join(serviceAccountDir, 'token'), token, { mode: 0o600 });
   await writeFile(join(serviceAccountDir, 'ca.crt'), await readFile(testStack().caPath));
+  // The token is a bound credential of a real pod: it does not outlive the run in /tmp.
   const run = await runRunner({
     module: MODULE,
     env: kubeletEnv(),
@@ -114,7 +115,7 @@ async function runJob(job: string): Promise<RunnerRun> {
       sensitiveContractInputs: [...parsed.config.sensitiveContractInputs, 'bootstrap_data'],
     },
     flags: [`--op=${op}`, `--service-account-dir=${serviceAccountDir}`],
-  });
+  }).finally(() => rm(serviceAccountDir, { recursive: true, force: true }));
   await endPod(env, pod, { exitCode: run.exitCode ?? 1, result: run.result, realBackend: true });
   await jobFinished(env, job);
   return run;

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -102,12 +102,13 @@ async function runJob(job: string): Promise<RunnerRun> {
   const serviceAccountDir = await mkdtemp(join(tmpdir(), 'captf-enc-sa-'));
   await writeFile(join(serviceAccountDir, 'token'), token.status?.token ?? '', { mode: 0o600 });
   await writeFile(join(serviceAccountDir, 'ca.crt'), await readFile(testStack().caPath));
+  // The token is a bound credential of a real pod: it does not outlive the run in /tmp.
   const run = await runRunner({
     module: 'machine',
     env: kubeletEnv(),
     config: parsed.config,
     flags: [`--op=${op}`, `--service-account-dir=${serviceAccountDir}`],
-  });
+  }).finally(() => rm(serviceAccountDir, { recursive: true, force: true }));
   logs.push(run.stdout, run.stderr);
   // The runner kept its log (src/core/run-log.ts): its write was admitted; it is checked as the pod log is.
   expect(run.stdout).toContain(`run log Secret captf-log-${job}: `);
