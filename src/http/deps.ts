@@ -5,7 +5,7 @@ import type { ObjectRef } from '../core/object-ref.ts';
 import type { HeldPod } from '../core/pod-release.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import type { SweepReport } from '../schedule/sweep.ts';
-import type { DependentsPort, EventDedupe, RequeueSchedule } from '../settle/ports.ts';
+import type { DependentsPort, EventDedupe, NewestHandled, RequeueSchedule } from '../settle/ports.ts';
 import type { Settle } from '../settle/settle.ts';
 import type { ClusterFactsCache } from '../step/cluster-facts.ts';
 
@@ -73,11 +73,11 @@ export interface ObjectVersions {
 }
 
 /**
- * The newest version of each of our objects (and of each Machine and MachinePool) `/events` handled (Redis,
- * src/adapters/redis/newest-seen.ts): what tells a stale or unchanged event from a new one without a read.
- * `remember` keeps only a newer one.
+ * The newest version handled (src/settle/ports.ts `NewestHandled`, which every settled step records), read
+ * by `/events`, and kept for each Machine and MachinePool too (Redis, src/adapters/redis/newest-seen.ts):
+ * what tells a stale or unchanged event from a new one without a read. `remember` keeps only a newer one.
  */
-export interface NewestObjects {
+export interface NewestObjects extends NewestHandled {
   newest(object: WatchedObject): Promise<SeenObject | undefined>;
   remember(object: WatchedObject, seen: SeenObject): Promise<void>;
 }
