@@ -104,11 +104,6 @@ export class ObjectWrites {
     return this.#status;
   }
 
-  /** Whether the step's own spec write left a generation its status does not record yet. */
-  get generationUnrecorded(): boolean {
-    return this.#status.observedGeneration !== this.#generation && this.#generation !== this.#snap.generation;
-  }
-
   #target() {
     const { ref } = this.#snap;
     return { namespace: ref.namespace, name: ref.name, resourceVersion: this.#resourceVersion };
@@ -452,10 +447,9 @@ async function performWrites(performance: Performance): Promise<Performed | unde
       deps.failpoints.hit('after-contract-spec-patch');
     }
     // After a spec write the status is written even when the plan changes nothing else: it records the
-    // generation that write left, and the write's echo starts no step to do it.
+    // generation that write left (ObjectWrites.status), and the write's echo starts no step to do it.
     const status =
-      plan.status ??
-      (writes.generationUnrecorded ? withGeneration(writes.current, snap.generation) : undefined);
+      plan.status ?? (plan.spec !== undefined ? withGeneration(writes.current, snap.generation) : undefined);
     if (status !== undefined && (await writes.status(status)) === 'conflict')
       return { kind: 'done', outcome: conflict(performance) };
   } catch (error) {

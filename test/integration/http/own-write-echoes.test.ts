@@ -108,12 +108,7 @@ describe('the event of a write made by a step still running', () => {
   });
 
   it("a spec write (a contract field): the step's status records the generation it left, and neither echo starts a step", async () => {
-    const ref = await createObject(env, 'TerraformMachine', 'm-echo-spec');
-    const created = await stepUntil(env.step({ shadow: false }), ref, 'created');
-    await finishJob(env, created.job ?? '', {
-      exitCode: 0,
-      result: result('apply', 'succeeded', { outputs: { providerID: `demo://${ref.name}` } }),
-    });
+    const ref = await appliedWithProviderID('m-echo-spec');
     // Bookkeeping writes spec.providerID (generation 1 → 2), then its status, observed at generation 2:
     // recording 1, the object would look still progressing until some unrelated step.
     const { step, echoes } = stepEchoing('before', 'patchStatus', ref);
@@ -134,12 +129,7 @@ describe('the event of a write made by a step still running', () => {
   });
 
   it("a step that died after its spec write: the echo starts nothing, the Job's event sent again records the run", async () => {
-    const ref = await createObject(env, 'TerraformMachine', 'm-echo-spec-crash');
-    const created = await stepUntil(env.step({ shadow: false }), ref, 'created');
-    await finishJob(env, created.job ?? '', {
-      exitCode: 0,
-      result: result('apply', 'succeeded', { outputs: { providerID: `demo://${ref.name}` } }),
-    });
+    const ref = await appliedWithProviderID('m-echo-spec-crash');
     const [job] = await jobsOf(env, ref);
     // The Job's finish event started bookkeeping, which died right after the contract field patch.
     const finished = { apiVersion: 'batch/v1', kind: 'Job', ...job };
@@ -164,6 +154,17 @@ describe('the event of a write made by a step still running', () => {
     expect(echo.body).toMatchObject({ handled: true, outcome: { action: 'created' } });
   });
 });
+
+/** A machine whose first apply finished with a `providerID` output, not yet bookkept (generation 1). */
+async function appliedWithProviderID(name: string): Promise<ObjectRef> {
+  const ref = await createObject(env, 'TerraformMachine', name);
+  const created = await stepUntil(env.step({ shadow: false }), ref, 'created');
+  await finishJob(env, created.job ?? '', {
+    exitCode: 0,
+    result: result('apply', 'succeeded', { outputs: { providerID: `demo://${ref.name}` } }),
+  });
+  return ref;
+}
 
 /**
  * A step whose writer delivers the object's copy as a Resource-mode update while the step still holds the
