@@ -1,4 +1,5 @@
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, rmSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type {
   APIGatewayProxyEventV2,
   APIGatewayProxyStructuredResultV2,
@@ -151,6 +152,8 @@ describe('the kubeconfig on Lambda (functions/lambda-kubeconfig.ts)', () => {
     expect(env.REDIS_URL).toBe('redis://r:6379');
     expect(readFileSync(env.KUBECONFIG ?? '', 'utf8')).toBe(content);
     expect(statSync(env.KUBECONFIG ?? '').mode & 0o777).toBe(0o600);
+    // The instance's own directory: a test run leaves no kubeconfig in /tmp.
+    rmSync(dirname(env.KUBECONFIG ?? ''), { recursive: true, force: true });
   });
 
   it('an explicit KUBECONFIG is kept; neither one is an error that names both', () => {
