@@ -30,19 +30,25 @@ export interface ClusterFacts {
 
 /**
  * Whether a plan made from cached facts may be carried out as it is: unless it starts a Job, changes the
- * finalizers, deletes a Job, adopts a running Job or writes a TerraformPlan or the spec, since those
- * act on the cluster's facts: a start and an adoption put its exports and Job policy into the run, the
- * finalizer step sets up the runner identity unless paused and a deletion's destroy or finalizer removal
- * waits on pause, a Job is deleted at the policy's deadline, and a pending plan is superseded by the inputs
- * hash the exports are part of. What is left (a wait or rest, the status and Events, a running Job watched,
- * finished Jobs bookkept, prunes, pods released, the block-move annotation removed) does not depend on
- * them, or, for a wait in the status, is put right by the event that changes them: that event updates the
- * cache before it wakes the members. Everything else is planned again from a live read of the cluster
- * (src/step/read-memo.ts: the object and its Secrets are not read again).
+ * finalizers, deletes a Job, adopts a running Job or writes a TerraformPlan, since those act on the
+ * cluster's facts: a start and an adoption put its exports and Job policy into the run, the finalizer step
+ * sets up the runner identity unless paused and a deletion's destroy or finalizer removal waits on pause, a
+ * Job is deleted at the policy's deadline, and a pending plan is superseded by the inputs hash the exports
+ * are part of. What is left (a wait or rest, the status and Events, a running Job watched, finished Jobs
+ * bookkept with the Cluster API contract fields they write into the spec, prunes, pods released, the
+ * block-move annotation removed) does not depend on them, or, for a wait in the status, is put right by the
+ * event that changes them: that event updates the cache before it wakes the members. The contract fields
+ * come from the run's outputs, the spec and whether Cluster API drives the object (src/core/record-run.ts),
+ * and bookkeeping goes on under pause (DESIGN.md section 6). Only a labelled object with no Cluster API
+ * owner or clone annotation learns that from a cluster fact (whether its Cluster exists), and a live read
+ * would narrow, not close, the race with that Cluster's creation: its event puts the cache right as it
+ * does for a wait. Everything
+ * else is planned again from a live read of the cluster (src/step/read-memo.ts: the object, its Secrets
+ * and its Jobs are not read again).
  */
 export function cachedFactsSuffice(plan: StepPlan): boolean {
   const { move } = plan;
   const moveSuffices =
     move.kind === 'rest' || move.kind === 'none' || (move.kind === 'watch' && move.adopt === undefined);
-  return moveSuffices && plan.plans.length === 0 && plan.spec === undefined;
+  return moveSuffices && plan.plans.length === 0;
 }

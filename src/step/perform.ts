@@ -539,9 +539,11 @@ async function releaseBlockMove(performance: Performance): Promise<StepOutcome> 
 /**
  * The first step's head start on the first Job (src/core/runner-setup.ts): the plan key, then the runner
  * identity, after the finalizer so an object deleted meanwhile finds its state objects cleaned up by its
- * finalize step. Nothing relies on it: the Job step makes sure of both again (one read each when in place),
- * so a refusal here is left to the Job step, which records it (src/core/write-refusal.ts) with nothing of
- * a run taken yet. An outage still ends the step as one.
+ * finalize step. The identity is created without a look for it first (the object is new to us; one there
+ * already is kept or replaced: src/step/runner-identity.ts `assumeAbsent`). Nothing relies on it: the Job
+ * step makes sure of both again (one read each when in place, none for a remembered identity check), so a
+ * refusal here is left to the Job step, which records it (src/core/write-refusal.ts) with nothing of a run
+ * taken yet. An outage still ends the step as one.
  */
 async function setUpRunner(performance: Performance, setup: RunnerSetup): Promise<void> {
   const { deps, snap } = performance;
@@ -552,6 +554,7 @@ async function setUpRunner(performance: Performance, setup: RunnerSetup): Promis
         { kube: deps.kube, checks: deps.redis.identityChecks },
         snap.uid,
         setup.identity,
+        { assumeAbsent: true },
       );
       deps.failpoints.hit('after-runner-identity');
     }

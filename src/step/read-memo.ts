@@ -1,13 +1,13 @@
 import type { KubeReader } from '../adapters/kube/reader.ts';
 
 /**
- * The reads of one step's snapshot, kept for that step: the object, its Secrets, its TerraformPlan, its
- * Cluster API owner and bootstrap data, and whatever cluster facts were read live. A plan made from cached
- * cluster facts that does more than wait is planned again from a live read of the cluster
- * (src/core/cluster-facts.ts); read through the same memo, that second snapshot pays only for the facts
- * the first took from the cache, never for the object or its Secrets again. Only the reads of
- * `readSnapshot` (src/step/read.ts) go through it, and it lives as long as one step: a later step reads
- * anew. A failed read is not kept.
+ * The reads of one step's snapshot, kept for that step: the object, its Jobs, its Secrets, its
+ * TerraformPlan, its Cluster API owner and bootstrap data, and whatever cluster facts were read live. A
+ * plan made from cached cluster facts that does more than wait is planned again from a live read of the
+ * cluster (src/core/cluster-facts.ts); read through the same memo, that second snapshot pays only for the
+ * facts the first took from the cache, never for the object, its Jobs or its Secrets again, and is planned
+ * from the same view of them. Only the reads of `readSnapshot` (src/step/read.ts) go through it, and it
+ * lives as long as one step: a later step reads anew. A failed read is not kept.
  */
 export function memoReader(reader: KubeReader): KubeReader {
   const kept = new Map<string, Promise<unknown>>();
@@ -33,6 +33,7 @@ export function memoReader(reader: KubeReader): KubeReader {
       reader.getCapiObject(...args),
     ),
     getSecret: memo('getSecret', (...args: Parameters<KubeReader['getSecret']>) => reader.getSecret(...args)),
+    listJobs: memo('listJobs', (...args: Parameters<KubeReader['listJobs']>) => reader.listJobs(...args)),
   };
   // Every other read passes through, bound to the reader (a class with private state).
   return new Proxy(reader, {

@@ -96,6 +96,19 @@ async function createStateObjects(
   if (lockLease) await createLease(kube.writer, lockLease, state);
 }
 
+/** How an identity is put in place. */
+export interface IdentityOptions {
+  /** Put the state Secret back when missing: a lost state a person accepted, or an unprovisioned object. */
+  restoreStateSecret?: 'accepted' | 'unprovisioned';
+  /**
+   * The object's first step sets the identity up (src/core/runner-setup.ts): nothing of it is expected
+   * yet, so its RoleBinding is not read first and every part is created; one found there already (the
+   * object re-created under its name, our finalizer put back) is kept or replaced as when the RoleBinding
+   * says the identity is incomplete. A remembered check still stands for everything.
+   */
+  assumeAbsent?: boolean;
+}
+
 /**
  * Puts an object's runner identity (src/core/runner-identity.ts) in place before its Job is created, so the
  * Job's pod is admitted (its ServiceAccount exists) and its runner may reach its state. Two reads when it is
@@ -111,12 +124,13 @@ async function createStateObjects(
  * the Secret, never the Lease; src/core/runner-identity.ts `leaseOwnedByState`): that costs a read of the
  * Secret when the Secret was there already (a re-created or moved object, a Lease put back by hand). The
  * RoleBinding comes last. Idempotent: a step that died half-way leaves no digest, and the next one finishes.
- * Throws a KubeError on an API failure.
+ * The first step's setup (`assumeAbsent`) goes straight to the creates: no read. Throws a KubeError on an
+ * API failure.
  */
 export async function ensureRunnerIdentity(
   kube: { reader: KubeReader; writer: KubeWriter },
   identity: RunnerIdentity,
-  options: { restoreStateSecret?: 'accepted' | 'unprovisioned'; verified?: boolean } = {},
+  options: IdentityOptions & { verified?: boolean } = {},
 ): Promise<IdentityEnsured> {
   const { reader, writer } = kube;
   const { metadata } = identity.roleBinding;
@@ -124,7 +138,8 @@ export async function ensureRunnerIdentity(
   const verified = options.verified === true;
   if (
     verified ||
-    isRunnerIdentityInPlace(identity, await reader.getRoleBinding(metadata.namespace, metadata.name))
+    (options.assumeAbsent !== true &&
+      isRunnerIdentityInPlace(identity, await reader.getRoleBinding(metadata.namespace, metadata.name)))
   ) {
     const { stateSecret, lockLease } = identity;
     // One create, kept when there (the usual case: no read of its uid unless a Lease must be put back). A
@@ -190,7 +205,7 @@ export async function ensureCheckedRunnerIdentity(
   deps: { kube: { reader: KubeReader; writer: KubeWriter }; checks: IdentityChecks },
   uid: string,
   identity: RunnerIdentity,
-  options: { restoreStateSecret?: 'accepted' | 'unprovisioned' } = {},
+  options: IdentityOptions = {},
 ): Promise<IdentityEnsured> {
   const remembered = await deps.checks.get(uid);
   const verified = identityVerified(remembered.kind === 'found' ? remembered.digest : undefined, identity);

@@ -1,9 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RequestCounts } from '../../../src/adapters/kube/request-count.ts';
+import { CUSTOM_RESOURCES } from '../../../src/adapters/kube/resources.ts';
 import type { ObjectRef } from '../../../src/core/object-ref.ts';
 import type { StepOutcome } from '../../../src/core/step-outcome.ts';
 import { eventApp } from '../http/event-app.ts';
-import { createObject, createStepEnv, finishJob, podOf, result, type StepEnv, stepUntil } from './harness.ts';
+import {
+  createObject,
+  createStepEnv,
+  finishJob,
+  podOf,
+  readObject,
+  result,
+  type StepEnv,
+  stepUntil,
+} from './harness.ts';
 
 // API requests per step kind (issue 4, "Must show"), counted on the wire by the adapter's counter (spec
 // patches of Cluster API contract fields included; none here: no contract output changes). Printed, and
@@ -40,14 +50,13 @@ describe('API requests per step', () => {
     expect(first.outcome).toMatchObject({ action: 'none', reason: 'FinalizerAdded' });
     print('finalizer step (also creates the plan HMAC key Secret and the runner identity)', first.counts);
     // get object, list Jobs, patch the object's metadata (our finalizer); then, for the first Job, the plan
-    // key Secret and the runner identity (src/core/runner-setup.ts): get the RoleBinding (absent), create
-    // the ServiceAccount, the state Secret, the Lease, the Role and the RoleBinding.
+    // key Secret and the runner identity (src/core/runner-setup.ts), with no read of it first (the object is
+    // new): create the ServiceAccount, the state Secret, the Lease, the Role and the RoleBinding.
     expect(first.counts.byRequest).toEqual({
       'get terraformmachines': 1,
       'list jobs': 1,
       'patch terraformmachines': 1,
       'create secrets': 2,
-      'get rolebindings': 1,
       'create serviceaccounts': 1,
       'create leases': 1,
       'create roles': 1,
@@ -133,6 +142,89 @@ describe('API requests per step', () => {
       'create events': 1,
     });
     expect(second.counts.total).toBe(10);
+  });
+
+  it("a cluster's member planned from cached cluster facts: a live read of the cluster only where the plan acts on it, its Jobs listed once a step", async () => {
+    const label = { 'cluster.x-k8s.io/cluster-name': 'rc' };
+    await createObject(
+      env,
+      'TerraformCluster',
+      'rc',
+      {},
+      { labels: label, annotations: { 'cluster.x-k8s.io/managed-by': 'someone' } },
+    );
+    const { PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
+    await env.custom.patchNamespacedCustomObjectStatus(
+      {
+        ...CUSTOM_RESOURCES.TerraformCluster,
+        namespace: env.namespace,
+        name: 'rc',
+        body: { status: { ready: true } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    // A first member reads the cluster live and fills the cache (the TerraformCluster, and that no Cluster
+    // API Cluster of the name exists), as the first of a fleet's members does.
+    const first = await createObject(env, 'TerraformMachine', 'rc-m0', {}, { labels: label });
+    expect((await counted(first)).outcome.reason).toBe('FinalizerAdded');
+    const ref = await createObject(env, 'TerraformMachine', 'rc-m1', {}, { labels: label });
+
+    // The finalizer step acts on the facts (runner setup unless paused, the Job policy's account): planned
+    // again from the cluster read live. The identity is created with no read of it first: the object is new.
+    const finalizer = await counted(ref);
+    expect(finalizer.outcome).toMatchObject({ action: 'none', reason: 'FinalizerAdded' });
+    print('member finalizer step (cached facts, re-read live)', finalizer.counts);
+    expect(finalizer.counts.byRequest).toEqual({
+      'get terraformmachines': 1,
+      'list jobs': 1,
+      'list terraformclusters': 1,
+      'get clusters': 1,
+      'patch terraformmachines': 1,
+      'create secrets': 2,
+      'create serviceaccounts': 1,
+      'create leases': 1,
+      'create roles': 1,
+      'create rolebindings': 1,
+    });
+
+    // The start is planned again from the cluster read live; its Jobs, listed for the first plan, are not
+    // listed again for the second (src/step/read-memo.ts).
+    const create = await counted(ref);
+    expect(create.outcome.action).toBe('created');
+    print('member Job-creating step (cached facts, re-read live)', create.counts);
+    expect(create.counts.byRequest).toEqual({
+      'get terraformmachines': 1,
+      'list jobs': 1,
+      'list terraformclusters': 1,
+      'get clusters': 1,
+      'patch terraformmachines': 1,
+      'create jobs': 1,
+      'get secrets': 1,
+      'create secrets': 1,
+      'patch terraformmachines/status': 1,
+      'create events': 1,
+    });
+
+    // Bookkeeping a run with a contract output: the spec write (`spec.providerID`) reads no cluster fact, so
+    // the plan is carried out from the cache.
+    await finishJob(env, create.outcome.job ?? '', {
+      exitCode: 0,
+      result: result('apply', 'succeeded', { outputs: { providerID: 'demo://rc-m1' } }),
+    });
+    const bookkeep = await counted(ref);
+    expect(bookkeep.outcome.action).toBe('bookkept');
+    print('member bookkeeping step with a contract field (cached facts)', bookkeep.counts);
+    expect(bookkeep.counts.byRequest).toEqual({
+      'get terraformmachines': 1,
+      'list jobs': 1,
+      'list pods': 1,
+      'patch terraformmachines': 2,
+      'patch terraformmachines/status': 1,
+      'create events': 1,
+      'delete secrets': 1,
+      'patch jobs': 1,
+    });
+    expect((await readObject(env, ref)).spec).toMatchObject({ providerID: 'demo://rc-m1' });
   });
 
   it('bookkeeping a run whose runner was killed (no result) reads its pod log once and may create its log: two more, only then', async () => {

@@ -33,6 +33,10 @@ describe('cachedFactsSuffice', () => {
     { name: 'a prune', change: { prune: [{}] as never } },
     { name: 'a pod released', change: { releasePods: ['p'] } },
     { name: 'the block-move annotation', change: { blockMove: 'remove' as never } },
+    {
+      name: 'a bookkeeping that writes a contract field into the spec',
+      change: { bookkept: [{}] as never, spec: { providerID: 'x' } },
+    },
   ];
   it.each(carried)('$name: carried out from cached facts', ({ change }) => {
     expect(cachedFactsSuffice(plan(change))).toBe(true);
@@ -50,7 +54,6 @@ describe('cachedFactsSuffice', () => {
     },
     { name: 'a Job deleted (the policy deadline)', change: { move: { kind: 'delete-job' } as never } },
     { name: 'a TerraformPlan write (superseded by the inputs hash)', change: { plans: [{}] as never } },
-    { name: 'a spec write', change: { spec: { providerID: 'x' } } },
   ];
   it.each(live)('$name: planned again from a live read', ({ change }) => {
     expect(cachedFactsSuffice(plan(change))).toBe(false);
