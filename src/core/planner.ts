@@ -10,6 +10,7 @@ import { findCondition } from './conditions.ts';
 import { decideOp } from './decide.ts';
 import { idleWithoutJobs, keptWithoutJobs } from './jobs-read.ts';
 import { baseOf, bookkeepingOf } from './planner/bookkeep.ts';
+import { keptClusterOperationWait } from './planner/cluster-operation.ts';
 import { type Base, planningOf } from './planner/context.ts';
 import { planFinalize } from './planner/finalize.ts';
 import { planPreamble } from './planner/preamble.ts';
@@ -107,11 +108,15 @@ function decide(base: Base, watched: Watched | undefined): Planned {
   });
   if (snap.jobsUnread) {
     // Planned from the object alone (src/core/jobs-read.ts): an idle rest whose retries and suffix the
-    // status holds, or the wait the status records, found again unchanged; anything else lists the Jobs.
-    if (decision.kind === 'start')
+    // status holds, or the wait the status records, found again unchanged (a member's cluster operation
+    // wait from the lease itself); anything else lists the Jobs.
+    if (decision.kind === 'start') {
+      const planned = planStart(base, decision, retries[decision.op]);
       return (
-        keptWithoutJobs(planStart(base, decision, retries[decision.op])) ?? { kind: 'read', read: 'jobs' }
+        keptWithoutJobs(planned) ??
+        keptClusterOperationWait(base, planned, decision.op) ?? { kind: 'read', read: 'jobs' }
       );
+    }
     if (decision.kind !== 'idle' || !idleWithoutJobs(status)) return { kind: 'read', read: 'jobs' };
   }
   switch (decision.kind) {

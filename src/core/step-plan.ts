@@ -79,10 +79,21 @@ export interface PlanFacts {
    * named like this object's Jobs but its Job is gone (src/core/lock-evidence.ts); `pod` undefined = gone.
    */
   lockHolder?: { name: string; pod: PodView | undefined };
+  /**
+   * A member's cluster lease and own run lease (Redis), once read: only when the status records
+   * `WaitingForClusterOperation` and the Jobs are unlisted (src/core/planner/cluster-operation.ts).
+   */
+  clusterLease?: ClusterLeaseFact;
 }
 
+/**
+ * A member's lease group as Redis holds it, once read: the cluster lease's holder (undefined: free) and
+ * whether the member's own run lease is held; `unknown` when Redis did not answer.
+ */
+export type ClusterLeaseFact = { clusterHolder: string | undefined; runLeaseHeld: boolean } | 'unknown';
+
 /** A fact the planner needs before it can plan. */
-export type PlanRead = 'jobs' | 'pods' | 'slots' | 'run-secret' | 'state' | 'lock-holder';
+export type PlanRead = 'jobs' | 'pods' | 'slots' | 'run-secret' | 'state' | 'lock-holder' | 'cluster-lease';
 
 /** One Job as the shell addresses it: name, and the incarnation read (UID and version preconditions). */
 export interface JobRef {

@@ -87,6 +87,8 @@ async function why(caller: Caller, target: PluginTarget): Promise<void> {
       reads: {
         reader: caller.reader,
         slotUsage: async () => ({ kind: 'counted', installation: 0, cluster: 0 }),
+        // No Redis here: the wait is planned from the listed Jobs, as a step without its lease read does.
+        clusterLease: async () => 'unknown' as const,
       },
       clock: systemClock,
       config: { runnerImage: '(the installation runner image)', maxActiveJobs: 1, clusterMaxActiveJobs: 1 },

@@ -5,8 +5,9 @@ import { TERMINATION_GRACE_SECONDS } from '../core/job-manifest.ts';
 import type { JobRecord } from '../core/job-record.ts';
 import type { ObjectRef } from '../core/object-ref.ts';
 import { isOwnJobName } from '../core/own-jobs.ts';
+import { clusterOperationMessage } from '../core/planner/cluster-operation.ts';
 import { type SlotScope, slotLimitsFor } from '../core/slot-shares.ts';
-import type { RunGuardSpec } from '../core/step-plan.ts';
+import type { ClusterLeaseFact, RunGuardSpec } from '../core/step-plan.ts';
 import type { Op } from '../schemas/result.ts';
 import type { StepConfig, StepRedis } from './deps.ts';
 
@@ -111,7 +112,7 @@ export async function takeRunGuards(
     return {
       kind: 'wait',
       reason: 'WaitingForClusterOperation',
-      message: `the cluster's apply or destroy runs (${lease.holder})`,
+      message: clusterOperationMessage(lease.holder),
     };
   }
   afterLease();
@@ -208,4 +209,21 @@ export async function healStaleLease(
   if (freed.kind !== 'released') return false;
   const released = await redis.runLeases.release(scope, current.token);
   return released.kind === 'released';
+}
+
+/**
+ * A member's cluster lease and its own run lease as Redis holds them (two reads, no write): what a
+ * `WaitingForClusterOperation` found again is decided from (src/core/planner/cluster-operation.ts).
+ */
+export async function readClusterLease(
+  redis: StepRedis,
+  ref: ObjectRef,
+  clusterName: string,
+): Promise<ClusterLeaseFact> {
+  const [cluster, run] = await Promise.all([
+    redis.runLeases.readCluster(ref.namespace, clusterName),
+    redis.runLeases.read({ object: ref, clusterName }),
+  ]);
+  if (cluster.kind === 'unknown' || run.kind === 'unknown') return 'unknown';
+  return { clusterHolder: cluster.clusterLease?.holder, runLeaseHeld: run.kind === 'held' };
 }

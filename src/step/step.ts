@@ -16,12 +16,13 @@ import {
   type StepOutcome,
   UNAVAILABLE_RETRY_SECONDS,
 } from '../core/step-outcome.ts';
-import type { PlanFacts, StepPlan } from '../core/step-plan.ts';
+import type { ClusterLeaseFact, PlanFacts, StepPlan } from '../core/step-plan.ts';
 import { recordsRefusal, refusalEvent, refusedStatus, withoutRefusal } from '../core/write-refusal.ts';
 import { type ClusterFactsCache, clusterFactsCacheOf, NO_CLUSTER_FACTS } from './cluster-facts.ts';
 import type { ReconcileStep, StepOptions } from './contract.ts';
 import type { StepDeps } from './deps.ts';
 import { FailpointAbort } from './failpoints.ts';
+import { readClusterLease } from './leases.ts';
 import { conflict, emitEvents, ObjectWrites, type Performance, type Performed, perform } from './perform.ts';
 import { readPods, readSnapshot, runSecretExists, type SnapshotOptions, withJobs } from './read.ts';
 import { memoReader } from './read-memo.ts';
@@ -94,6 +95,8 @@ export interface PlanReads {
   reader: KubeReader;
   /** Job slots in use per installation and per the object's Cluster API cluster (Redis, section 5). */
   slotUsage(cluster?: { namespace: string; name: string }): Promise<JobSlotUsage>;
+  /** A member's cluster lease and own run lease (Redis, section 5 step 6); `unknown` when not answered. */
+  clusterLease(ref: ObjectRef, clusterName: string): Promise<ClusterLeaseFact>;
   /**
    * The snapshot read again with its cluster facts live (and cached), for a plan made from cached facts
    * that does more than wait (src/core/cluster-facts.ts); undefined when the object is gone. Absent where
@@ -114,6 +117,7 @@ function planReadsOf(deps: StepDeps, read: SnapshotOptions, snapshotReader: Kube
   return {
     reader,
     slotUsage: (cluster) => deps.redis.jobSlots.usage(cluster),
+    clusterLease: (ref, clusterName) => readClusterLease(deps.redis, ref, clusterName),
     liveSnapshot: async (snap) => {
       const live = await readSnapshot(snapshotReader, snap.ref, {
         ...read,
@@ -141,8 +145,8 @@ async function planWithReads(
 ): Promise<{ plan: StepPlan; facts: PlanFacts } | { outcome: StepOutcome }> {
   let current = facts;
   // Each fact is read at most once: the Jobs, pods, slots, the watched Job's Secret, the state Secret, a
-  // lock holder, the cluster facts live.
-  for (let reads = 0; reads <= 7; reads += 1) {
+  // lock holder, the cluster facts live, a member's cluster lease.
+  for (let reads = 0; reads <= 8; reads += 1) {
     const planned = planStep(current);
     if (planned.kind === 'plan') {
       if (current.snap.clusterFactsCached !== true || cachedFactsSuffice(planned) || !source.liveSnapshot)
@@ -185,6 +189,15 @@ async function planWithReads(
         };
         break;
       }
+      case 'cluster-lease':
+        current = {
+          ...current,
+          clusterLease:
+            snap.clusterName === undefined
+              ? 'unknown'
+              : await source.clusterLease(snap.ref, snap.clusterName),
+        };
+        break;
       case 'lock-holder': {
         const name = planned.pod ?? '';
         const pod = await source.reader.getPod(snap.ref.namespace, name);

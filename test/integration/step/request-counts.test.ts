@@ -265,6 +265,53 @@ describe('API requests per step', () => {
   });
 });
 
+describe('API requests of a wait for the cluster operation', () => {
+  it("a member's WaitingForClusterOperation found again costs its object (the lease read in Redis); a release whose wake was lost starts it at the next look", async () => {
+    const label = { 'cluster.x-k8s.io/cluster-name': 'rb' };
+    await createObject(
+      env,
+      'TerraformCluster',
+      'rb',
+      {},
+      { labels: label, annotations: { 'cluster.x-k8s.io/managed-by': 'someone' } },
+    );
+    const { PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
+    await env.custom.patchNamespacedCustomObjectStatus(
+      {
+        ...CUSTOM_RESOURCES.TerraformCluster,
+        namespace: env.namespace,
+        name: 'rb',
+        body: { status: { ready: true } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    // The cluster's apply holds the cluster lease, as its Job step takes it.
+    const scope = {
+      object: { kind: 'TerraformCluster' as const, namespace: env.namespace, name: 'rb' },
+      clusterName: 'rb',
+    };
+    const clusterJob = 'captf-c-rb-apply-a1-aaaaaa';
+    const taken = await env.redis.runLeases.take(scope, clusterJob, 'cluster-writer', 3600);
+    if (taken.kind !== 'acquired') throw new Error('take the cluster lease');
+    const ref = await createObject(env, 'TerraformMachine', 'rb-m', {}, { labels: label });
+    await stepUntil(env.step(), ref, 'none');
+    // The start meets the lease: the wait is planned from the listed Jobs, and written.
+    const first = await counted(ref);
+    expect(first.outcome).toMatchObject({ action: 'waiting', reason: 'WaitingForClusterOperation' });
+    expect(first.counts.byRequest['list jobs']).toBe(1);
+    expect(first.counts.byRequest['patch terraformmachines/status']).toBe(1);
+    // Found again (its safety requeue): the object's GET; the cluster from the cache, the lease from Redis.
+    const again = await counted(ref);
+    expect(again.outcome).toMatchObject({ action: 'waiting', reason: 'WaitingForClusterOperation' });
+    print('cluster operation wait found again (the safety requeue)', again.counts);
+    expect(again.counts).toEqual({ total: 1, byRequest: { 'get terraformmachines': 1 } });
+    // The lease released and its wake lost (a crash between the two): the next look starts the Job.
+    expect((await env.redis.runLeases.release(scope, taken.token)).kind).toBe('released');
+    const released = await counted(ref);
+    expect(released.outcome.action).toBe('created');
+  });
+});
+
 describe('API requests per event', () => {
   it('an event that changes nothing a step reads costs no request in Resource mode and one in Reference mode', async () => {
     const events = await eventApp(env);

@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { BLOCK_MOVE_ANNOTATION } from '../../../src/core/block-move.ts';
 import { type JobsEvidence, jobsListSkippable } from '../../../src/core/jobs-read.ts';
+import { clusterOperationMessage } from '../../../src/core/planner/cluster-operation.ts';
+import { heldOutcome } from '../../../src/core/planner/start.ts';
 import { planStep } from '../../../src/core/planner.ts';
 import type { Snapshot } from '../../../src/core/snapshot.ts';
+import type { PlanFacts } from '../../../src/core/step-plan.ts';
 import { TARGET_SCHEMAS } from '../../../src/schemas/kinds/registry.ts';
 import type { TargetStatus } from '../../../src/schemas/kinds/target.ts';
 import { iso, M_A, planFacts, snapshot, T0 } from './builders.ts';
@@ -159,5 +162,61 @@ describe('planning from an unlisted snapshot', () => {
   it('JR12 an idle decision for an object whose retries are not stored lists the Jobs', () => {
     const idle = snap({ status: { ...atRest, attempts: undefined, waitReason: 'Paused' } });
     expect(planStep(facts(idle))).toEqual({ kind: 'read', read: 'jobs' });
+  });
+
+  // A member of cluster c1 whose start met the cluster's apply (its lease), as the step writes that wait.
+  const holder = 'captf-c-c1-apply-a1-aaaaaa';
+  const member = (): Snapshot => {
+    const over: Partial<Snapshot> = {
+      ...M_A,
+      clusterName: 'c1',
+      owningCluster: { name: 'c1', ready: true },
+    };
+    const first = planStep({ ...planFacts(snapshot(over)), slots: slotsFree });
+    if (first.kind !== 'plan' || first.move.kind !== 'start') throw new Error('expected a start');
+    const held = heldOutcome(
+      first.move.start,
+      { reason: 'WaitingForClusterOperation', message: clusterOperationMessage(holder) },
+      snapshot(over),
+    );
+    expect(held.status?.waitReason).toBe('WaitingForClusterOperation');
+    return snapshot({ ...over, status: held.status, jobsUnread: true });
+  };
+
+  it("JR13 a member's cluster operation wait found again while the lease is held: the lease is read (Redis), and the wait kept, no Job list, nothing written", () => {
+    const unlisted = { ...facts(member()), slots: slotsFree };
+    expect(planStep(unlisted)).toEqual({ kind: 'read', read: 'cluster-lease' });
+    const planned = planStep({ ...unlisted, clusterLease: { clusterHolder: holder, runLeaseHeld: false } });
+    expect(planned).toMatchObject({
+      kind: 'plan',
+      status: undefined,
+      move: { kind: 'rest' },
+      outcome: {
+        action: 'waiting',
+        reason: 'WaitingForClusterOperation',
+        waitsFor: [{ kind: 'RunLeases', namespace: 'team-a', name: 'c1' }],
+      },
+    });
+  });
+
+  const listedAgain: [string, PlanFacts['clusterLease']][] = [
+    ['the cluster lease released (the wake lost)', { clusterHolder: undefined, runLeaseHeld: false }],
+    [
+      'held by a later operation of the cluster (the message changes)',
+      { clusterHolder: 'captf-c-c1-apply-a2-bbbbbb', runLeaseHeld: false },
+    ],
+    ["the member's own run lease held", { clusterHolder: holder, runLeaseHeld: true }],
+    ['Redis not answering', 'unknown'],
+  ];
+  it.each(listedAgain)('JR14 %s: planned again from the listed Jobs', (_name, clusterLease) => {
+    expect(planStep({ ...facts(member()), slots: slotsFree, clusterLease })).toEqual({
+      kind: 'read',
+      read: 'jobs',
+    });
+  });
+
+  it('JR15 a gate that now holds the member (its pause) is written from the listed Jobs, the lease unread', () => {
+    const paused = { ...member(), paused: true };
+    expect(planStep({ ...facts(paused), slots: slotsFree })).toEqual({ kind: 'read', read: 'jobs' });
   });
 });
