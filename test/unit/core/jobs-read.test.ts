@@ -166,13 +166,19 @@ describe('planning from an unlisted snapshot', () => {
 
   // A member of cluster c1 whose start met the cluster's apply (its lease), as the step writes that wait.
   const holder = 'captf-c-c1-apply-a1-aaaaaa';
-  const member = (): Snapshot => {
+  const member = (status: TargetStatus = {}): Snapshot => {
     const over: Partial<Snapshot> = {
       ...M_A,
       clusterName: 'c1',
       owningCluster: { name: 'c1', ready: true },
+      status,
     };
-    const first = planStep({ ...planFacts(snapshot(over)), slots: slotsFree });
+    const first = planStep({
+      ...planFacts(snapshot(over)),
+      slots: slotsFree,
+      pods: [],
+      state: 'resources',
+    });
     if (first.kind !== 'plan' || first.move.kind !== 'start') throw new Error('expected a start');
     const held = heldOutcome(
       first.move.start,
@@ -196,6 +202,21 @@ describe('planning from an unlisted snapshot', () => {
         reason: 'WaitingForClusterOperation',
         waitsFor: [{ kind: 'RunLeases', namespace: 'team-a', name: 'c1' }],
       },
+    });
+  });
+
+  it('JR13b a member that ran before (its update met the cluster apply): kept the same, its pods unread', () => {
+    const ranBefore = member({ ...atRest, appliedInputsHash: 'h0' });
+    const unlisted = { ...facts(ranBefore), slots: slotsFree };
+    // Provisioned: a listed start would read its state Secret first; the wait found again reads neither it
+    // nor the pods.
+    expect(planStep(unlisted)).toEqual({ kind: 'read', read: 'cluster-lease' });
+    expect(
+      planStep({ ...unlisted, clusterLease: { clusterHolder: holder, runLeaseHeld: false } }),
+    ).toMatchObject({
+      kind: 'plan',
+      status: undefined,
+      outcome: { action: 'waiting', reason: 'WaitingForClusterOperation' },
     });
   });
 
