@@ -6,8 +6,9 @@ import type { Planned } from './step-plan.ts';
  * Whether a step plans from its object alone, its Jobs unlisted (issue 22: a step about an object at rest
  * costs the object's GET and nothing more). Only the object's read is needed to answer, so the Job list is
  * left out of the snapshot's first reads; the planner asks for it (`read: 'jobs'`) before any decision but
- * an idle rest ({@link idleWithoutJobs}) or the wait the status already records ({@link keptWithoutJobs}),
- * so every start, watch, bookkeeping, finalize and changed wait plans from a live list as before.
+ * an idle rest ({@link idleWithoutJobs}) or the wait the status already records ({@link keptWithoutJobs};
+ * a member's cluster operation wait from the lease, src/core/planner/cluster-operation.ts), so every
+ * start, watch, bookkeeping, finalize and changed wait plans from a live list as before.
  */
 
 /** What {@link jobsListSkippable} reads of the object. */

@@ -28,8 +28,8 @@ import type { PlanFacts, Planned } from './step-plan.ts';
  * src/step/perform.ts carries it out in the crash-safe write order; a dry run describes it
  * (src/core/describe-plan.ts). Nothing here reads the clock, the environment or the network.
  *
- * The planner runs in phases: the pods, the Job slot usage and a watched Job's per-run Secret are read only
- * when the plan needs them. Called without one it needs, it answers `{ kind: 'read', read }`; the shell
+ * The planner runs in phases: the Jobs, the pods, the Job slot usage, a watched Job's per-run Secret, the
+ * state Secret, a lock holder's pod and a member's cluster lease are read only when the plan needs them. Called without one it needs, it answers `{ kind: 'read', read }`; the shell
  * reads it and calls again with the fact added. A no-op step therefore costs its two reads and nothing more.
  *
  * This file dispatches; each phase of DESIGN.md section 5 is planned in src/core/planner/: the preamble

@@ -88,8 +88,10 @@ async function guarded(ref: ObjectRef, body: () => Promise<StepOutcome>): Promis
 }
 
 /**
- * What planning reads beyond the snapshot: the API server (the reader only) and the Job slots in use. The
- * step passes its own; `kubectl captf why` passes the caller's reader and no Redis (src/plugin/main.ts).
+ * What planning reads beyond the snapshot: the API server (the reader only), the Job slots in use and a
+ * member's cluster lease (Redis). The step passes its own; `kubectl captf why` passes the caller's reader
+ * and no Redis: no slot in use, and a lease not known, so it plans a lease wait from the Jobs
+ * (src/plugin/main.ts).
  */
 export interface PlanReads {
   reader: KubeReader;

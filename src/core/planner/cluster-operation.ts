@@ -1,10 +1,11 @@
 import type { Op } from '../../schemas/result.ts';
 import { keptWithoutJobs } from '../jobs-read.ts';
 import { waitStatus } from '../move-status.ts';
+import { resolveRunInputs } from '../run-inputs.ts';
 import type { Planned } from '../step-plan.ts';
 import { waitFor } from '../wait-table.ts';
 import { runLeasesSource } from '../wake.ts';
-import { planRest } from './assemble.ts';
+import { finish } from './assemble.ts';
 import { type Base, waitOutcome } from './context.ts';
 
 /**
@@ -12,7 +13,8 @@ import { type Base, waitOutcome } from './context.ts';
  * TerraformCluster's apply or destroy holds the cluster lease, and no member apply, destroy, drift or
  * refresh starts until it is released. The release wakes the members (src/core/wake.ts); between the wait
  * and the wake, a member's safety requeue finds the same wait again, and this decides it from the lease
- * itself (two Redis reads) rather than from a start planned over the listed Jobs and the cluster read live.
+ * itself (its two keys, read in Redis beside the Job slots every start reads) rather than from a start
+ * planned over the listed Jobs and the cluster read live.
  */
 
 /** The wait's message, as the start that met the lease writes it and as the wait found again keeps it. */
@@ -22,14 +24,17 @@ export function clusterOperationMessage(holder: string): string {
 
 /**
  * The `WaitingForClusterOperation` the status records, found again from the object alone (its Jobs
- * unlisted, src/core/jobs-read.ts): kept, writing nothing, when every gate before the guards passed
- * (`planned` is the start, or a read only a start that passed them asks for: the state, the pods, a lock
- * holder), the cluster lease is still held and the member's own run lease is free, which is what the take
- * answers a member then (src/adapters/redis/scripts.ts `captfRunTake`). A read of the lease when it is not
- * known yet; undefined (plan from the listed Jobs) for anything else: another wait, another holder (the
- * message changes), a free cluster lease, a held run lease, Redis not answering. What the skipped reads
- * could change is found when the wait ends: a pod, a Job or the state matters only to a start, which is
- * planned from them. Pure.
+ * unlisted, src/core/jobs-read.ts): kept, writing nothing, when the start got past every gate before the
+ * guards (`planned` is the start, or a read only a start past them asks for: the state, the pods, a lock
+ * holder; with the Jobs unlisted there is no record to bookkeep or prune, and a held pod lists them, so no
+ * rest asks for the pods), its inputs resolve (no Secret missing or not opted in: from the snapshot alone),
+ * the cluster lease is still held by the same Job and the member's own run lease is free, which is what the
+ * take answers a member then (src/adapters/redis/scripts.ts `captfRunTake`). A read of the lease when it is
+ * not known yet; undefined (plan from the listed Jobs) for anything else: another wait, another holder (the
+ * message changes), a free cluster lease, a held run lease, Redis not answering. What the unlisted step
+ * does not read (the Jobs, the pods, the state Secret of a provisioned object) matters only to a start,
+ * which is planned from them once the lease is released; a state Secret lost meanwhile is reported then.
+ * Pure.
  */
 export function keptClusterOperationWait(base: Base, planned: Planned, op: Op): Planned | undefined {
   const { planning } = base;
@@ -41,6 +46,8 @@ export function keptClusterOperationWait(base: Base, planned: Planned, op: Op): 
       ? planned.read === 'state' || planned.read === 'pods' || planned.read === 'lock-holder'
       : planned.move.kind === 'start';
   if (!gatesPassed) return undefined;
+  const inputs = resolveRunInputs(snap, op, planning.policy, {}, facts.config.stateEncryption);
+  if (inputs.kind !== 'resolved') return undefined;
   const lease = facts.clusterLease;
   if (lease === undefined) return { kind: 'read', read: 'cluster-lease' };
   if (lease === 'unknown' || lease.runLeaseHeld || lease.clusterHolder === undefined) return undefined;
@@ -50,10 +57,17 @@ export function keptClusterOperationWait(base: Base, planned: Planned, op: Op): 
     op,
     message: clusterOperationMessage(lease.clusterHolder),
   });
+  // No stale lease to heal: the run lease was just read free.
   return keptWithoutJobs(
-    planRest(base, waitStatus(planning.statusContext, base.status, wait), {
-      ...waitOutcome(base, wait),
-      waitsFor: [runLeasesSource(snap.ref, snap.clusterName)],
-    }),
+    finish(
+      base,
+      waitStatus(planning.statusContext, base.status, wait),
+      { kind: 'rest', healLease: false },
+      {
+        ...waitOutcome(base, wait),
+        waitsFor: [runLeasesSource(snap.ref, snap.clusterName)],
+      },
+      true,
+    ),
   );
 }

@@ -5,6 +5,7 @@ import { clusterOperationMessage } from '../../../src/core/planner/cluster-opera
 import { heldOutcome } from '../../../src/core/planner/start.ts';
 import { planStep } from '../../../src/core/planner.ts';
 import type { Snapshot } from '../../../src/core/snapshot.ts';
+import type { StepOutcome } from '../../../src/core/step-outcome.ts';
 import type { PlanFacts } from '../../../src/core/step-plan.ts';
 import { TARGET_SCHEMAS } from '../../../src/schemas/kinds/registry.ts';
 import type { TargetStatus } from '../../../src/schemas/kinds/target.ts';
@@ -186,8 +187,10 @@ describe('planning from an unlisted snapshot', () => {
       snapshot(over),
     );
     expect(held.status?.waitReason).toBe('WaitingForClusterOperation');
+    heldAtTake = held.outcome;
     return snapshot({ ...over, status: held.status, jobsUnread: true });
   };
+  let heldAtTake: StepOutcome | undefined;
 
   it("JR13 a member's cluster operation wait found again while the lease is held: the lease is read (Redis), and the wait kept, no Job list, nothing written", () => {
     const unlisted = { ...facts(member()), slots: slotsFree };
@@ -203,6 +206,17 @@ describe('planning from an unlisted snapshot', () => {
         waitsFor: [{ kind: 'RunLeases', namespace: 'team-a', name: 'c1' }],
       },
     });
+    // The outcome the take answered when it wrote the wait: the same requeue, message and wakes.
+    if (planned.kind !== 'plan') throw new Error('expected a plan');
+    const { reason, requeueAfterSeconds, message, waitsFor } = planned.outcome;
+    expect({ reason, requeueAfterSeconds, message, waitsFor }).toEqual({
+      reason: heldAtTake?.reason,
+      requeueAfterSeconds: heldAtTake?.requeueAfterSeconds,
+      message: heldAtTake?.message,
+      waitsFor: heldAtTake?.waitsFor,
+    });
+    // Its run lease was just read free: nothing to heal.
+    expect(planned.move).toEqual({ kind: 'rest', healLease: false });
   });
 
   it('JR13b a member that ran before (its update met the cluster apply): kept the same, its pods unread', () => {
@@ -231,6 +245,29 @@ describe('planning from an unlisted snapshot', () => {
   ];
   it.each(listedAgain)('JR14 %s: planned again from the listed Jobs', (_name, clusterLease) => {
     expect(planStep({ ...facts(member()), slots: slotsFree, clusterLease })).toEqual({
+      kind: 'read',
+      read: 'jobs',
+    });
+  });
+
+  it('JR14b a provisioned member whose input went meanwhile (a variables Secret deleted): written from the listed Jobs, not kept', () => {
+    const spec = TARGET_SCHEMAS.TerraformMachine.spec.parse({
+      source: { image: 'registry.example.com/m:1' },
+      variablesFrom: [{ name: 'token', secretKeyRef: { name: 'token', key: 'token' } }],
+    });
+    // Provisioned: the unlisted start stops at its state Secret's read, before it resolves its inputs.
+    const waiting = member({ ...atRest, appliedInputsHash: 'h0' });
+    const there = new Map([['token', { token: 'x' }]]);
+    const optedIn = new Map([['token', true]]);
+    const lease = { clusterHolder: holder, runLeaseHeld: false };
+    const withSecret = { ...waiting, spec, referencedSecrets: there, variablesSecretOptIns: optedIn };
+    expect(planStep({ ...facts(withSecret), slots: slotsFree, clusterLease: lease })).toMatchObject({
+      kind: 'plan',
+      status: undefined,
+      outcome: { reason: 'WaitingForClusterOperation' },
+    });
+    const gone = { ...withSecret, referencedSecrets: new Map([['token', undefined]]) };
+    expect(planStep({ ...facts(gone), slots: slotsFree, clusterLease: lease })).toEqual({
       kind: 'read',
       read: 'jobs',
     });
