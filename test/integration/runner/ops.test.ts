@@ -1,15 +1,14 @@
-import { access, chmod, mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { access, chmod, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REDACTED } from '../../../src/core/redaction.ts';
 import { RESULT_MAX_BYTES } from '../../../src/schemas/result.ts';
-import { localBackend, runRunner, stepNames } from './runner-process.ts';
+import { localBackend, runnerTempDir, runRunner, stepNames } from './runner-process.ts';
 
 // The runner as a process against the real tofu binary, local backend (state file outside the work dir).
 
 async function statePath(): Promise<string> {
-  return join(await mkdtemp(join(tmpdir(), 'captf-runner-state-')), 'terraform.tfstate');
+  return join(await runnerTempDir('captf-runner-state-'), 'terraform.tfstate');
 }
 
 describe('runner ops (DESIGN.md section 10)', () => {
@@ -167,7 +166,7 @@ describe('image layout (docs/image-contract.md)', () => {
   });
 
   it('a runtime that is not executable fails at prepare with kind image-layout', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'captf-runner-runtime-'));
+    const dir = await runnerTempDir('captf-runner-runtime-');
     const runtime = join(dir, 'runtime');
     await writeFile(runtime, 'not a binary');
     await chmod(runtime, 0o644);
@@ -178,7 +177,7 @@ describe('image layout (docs/image-contract.md)', () => {
   });
 
   it('an executable file that is not a binary fails at prepare with kind image-layout', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'captf-runner-runtime-'));
+    const dir = await runnerTempDir('captf-runner-runtime-');
     const runtime = join(dir, 'runtime');
     await writeFile(runtime, '\u0000\u0001 not an executable format');
     await chmod(runtime, 0o755);
@@ -189,7 +188,7 @@ describe('image layout (docs/image-contract.md)', () => {
   });
 
   it('an ELF runtime the kernel refuses (wrong architecture) fails at init with kind image-layout', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'captf-runner-runtime-'));
+    const dir = await runnerTempDir('captf-runner-runtime-');
     const runtime = join(dir, 'runtime');
     // An ELF header for a machine this host is not: execve says ENOEXEC.
     const header = Buffer.alloc(64);

@@ -1,15 +1,13 @@
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { localBackend, runRunner } from './runner-process.ts';
+import { localBackend, runnerTempDir, runRunner } from './runner-process.ts';
 
 // The contract outputs as the runner reports them (issue 10, defect classes 2 and 3), against real tofu:
 // secret values are cut from free text, never from the outputs; an output the CRD would refuse fails the
 // run with OutputsInvalid, naming the output.
 
 async function statePath(): Promise<string> {
-  return join(await mkdtemp(join(tmpdir(), 'captf-runner-outputs-')), 'terraform.tfstate');
+  return join(await runnerTempDir('captf-runner-outputs-'), 'terraform.tfstate');
 }
 
 describe('runner contract outputs', () => {
