@@ -42,9 +42,8 @@ export interface ClusterFacts {
  * and bookkeeping goes on under pause (DESIGN.md section 6). Only a labelled object with no Cluster API
  * owner or clone annotation learns that from a cluster fact (whether its Cluster exists), and a live read
  * would narrow, not close, the race with that Cluster's creation: its event puts the cache right as it
- * does for a wait. Everything
- * else is planned again from a live read of the cluster (src/step/read-memo.ts: the object, its Secrets
- * and its Jobs are not read again).
+ * does for a wait. Everything else is planned again from a live read of the cluster
+ * (src/step/read-memo.ts: the object, its Secrets and its Jobs are not read again).
  */
 export function cachedFactsSuffice(plan: StepPlan): boolean {
   const { move } = plan;
