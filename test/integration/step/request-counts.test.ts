@@ -1,3 +1,4 @@
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RequestCounts } from '../../../src/adapters/kube/request-count.ts';
 import { CUSTOM_RESOURCES } from '../../../src/adapters/kube/resources.ts';
@@ -39,6 +40,104 @@ async function counted(ref: ObjectRef): Promise<{ outcome: StepOutcome; counts: 
   return { outcome: measured.value, counts };
 }
 
+/**
+ * A ready TerraformCluster `name` whose status another controller writes, labelled with its cluster name;
+ * answers the label its members carry.
+ */
+async function readyCluster(name: string): Promise<Record<string, string>> {
+  const label = { 'cluster.x-k8s.io/cluster-name': name };
+  await createObject(
+    env,
+    'TerraformCluster',
+    name,
+    {},
+    { labels: label, annotations: { 'cluster.x-k8s.io/managed-by': 'someone' } },
+  );
+  await env.custom.patchNamespacedCustomObjectStatus(
+    {
+      ...CUSTOM_RESOURCES.TerraformCluster,
+      namespace: env.namespace,
+      name,
+      body: { status: { ready: true } },
+    },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
+  return label;
+}
+
+/**
+ * The object's first step: get object, list Jobs, patch the object's metadata (our finalizer); then, for the
+ * first Job, the plan key Secret and the runner identity (src/core/runner-setup.ts), with no read of it
+ * first (the object is new): the ServiceAccount, the state Secret, the Lease, the Role and the RoleBinding.
+ */
+const FINALIZER_STEP = {
+  'get terraformmachines': 1,
+  'list jobs': 1,
+  'patch terraformmachines': 1,
+  'create secrets': 2,
+  'create serviceaccounts': 1,
+  'create leases': 1,
+  'create roles': 1,
+  'create rolebindings': 1,
+};
+
+/**
+ * The first Job's step: get object, list Jobs (no pod list: no Job of the object was ever seen,
+ * src/core/pods.ts), patch the object's metadata (Cluster API's block-move annotation, before the Job: issue
+ * 23 item 6), create Job, read the plan key, create the per-run Secret, patch status, create Event. The
+ * runner identity the finalizer step put in place is remembered in Redis as checked (issue 22,
+ * src/step/runner-identity.ts): no read of its RoleBinding or Lease, and no blind create of the state Secret
+ * the finalizer step made.
+ */
+const FIRST_JOB_STEP = {
+  'get terraformmachines': 1,
+  'list jobs': 1,
+  'patch terraformmachines': 1,
+  'create jobs': 1,
+  'get secrets': 1,
+  'create secrets': 1,
+  'patch terraformmachines/status': 1,
+  'create events': 1,
+};
+
+/**
+ * A successful run's bookkeeping: get object, list Jobs, list pods, patch status, create Event, delete the
+ * per-run Secret, patch the Job (mark), patch the object's metadata (the block-move annotation goes once
+ * nothing runs). The state's size (captf_state_bytes, the CAPTFStateNearSecretLimit alert, issue 15) comes
+ * in the runner's result, as its proxy saw the state Secret (issue 22): no read of it.
+ */
+const BOOKKEEPING_STEP = {
+  'get terraformmachines': 1,
+  'list jobs': 1,
+  'list pods': 1,
+  'patch terraformmachines/status': 1,
+  'create events': 1,
+  'delete secrets': 1,
+  'patch jobs': 1,
+  'patch terraformmachines': 1,
+};
+
+/** A member's live read of its cluster: the TerraformCluster of its label, the Cluster API Cluster. */
+const CLUSTER_READ_LIVE = { 'list terraformclusters': 1, 'get clusters': 1 };
+
+/**
+ * Steps a new object past its finalizer into the wait `reason` (planned from the listed Jobs, and written),
+ * then once more: answers that second look, the wait found again.
+ */
+async function waitFoundAgain(
+  ref: ObjectRef,
+  reason: string,
+): Promise<{ outcome: StepOutcome; counts: RequestCounts }> {
+  await stepUntil(env.step(), ref, 'none');
+  const first = await counted(ref);
+  expect(first.outcome).toMatchObject({ action: 'waiting', reason });
+  expect(first.counts.byRequest['list jobs']).toBe(1);
+  expect(first.counts.byRequest['patch terraformmachines/status']).toBe(1);
+  const again = await counted(ref);
+  expect(again.outcome).toMatchObject({ action: 'waiting', reason });
+  return again;
+}
+
 function print(kind: string, counts: RequestCounts): void {
   console.log(`[request-counts] ${kind}: ${counts.total} requests ${JSON.stringify(counts.byRequest)}`);
 }
@@ -49,58 +148,19 @@ describe('API requests per step', () => {
     const first = await counted(ref);
     expect(first.outcome).toMatchObject({ action: 'none', reason: 'FinalizerAdded' });
     print('finalizer step (also creates the plan HMAC key Secret and the runner identity)', first.counts);
-    // get object, list Jobs, patch the object's metadata (our finalizer); then, for the first Job, the plan
-    // key Secret and the runner identity (src/core/runner-setup.ts), with no read of it first (the object is
-    // new): create the ServiceAccount, the state Secret, the Lease, the Role and the RoleBinding.
-    expect(first.counts.byRequest).toEqual({
-      'get terraformmachines': 1,
-      'list jobs': 1,
-      'patch terraformmachines': 1,
-      'create secrets': 2,
-      'create serviceaccounts': 1,
-      'create leases': 1,
-      'create roles': 1,
-      'create rolebindings': 1,
-    });
+    expect(first.counts.byRequest).toEqual(FINALIZER_STEP);
 
     const create = await counted(ref);
     expect(create.outcome.action).toBe('created');
     print('Job-creating step (first)', create.counts);
-    // get object, list Jobs (no pod list: no Job of the object was ever seen, src/core/pods.ts), patch the
-    // object's metadata (Cluster API's block-move annotation, before the Job: issue 23 item 6), create Job,
-    // read the plan key, create the per-run Secret, patch status, create Event. The runner identity the
-    // finalizer step put in place is remembered in Redis as checked (issue 22, src/step/runner-identity.ts):
-    // no read of its RoleBinding or Lease, and no blind create of the state Secret the finalizer step made.
-    expect(create.counts.byRequest).toEqual({
-      'get terraformmachines': 1,
-      'list jobs': 1,
-      'patch terraformmachines': 1,
-      'create jobs': 1,
-      'get secrets': 1,
-      'create secrets': 1,
-      'patch terraformmachines/status': 1,
-      'create events': 1,
-    });
+    expect(create.counts.byRequest).toEqual(FIRST_JOB_STEP);
     expect(create.counts.total).toBe(8);
 
     await finishJob(env, create.outcome.job ?? '', { exitCode: 0, result: result('apply', 'succeeded') });
     const bookkeep = await counted(ref);
     expect(bookkeep.outcome.action).toBe('bookkept');
     print('bookkeeping step', bookkeep.counts);
-    // get object, list Jobs, list pods, patch status, create Event, delete Secret, patch Job (mark), patch
-    // the object's metadata (the block-move annotation goes once nothing runs). The state's size
-    // (captf_state_bytes, the CAPTFStateNearSecretLimit alert, issue 15) comes in the runner's result, as
-    // its proxy saw the state Secret (issue 22): no read of it.
-    expect(bookkeep.counts.byRequest).toEqual({
-      'get terraformmachines': 1,
-      'list jobs': 1,
-      'list pods': 1,
-      'patch terraformmachines/status': 1,
-      'create events': 1,
-      'delete secrets': 1,
-      'patch jobs': 1,
-      'patch terraformmachines': 1,
-    });
+    expect(bookkeep.counts.byRequest).toEqual(BOOKKEEPING_STEP);
     expect(bookkeep.counts.total).toBe(8);
     expect(bookkeep.counts.byRequest['get pods/log'] ?? 0).toBe(0);
 
@@ -111,7 +171,6 @@ describe('API requests per step', () => {
     // no Job list (src/core/jobs-read.ts), and nothing is written.
     expect(noop.counts.byRequest).toEqual({ 'get terraformmachines': 1 });
 
-    const { PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
     await env.custom.patchNamespacedCustomObject(
       {
         group: 'infrastructure.cluster.x-k8s.io',
@@ -145,24 +204,7 @@ describe('API requests per step', () => {
   });
 
   it("a cluster's member planned from cached cluster facts: a live read of the cluster only where the plan acts on it, its Jobs listed once a step", async () => {
-    const label = { 'cluster.x-k8s.io/cluster-name': 'rc' };
-    await createObject(
-      env,
-      'TerraformCluster',
-      'rc',
-      {},
-      { labels: label, annotations: { 'cluster.x-k8s.io/managed-by': 'someone' } },
-    );
-    const { PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
-    await env.custom.patchNamespacedCustomObjectStatus(
-      {
-        ...CUSTOM_RESOURCES.TerraformCluster,
-        namespace: env.namespace,
-        name: 'rc',
-        body: { status: { ready: true } },
-      },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-    );
+    const label = await readyCluster('rc');
     // A first member reads the cluster live and fills the cache (the TerraformCluster, and that no Cluster
     // API Cluster of the name exists), as the first of a fleet's members does.
     const first = await createObject(env, 'TerraformMachine', 'rc-m0', {}, { labels: label });
@@ -174,36 +216,14 @@ describe('API requests per step', () => {
     const finalizer = await counted(ref);
     expect(finalizer.outcome).toMatchObject({ action: 'none', reason: 'FinalizerAdded' });
     print('member finalizer step (cached facts, re-read live)', finalizer.counts);
-    expect(finalizer.counts.byRequest).toEqual({
-      'get terraformmachines': 1,
-      'list jobs': 1,
-      'list terraformclusters': 1,
-      'get clusters': 1,
-      'patch terraformmachines': 1,
-      'create secrets': 2,
-      'create serviceaccounts': 1,
-      'create leases': 1,
-      'create roles': 1,
-      'create rolebindings': 1,
-    });
+    expect(finalizer.counts.byRequest).toEqual({ ...FINALIZER_STEP, ...CLUSTER_READ_LIVE });
 
     // The start is planned again from the cluster read live; its Jobs, listed for the first plan, are not
     // listed again for the second (src/step/read-memo.ts).
     const create = await counted(ref);
     expect(create.outcome.action).toBe('created');
     print('member Job-creating step (cached facts, re-read live)', create.counts);
-    expect(create.counts.byRequest).toEqual({
-      'get terraformmachines': 1,
-      'list jobs': 1,
-      'list terraformclusters': 1,
-      'get clusters': 1,
-      'patch terraformmachines': 1,
-      'create jobs': 1,
-      'get secrets': 1,
-      'create secrets': 1,
-      'patch terraformmachines/status': 1,
-      'create events': 1,
-    });
+    expect(create.counts.byRequest).toEqual({ ...FIRST_JOB_STEP, ...CLUSTER_READ_LIVE });
 
     // Bookkeeping a run with a contract output: the spec write (`spec.providerID`) reads no cluster fact, so
     // the plan is carried out from the cache.
@@ -214,16 +234,8 @@ describe('API requests per step', () => {
     const bookkeep = await counted(ref);
     expect(bookkeep.outcome.action).toBe('bookkept');
     print('member bookkeeping step with a contract field (cached facts)', bookkeep.counts);
-    expect(bookkeep.counts.byRequest).toEqual({
-      'get terraformmachines': 1,
-      'list jobs': 1,
-      'list pods': 1,
-      'patch terraformmachines': 2,
-      'patch terraformmachines/status': 1,
-      'create events': 1,
-      'delete secrets': 1,
-      'patch jobs': 1,
-    });
+    // One more metadata patch than a bookkeeping without outputs: the spec's `providerID`.
+    expect(bookkeep.counts.byRequest).toEqual({ ...BOOKKEEPING_STEP, 'patch terraformmachines': 2 });
     expect((await readObject(env, ref)).spec).toMatchObject({ providerID: 'demo://rc-m1' });
   });
 
@@ -248,15 +260,8 @@ describe('API requests per step', () => {
     const ref = await createObject(env, 'TerraformMachine', 'm-count-wait', {
       variablesFrom: [{ name: 'token', secretKeyRef: { name: 'm-count-not-yet', key: 'token' } }],
     });
-    await stepUntil(env.step(), ref, 'none');
-    // The first wait is planned from the listed Jobs, and written.
-    const first = await counted(ref);
-    expect(first.outcome).toMatchObject({ action: 'waiting', reason: 'WaitingForDependencies' });
-    expect(first.counts.byRequest['list jobs']).toBe(1);
-    expect(first.counts.byRequest['patch terraformmachines/status']).toBe(1);
     // Found again: the object's GET and the Secret it waits for (still missing), nothing written.
-    const again = await counted(ref);
-    expect(again.outcome).toMatchObject({ action: 'waiting', reason: 'WaitingForDependencies' });
+    const again = await waitFoundAgain(ref, 'WaitingForDependencies');
     print('wait found again (the safety requeue)', again.counts);
     expect(again.counts).toEqual({
       total: 2,
@@ -267,24 +272,7 @@ describe('API requests per step', () => {
 
 describe('API requests of a wait for the cluster operation', () => {
   it("a member's WaitingForClusterOperation found again costs its object (the lease read in Redis); a release whose wake was lost starts it at the next look", async () => {
-    const label = { 'cluster.x-k8s.io/cluster-name': 'rb' };
-    await createObject(
-      env,
-      'TerraformCluster',
-      'rb',
-      {},
-      { labels: label, annotations: { 'cluster.x-k8s.io/managed-by': 'someone' } },
-    );
-    const { PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
-    await env.custom.patchNamespacedCustomObjectStatus(
-      {
-        ...CUSTOM_RESOURCES.TerraformCluster,
-        namespace: env.namespace,
-        name: 'rb',
-        body: { status: { ready: true } },
-      },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-    );
+    const label = await readyCluster('rb');
     // The cluster's apply holds the cluster lease, as its Job step takes it.
     const scope = {
       object: { kind: 'TerraformCluster' as const, namespace: env.namespace, name: 'rb' },
@@ -294,15 +282,9 @@ describe('API requests of a wait for the cluster operation', () => {
     const taken = await env.redis.runLeases.take(scope, clusterJob, 'cluster-writer', 3600);
     if (taken.kind !== 'acquired') throw new Error('take the cluster lease');
     const ref = await createObject(env, 'TerraformMachine', 'rb-m', {}, { labels: label });
-    await stepUntil(env.step(), ref, 'none');
-    // The start meets the lease: the wait is planned from the listed Jobs, and written.
-    const first = await counted(ref);
-    expect(first.outcome).toMatchObject({ action: 'waiting', reason: 'WaitingForClusterOperation' });
-    expect(first.counts.byRequest['list jobs']).toBe(1);
-    expect(first.counts.byRequest['patch terraformmachines/status']).toBe(1);
-    // Found again (its safety requeue): the object's GET; the cluster from the cache, the lease from Redis.
-    const again = await counted(ref);
-    expect(again.outcome).toMatchObject({ action: 'waiting', reason: 'WaitingForClusterOperation' });
+    // The start meets the lease; found again (its safety requeue): the object's GET; the cluster from the
+    // cache, the lease from Redis.
+    const again = await waitFoundAgain(ref, 'WaitingForClusterOperation');
     print('cluster operation wait found again (the safety requeue)', again.counts);
     expect(again.counts).toEqual({ total: 1, byRequest: { 'get terraformmachines': 1 } });
     // The lease released and its wake lost (a crash between the two): the next look starts the Job.
@@ -336,7 +318,6 @@ describe('API requests per event', () => {
       expect(echo.counts.total).toBe(0);
 
       // A label the step ignores, twice: the first version is never delivered before the second.
-      const { PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
       const label = async (team: string) => {
         await env.custom.patchNamespacedCustomObject(
           {
