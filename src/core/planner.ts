@@ -29,8 +29,9 @@ import type { PlanFacts, Planned } from './step-plan.ts';
  * (src/core/describe-plan.ts). Nothing here reads the clock, the environment or the network.
  *
  * The planner runs in phases: the Jobs, the pods, the Job slot usage, a watched Job's per-run Secret, the
- * state Secret, a lock holder's pod and a member's cluster lease are read only when the plan needs them. Called without one it needs, it answers `{ kind: 'read', read }`; the shell
- * reads it and calls again with the fact added. A no-op step therefore costs its two reads and nothing more.
+ * state Secret, a lock holder's pod and a member's cluster lease are read only when the plan needs them.
+ * Called without one it needs, it answers `{ kind: 'read', read }`; the shell reads it and calls again
+ * with the fact added. A no-op step therefore costs its two reads and nothing more.
  *
  * This file dispatches; each phase of DESIGN.md section 5 is planned in src/core/planner/: the preamble
  * (preamble.ts), bookkeeping (bookkeep.ts), the watch of a running Job (watch.ts), the start and its gates

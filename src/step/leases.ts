@@ -212,7 +212,7 @@ export async function healStaleLease(
 }
 
 /**
- * A member's cluster lease and its own run lease as Redis holds them (two reads, no write): what a
+ * A member's cluster lease and its own run lease as Redis holds them (one read of both, no write): what a
  * `WaitingForClusterOperation` found again is decided from (src/core/planner/cluster-operation.ts).
  */
 export async function readClusterLease(
@@ -220,10 +220,7 @@ export async function readClusterLease(
   ref: ObjectRef,
   clusterName: string,
 ): Promise<ClusterLeaseFact> {
-  const [cluster, run] = await Promise.all([
-    redis.runLeases.readCluster(ref.namespace, clusterName),
-    redis.runLeases.read({ object: ref, clusterName }),
-  ]);
-  if (cluster.kind === 'unknown' || run.kind === 'unknown') return 'unknown';
-  return { clusterHolder: cluster.clusterLease?.holder, runLeaseHeld: run.kind === 'held' };
+  const leases = await redis.runLeases.readMember({ object: ref, clusterName });
+  if (leases.kind === 'unknown') return 'unknown';
+  return { clusterHolder: leases.clusterLease?.holder, runLeaseHeld: leases.run !== undefined };
 }

@@ -132,7 +132,9 @@ function planReadsOf(deps: StepDeps, read: SnapshotOptions, snapshotReader: Kube
 
 /**
  * `live` with the Jobs `earlier` listed in this very step, when `live` left them unread: the re-read is
- * about the cluster, and listing the same Jobs twice in one step would tell nothing new.
+ * about the cluster, and listing the same Jobs twice in one step would tell nothing new. A re-read that
+ * lists them gets the earlier list from the step's memo (src/step/read-memo.ts); this covers the one that
+ * skips them (an object at rest, src/core/jobs-read.ts) after the planner listed them itself.
  */
 function withListedJobs(live: Snapshot, earlier: Snapshot): Snapshot {
   if (live.jobsUnread !== true || earlier.jobsUnread === true || live.uid !== earlier.uid) return live;

@@ -62,6 +62,10 @@ export type RunLeaseTake =
 export type RunLeaseRenew = { kind: 'renewed' } | { kind: 'lost' } | Unknown;
 export type RunLeaseRelease = { kind: 'released' } | { kind: 'not-held' } | Unknown;
 export type RunLeaseRead = { kind: 'free' } | { kind: 'held'; token: RunLeaseToken } | Unknown;
+/** A member's leases now: its own run lease's grant and its cluster lease's grant (each if live). */
+export type MemberLeaseRead =
+  | { kind: 'read'; run: RunLeaseToken | undefined; clusterLease: RunLeaseToken | undefined }
+  | Unknown;
 /** A Cluster API cluster's leases now: the cluster lease's grant (if live) and its live member leases. */
 export type ClusterLeaseRead =
   | { kind: 'read'; clusterLease: RunLeaseToken | undefined; liveMemberLeases: number }
@@ -167,6 +171,24 @@ export class RunLeases {
     const answer = await attempt(() => this.#client.get(key));
     if (answer.kind === 'unknown') return answer;
     return answer.reply === null ? { kind: 'free' } : { kind: 'held', token: tokenOf(answer.reply, key) };
+  }
+
+  /**
+   * Read-only, one round trip: a member's own run lease and its cluster's lease (what a member's take
+   * would meet; the take itself decides atomically).
+   */
+  async readMember(scope: RunLeaseScope & { clusterName: string }): Promise<MemberLeaseRead> {
+    const keys = this.#keys.leaseGroup(scope.object, scope.clusterName);
+    const answer = await attempt(() => callScript(this.#client, 'captfMemberRead', [keys.run, keys.cluster]));
+    if (answer.kind === 'unknown') return answer;
+    const items = replyArray(answer.reply, 'captfMemberRead');
+    const run = replyString(items, 0, 'captfMemberRead');
+    const cluster = replyString(items, 1, 'captfMemberRead');
+    return {
+      kind: 'read',
+      run: run === '' ? undefined : tokenOf(run, keys.run),
+      clusterLease: cluster === '' ? undefined : tokenOf(cluster, keys.cluster),
+    };
   }
 
   /**

@@ -166,6 +166,14 @@ return {'acquired', fence, live, retaken}`,
 return {redis.call('GET', KEYS[1]) or '', redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')}`,
   },
   /**
+   * Read-only view of a member's lease group in one round trip. KEYS run, cluster.
+   * Returns {runLeaseValue or '', clusterLeaseValue or ''}.
+   */
+  captfMemberRead: {
+    numberOfKeys: 2,
+    lua: `return {redis.call('GET', KEYS[1]) or '', redis.call('GET', KEYS[2]) or ''}`,
+  },
+  /**
    * KEYS run, cluster, members; ARGV value ('<fence> <holder>'), ttlMs, objectId.
    * 1 when renewed (with the cluster lease and member entry the same grant holds), 0 when not the caller's.
    */

@@ -13,8 +13,8 @@ import { type Base, waitOutcome } from './context.ts';
  * TerraformCluster's apply or destroy holds the cluster lease, and no member apply, destroy, drift or
  * refresh starts until it is released. The release wakes the members (src/core/wake.ts); between the wait
  * and the wake, a member's safety requeue finds the same wait again, and this decides it from the lease
- * itself (its two keys, read in Redis beside the Job slots every start reads) rather than from a start
- * planned over the listed Jobs and the cluster read live.
+ * itself (its two keys, read in one Redis round trip beside the Job slots every start reads) rather than
+ * from a start planned over the listed Jobs and the cluster read live.
  */
 
 /** The wait's message, as the start that met the lease writes it and as the wait found again keeps it. */

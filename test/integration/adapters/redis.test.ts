@@ -196,6 +196,17 @@ describe.each(topologies)('on $name', ({ endpoint: endpointOf }) => {
         fence: cluster.token.fence,
       });
       expect(await shared.runLeases.read({ object: pool, clusterName })).toEqual({ kind: 'free' });
+      // What a waiting member reads of its lease group (one round trip): the cluster's grant, its own none.
+      expect(await shared.runLeases.readMember({ object: pool, clusterName })).toEqual({
+        kind: 'read',
+        run: undefined,
+        clusterLease: cluster.token,
+      });
+      expect(await shared.runLeases.readMember({ object: mA, clusterName })).toEqual({
+        kind: 'read',
+        run: machine.token,
+        clusterLease: cluster.token,
+      });
       // The running machine keeps its grant (a retried step re-takes it) and, once released, the cluster sees 0.
       expect((await shared.runLeases.take({ object: mA, clusterName }, 'JM', 'member-writer', 60)).kind).toBe(
         'acquired',
