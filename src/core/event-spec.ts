@@ -82,6 +82,11 @@ export const EVENT_REASONS = {
     type: 'Warning',
     meaning: 'A Job had more than one pod; the note names the pod whose result decided and the ignored ones.',
   },
+  DestroySkipped: {
+    type: 'Warning',
+    meaning:
+      'The finalizer of a deleting object went without a destroy: its state Secret was lost (`StateMissing`) and `captf.io/accept-empty-state` accepted it. A destroy from an empty state destroys nothing, so no Job ran; what the lost state managed stays until removed by hand.',
+  },
   StateKept: {
     type: 'Warning',
     meaning:

@@ -182,7 +182,16 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
     requeueSeconds: 60,
     jitter: false,
     meaning:
-      'The API server refused a write of the step for good (an admission policy, a quota, RBAC, a terminating namespace); the `WriteRefused` condition names the write and the answer. Retried every minute; the first step that gets through removes it.',
+      'The API server refused a write of the step for good (an admission policy, a quota, RBAC); the `WriteRefused` condition names the write and the answer. Retried every minute; the first step that gets through removes it.',
+  },
+  // A namespace being deleted never becomes Active again: the way out is a person's write to the object
+  // (the annotation, or the finalizer removed), which wakes it; the requeue only finds a state Secret the
+  // namespace's deletion has removed meanwhile.
+  NamespaceTerminating: {
+    requeueSeconds: EVENT_SAFETY_SECONDS,
+    jitter: false,
+    meaning:
+      "The object's namespace is being deleted and the API server refused a create of the step (`WriteRefused` condition): no Job can start there, so a deleting object's destroy cannot run and what its state manages stays. A person lets it go with `captf.io/accept-empty-state` once its state Secret is gone (default backend), or by removing the finalizer.",
   },
 };
 

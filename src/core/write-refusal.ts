@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import type { TargetStatus } from '../schemas/kinds/target.ts';
 import { findCondition, setCondition, type WriteContext } from './conditions.ts';
 import { NOTE_MAX, type RunEvent, runEvent } from './event-spec.ts';
+import { FINALIZER } from './preamble.ts';
+import { ACCEPT_EMPTY_STATE_ANNOTATION } from './state-evidence.ts';
 
 /**
  * A refused write (issue 23 item 9; DESIGN.md section 5): whatever a step writes — the object's status,
@@ -14,9 +16,39 @@ import { NOTE_MAX, type RunEvent, runEvent } from './event-spec.ts';
  * gets through without a refusal removes both: the object converges once the refusal is lifted, and
  * nothing it did before the refusal is lost (every write is idempotent and the next step plans it again).
  * Conflicts (read again) and outages (retry, 503) are not refusals.
+ *
+ * One refusal never lifts: a create in a namespace being deleted (the API server's NamespaceLifecycle
+ * admission names it with the cause `NamespaceTerminating`; a namespace never returns to Active). It is the
+ * same shape with the wait `NamespaceTerminating`, looked at again only at the safety interval, and its
+ * message says what a person can do: no Job can start there, so a deleting object's destroy never runs.
  */
 
 export const WRITE_REFUSED = 'WriteRefused' as const;
+
+/** The wait a refusal records: every refusal but one that can never lift is `WriteRefused`. */
+export type RefusalWait = typeof WRITE_REFUSED | 'NamespaceTerminating';
+
+/** The `details.causes` type of a create refused because its namespace is being deleted. */
+export const NAMESPACE_TERMINATING_CAUSE = 'NamespaceTerminating';
+
+/** The wait of a refusal whose Status carried `causes` (their types). */
+export function refusalWaitOf(causes: readonly string[]): RefusalWait {
+  return causes.includes(NAMESPACE_TERMINATING_CAUSE) ? 'NamespaceTerminating' : WRITE_REFUSED;
+}
+
+/**
+ * What the refusal's message adds for a person: for a namespace being deleted, why nothing more happens and
+ * the two ways to let the object go (DESIGN.md section 5); nothing for the others, whose message is the
+ * API server's answer.
+ */
+export function refusalAdvice(wait: RefusalWait): string {
+  if (wait === WRITE_REFUSED) return '';
+  return `; the namespace is being deleted and the API server creates nothing in it, so no Job of this object can start and a destroy cannot run: what its state manages stays. To let the object go, set ${ACCEPT_EMPTY_STATE_ANNOTATION} once its state Secret is gone (default backend; nothing is destroyed), or remove the finalizer ${FINALIZER} by hand`;
+}
+
+function isRefusalWait(reason: string | undefined): boolean {
+  return reason === WRITE_REFUSED || reason === 'NamespaceTerminating';
+}
 
 /** Longest message kept in the condition: the API server's messages can be long (a policy's CEL). */
 const MESSAGE_MAX = 1024;
@@ -25,14 +57,22 @@ function bounded(message: string): string {
   return message.length <= MESSAGE_MAX ? message : `${message.slice(0, MESSAGE_MAX - 1)}…`;
 }
 
-/** `status` with the refusal recorded: the `WriteRefused` condition and wait; everything else kept. */
-export function refusedStatus(status: TargetStatus, message: string, at: WriteContext): TargetStatus {
+/**
+ * `status` with the refusal recorded: the `WriteRefused` condition (its reason the wait) and the wait;
+ * everything else kept.
+ */
+export function refusedStatus(
+  status: TargetStatus,
+  message: string,
+  at: WriteContext,
+  wait: RefusalWait = WRITE_REFUSED,
+): TargetStatus {
   return {
     ...status,
-    waitReason: WRITE_REFUSED,
+    waitReason: wait,
     conditions: setCondition(
       status.conditions ?? [],
-      { type: WRITE_REFUSED, status: 'True', reason: WRITE_REFUSED, message: bounded(message) },
+      { type: WRITE_REFUSED, status: 'True', reason: wait, message: bounded(message) },
       at,
     ),
   };
@@ -40,7 +80,7 @@ export function refusedStatus(status: TargetStatus, message: string, at: WriteCo
 
 /** Whether `status` records a refusal. */
 export function recordsRefusal(status: TargetStatus): boolean {
-  return findCondition(status.conditions, WRITE_REFUSED) !== undefined || status.waitReason === WRITE_REFUSED;
+  return findCondition(status.conditions, WRITE_REFUSED) !== undefined || isRefusalWait(status.waitReason);
 }
 
 /** `status` without a recorded refusal (a step got through): the condition and the wait go. */
@@ -50,7 +90,7 @@ export function withoutRefusal(status: TargetStatus): TargetStatus {
     ...status,
     conditions: (status.conditions ?? []).filter((c) => c.type !== WRITE_REFUSED),
   };
-  if (next.waitReason === WRITE_REFUSED) delete next.waitReason;
+  if (isRefusalWait(next.waitReason)) delete next.waitReason;
   return next;
 }
 

@@ -17,7 +17,14 @@ import {
   UNAVAILABLE_RETRY_SECONDS,
 } from '../core/step-outcome.ts';
 import type { ClusterLeaseFact, PlanFacts, StepPlan } from '../core/step-plan.ts';
-import { recordsRefusal, refusalEvent, refusedStatus, withoutRefusal } from '../core/write-refusal.ts';
+import {
+  recordsRefusal,
+  refusalAdvice,
+  refusalEvent,
+  refusalWaitOf,
+  refusedStatus,
+  withoutRefusal,
+} from '../core/write-refusal.ts';
 import { type ClusterFactsCache, clusterFactsCacheOf, NO_CLUSTER_FACTS } from './cluster-facts.ts';
 import type { ReconcileStep, StepOptions } from './contract.ts';
 import type { StepDeps } from './deps.ts';
@@ -83,7 +90,8 @@ async function guarded(ref: ObjectRef, body: () => Promise<StepOutcome>): Promis
         message: error.message,
       });
     if (error.code === 'Conflict') return outcomeOf(ref, 'Conflict', { message: error.message });
-    return outcomeOf(ref, 'WriteRefused', { message: `${error.code}: ${error.message}` });
+    const wait = refusalWaitOf(error.causes);
+    return outcomeOf(ref, wait, { message: `${error.code}: ${error.message}${refusalAdvice(wait)}` });
   }
 }
 
@@ -312,7 +320,7 @@ async function planAndPerform(
       performed = await perform(performance, moveOnly);
     } catch (error) {
       if (!isRefusal(error)) throw error;
-      return observed(await recordRefusal(performance, error.message), snapshot, writes);
+      return observed(await recordRefusal(performance, error.message, error.causes), snapshot, writes);
     }
     if (performed.kind === 'name-taken') {
       // Section 5 step 8: another's finished Job never goes on its own; the next attempt's name is free.
@@ -353,20 +361,27 @@ function isRefusal(error: unknown): error is KubeError {
  * Ends a step whose write was refused as one shape (src/core/write-refusal.ts): the `WriteRefused`
  * condition and wait on the object's status, as the step left it, naming the refused write and the API
  * server's answer (redacted), and a Warning Event, the one trace when the status write itself is refused.
- * Retried every 60 s; the first step that gets through removes it.
+ * Retried every 60 s, or at the safety interval in a namespace being deleted (`causes`, the refusal's
+ * Status cause types); the first step that gets through removes it.
  */
-async function recordRefusal(performance: Performance, refused: string): Promise<StepOutcome> {
+async function recordRefusal(
+  performance: Performance,
+  refused: string,
+  causes: readonly string[] = [],
+): Promise<StepOutcome> {
   const { deps, snap, writes } = performance;
-  const message = snapshotRedactor(snap).redact(`refused: ${refused}`);
+  const wait = refusalWaitOf(causes);
+  const message = snapshotRedactor(snap).redact(`refused: ${refused}${refusalAdvice(wait)}`);
   const at = { now: new Date(deps.clock.nowMs()), generation: snap.generation };
   try {
-    if ((await writes.status(refusedStatus(writes.current, message, at), true)) === 'conflict')
+    if ((await writes.status(refusedStatus(writes.current, message, at, wait), true)) === 'conflict')
       return conflict(performance);
   } catch (error) {
     if (!isRefusal(error)) throw error;
   }
-  await emitEvents(performance, [refusalEvent(message)]);
-  return outcomeOf(snap.ref, 'WriteRefused', { message });
+  // An Event is a create too: in a namespace being deleted it would be refused like the write it reports.
+  if (wait === 'WriteRefused') await emitEvents(performance, [refusalEvent(message)]);
+  return outcomeOf(snap.ref, wait, { message });
 }
 
 /** Whether a step got through: a refusal it finds recorded is over. */

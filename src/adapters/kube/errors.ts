@@ -67,17 +67,30 @@ export class KubeError extends Error {
   readonly reason: string | undefined;
   /** `Retry-After` in seconds when the server sent one (429, some 5xx). */
   readonly retryAfterSeconds: number | undefined;
+  /**
+   * The types of the Status body's `details.causes` (e.g. `NamespaceTerminating`, which the API server's
+   * NamespaceLifecycle admission adds to a create refused in a namespace being deleted); empty when none.
+   * On the wire a cause's type is its `reason` field (metav1.StatusCause).
+   */
+  readonly causes: readonly string[];
 
   constructor(
     code: KubeErrorCode,
     message: string,
-    options: { cause: unknown; httpStatus?: number; reason?: string; retryAfterSeconds?: number },
+    options: {
+      cause: unknown;
+      httpStatus?: number;
+      reason?: string;
+      retryAfterSeconds?: number;
+      causes?: readonly string[];
+    },
   ) {
     super(message, { cause: options.cause });
     this.code = code;
     this.httpStatus = options.httpStatus;
     this.reason = options.reason;
     this.retryAfterSeconds = options.retryAfterSeconds;
+    this.causes = options.causes ?? [];
   }
 
   /** What this failure proves about a write: see `WriteOutcome`. */
@@ -109,6 +122,22 @@ export function outcomeOfFailedWrite(error: unknown): WriteOutcome {
 interface StatusBody {
   reason?: string;
   message?: string;
+  /** `details.causes[].reason`: each cause's type. */
+  causes: string[];
+}
+
+/**
+ * The cause types of a Status body's `details`, skipping anything that is not one. metav1.StatusCause
+ * serialises its `Type` as `reason` (seen on kube-apiserver 1.36: `{"reason":"NamespaceTerminating",…}`).
+ */
+function causeTypesOf(details: unknown): string[] {
+  if (typeof details !== 'object' || details === null) return [];
+  const causes = Reflect.get(details, 'causes');
+  if (!Array.isArray(causes)) return [];
+  return causes.flatMap((cause: unknown) => {
+    const type = typeof cause === 'object' && cause !== null ? Reflect.get(cause, 'reason') : undefined;
+    return typeof type === 'string' ? [type] : [];
+  });
 }
 
 /** Parses the API server's `Status` body, which client-node 2.x hands over as a raw JSON string or Buffer. */
@@ -119,15 +148,16 @@ function parseStatusBody(body: unknown): StatusBody {
     try {
       value = JSON.parse(value);
     } catch {
-      return {};
+      return { causes: [] };
     }
   }
-  if (typeof value !== 'object' || value === null) return {};
+  if (typeof value !== 'object' || value === null) return { causes: [] };
   const reason = Reflect.get(value, 'reason');
   const message = Reflect.get(value, 'message');
   return {
     reason: typeof reason === 'string' ? reason : undefined,
     message: typeof message === 'string' ? message : undefined,
+    causes: causeTypesOf(Reflect.get(value, 'details')),
   };
 }
 
@@ -187,6 +217,7 @@ export function toKubeError(error: unknown, action: string): KubeError {
       httpStatus: error.code,
       reason: status.reason,
       retryAfterSeconds: retryAfterOf(error.headers),
+      causes: status.causes,
     });
   }
   if (isTimeoutAbort(error)) {

@@ -1,6 +1,8 @@
 import type { TargetStatus } from '../../schemas/kinds/target.ts';
+import { runEvent } from '../event-spec.ts';
 import { FINALIZER } from '../preamble.ts';
 import { decideStateCleanup, stateObjectsOf } from '../state-cleanup.ts';
+import { ACCEPT_EMPTY_STATE_ANNOTATION } from '../state-evidence.ts';
 import type { Planned } from '../step-plan.ts';
 import { timestampMs } from '../views.ts';
 import { finish } from './assemble.ts';
@@ -59,4 +61,19 @@ export function planFinalize(
     outcome(planning, 'DeletingWithoutState'),
     false,
   );
+}
+
+/**
+ * A deleting object whose lost state a person accepted (DESIGN.md section 3): a destroy from an empty state
+ * destroys nothing, so the finalizer goes without a Job (none can be created in a namespace being deleted,
+ * where this is most often met), the state's leftovers with it, and a Warning Event says what stays.
+ * `stateSecret` is the lost Secret's name, `provisioned` the field that shows the object was provisioned.
+ */
+export function planFinalizeLostState(base: Base, stateSecret: string, provisioned: string): Planned {
+  const skipped = runEvent('DestroySkipped', {
+    action: 'Finalize',
+    note: `no destroy ran: ${provisioned} shows the object was provisioned, its state Secret ${stateSecret} is lost and ${ACCEPT_EMPTY_STATE_ANNOTATION} accepts it; what that state managed stays until removed by hand`,
+    transitionKey: stateSecret,
+  });
+  return planFinalize({ ...base, events: [...base.events, skipped] });
 }

@@ -43,6 +43,7 @@ import {
   secretWaitOf,
   waitOutcome,
 } from './context.ts';
+import { planFinalizeLostState } from './finalize.ts';
 
 /**
  * Starting a Job (DESIGN.md section 5 steps 5 to 8): the gates, the API guard, the inputs, the name and the
@@ -119,8 +120,11 @@ export function planStart(base: Base, decision: StartDecision, retries: RetrySta
   if (fromNothing && !acceptsEmptyState(snap))
     return holdBackStateMissing(
       base,
-      `${provisioned} shows the object was provisioned, but its state Secret ${stateSecret.name} is ${facts.state === 'missing' ? 'missing' : 'empty (never written)'}; set the annotation ${ACCEPT_EMPTY_STATE_ANNOTATION} to ${op} from an empty state${op === 'destroy' ? ' (it destroys nothing: what the lost state managed stays until removed by hand)' : ''}`,
+      `${provisioned} shows the object was provisioned, but its state Secret ${stateSecret.name} is ${facts.state === 'missing' ? 'missing' : 'empty (never written)'}; ${op === 'destroy' ? `set the annotation ${ACCEPT_EMPTY_STATE_ANNOTATION} to let the object go without a destroy (what the lost state managed stays until removed by hand)` : `set the annotation ${ACCEPT_EMPTY_STATE_ANNOTATION} to apply from an empty state`}`,
     );
+  // Accepted for a destroy, nothing is left to run: an empty state destroys nothing.
+  if (fromNothing && op === 'destroy' && stateSecret !== undefined && provisioned !== undefined)
+    return planFinalizeLostState(base, stateSecret.name, provisioned);
 
   // An object none of whose Jobs was ever seen has no pod to guard against (src/core/pods.ts mayHavePods).
   if (facts.pods === undefined && mayHavePods(snap)) return { kind: 'read', read: 'pods' };

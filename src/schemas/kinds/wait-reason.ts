@@ -30,6 +30,7 @@ export const WAIT_REASONS = [
   'WaitingForForeignJob',
   'WaitingForCache',
   'WriteRefused',
+  'NamespaceTerminating',
 ] as const;
 export const WaitReasonSchema = z.enum(WAIT_REASONS);
 export type WaitReason = z.infer<typeof WaitReasonSchema>;

@@ -29,6 +29,7 @@ const PERFORM_TIME: ReadonlySet<StepReason> = new Set<StepReason>([
   'WaitingForJobSlot',
   'WaitingForForeignJob',
   'WriteRefused',
+  'NamespaceTerminating',
   'OutputsInvalid',
 ]);
 

@@ -133,12 +133,10 @@ describe('a provisioned object whose state is gone (StateMissing)', () => {
     expect(restored.data?.tfstate).toBeUndefined();
   });
 
-  it('deleting, it does not destroy from nothing (which would succeed, drop the finalizer and leave the infrastructure running): StateMissing until the annotation accepts it', async () => {
+  it('deleting, it does not destroy from nothing (which would succeed, drop the finalizer and leave the infrastructure running): StateMissing until the annotation lets it go, without a Job', async () => {
     const ref = await appliedMachine('m-lost-deleting');
-    await env.core.deleteNamespacedSecret({
-      namespace: env.namespace,
-      name: 'tfstate-default-m-m-lost-deleting',
-    });
+    const stateSecret = 'tfstate-default-m-m-lost-deleting';
+    await env.core.deleteNamespacedSecret({ namespace: env.namespace, name: stateSecret });
     await env.custom.deleteNamespacedCustomObject({
       ...CUSTOM_RESOURCES[ref.kind],
       namespace: ref.namespace,
@@ -147,18 +145,31 @@ describe('a provisioned object whose state is gone (StateMissing)', () => {
     const jobsBefore = (await jobsOf(env, ref)).length;
     const outcome = await env.step()(ref);
     expect(outcome).toMatchObject({ action: 'waiting', reason: 'StateMissing' });
-    expect(outcome.message).toContain('it destroys nothing');
+    expect(outcome.message).toContain('without a destroy');
     expect((await jobsOf(env, ref)).length).toBe(jobsBefore);
     expect((await readObject(env, ref)).metadata.finalizers).toContain(
       'infrastructure.cluster.x-k8s.io/captf',
     );
 
-    // A person who has removed the infrastructure by hand (or accepts leaving it) lets the destroy run.
+    // A person who has removed the infrastructure by hand (or accepts leaving it) lets the object go: a
+    // destroy from an empty state would destroy nothing, so no Job runs (none could in a namespace being
+    // deleted), and the Event says what stays.
     await mergePatch(ref, { metadata: { annotations: { [ACCEPT_EMPTY_STATE_ANNOTATION]: 'true' } } });
-    const created = await stepUntil(env.step(), ref, 'created');
-    expect(created.reason).toBe('Deleting');
-    const destroy = (await jobsOf(env, ref)).find((j) => j.metadata?.name === created.job);
-    expect(destroy?.metadata?.labels?.['captf.io/op']).toBe('destroy');
+    const finalized = await stepUntil(env.step(), ref, 'finalized');
+    expect(finalized.reason).toBe('DeletingWithoutState');
+    await expect(readObject(env, ref)).rejects.toThrow();
+    const destroys = await env.batch.listNamespacedJob({
+      namespace: env.namespace,
+      labelSelector: 'captf.io/owner-name=m-lost-deleting,captf.io/op=destroy',
+    });
+    expect(destroys.items).toEqual([]);
+    const skipped = (await eventsOf(env, ref)).filter((e) => e.reason === 'DestroySkipped');
+    expect(skipped).toHaveLength(1);
+    expect(skipped[0]?.note).toContain(stateSecret);
+    // No placeholder of the lost state came back to be left behind.
+    await expect(
+      env.core.readNamespacedSecret({ namespace: env.namespace, name: stateSecret }),
+    ).rejects.toThrow();
   });
 
   it('a state Secret OpenTofu never wrote is lost state too; one it wrote applies without the annotation, with or without resources', async () => {

@@ -188,6 +188,36 @@ describe('toKubeError', () => {
     expect(error.message).toBe('get Job team-a/j1: Unavailable: connect ECONNREFUSED 127.0.0.1:1');
   });
 
+  it("keeps the types of the Status's details.causes (a create in a namespace being deleted)", () => {
+    // As kube-apiserver 1.36 answers (its NamespaceLifecycle admission): a cause's type is its `reason`.
+    const body = JSON.stringify({
+      kind: 'Status',
+      status: 'Failure',
+      reason: 'Forbidden',
+      code: 403,
+      message:
+        'jobs "j1" is forbidden: unable to create new content in namespace team-a because it is being terminated',
+      details: {
+        name: 'j1',
+        kind: 'jobs',
+        causes: [
+          {
+            reason: 'NamespaceTerminating',
+            message: 'namespace team-a is being terminated',
+            field: 'metadata.namespace',
+          },
+          { message: 'a cause without a type' },
+          { reason: 7 },
+        ],
+      },
+    });
+    const error = toKubeError(new ApiException(403, 'Forbidden', body, {}), 'create Job team-a/j1');
+    expect([error.code, error.causes]).toEqual(['Forbidden', ['NamespaceTerminating']]);
+    expect(
+      toKubeError(new ApiException(403, 'Forbidden', statusBody(403, 'Forbidden'), {}), 'x').causes,
+    ).toEqual([]);
+  });
+
   it('passes a KubeError through unchanged', () => {
     const error = new KubeError('NotFound', 'get x: NotFound', { cause: undefined, httpStatus: 404 });
     expect(toKubeError(error, 'other')).toBe(error);

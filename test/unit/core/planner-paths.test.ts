@@ -4,6 +4,7 @@ import { heldOutcome } from '../../../src/core/planner/start.ts';
 import { planStep } from '../../../src/core/planner.ts';
 import { FINALIZER, MANAGED_BY_ANNOTATION } from '../../../src/core/preamble.ts';
 import type { Snapshot } from '../../../src/core/snapshot.ts';
+import { ACCEPT_EMPTY_STATE_ANNOTATION } from '../../../src/core/state-evidence.ts';
 import type { HeldWait, Move, PlanFacts, PlanRead, StepPlan } from '../../../src/core/step-plan.ts';
 import type { JobView, PodView } from '../../../src/core/views.ts';
 import { API_VERSION } from '../../../src/schemas/kinds/api-group.ts';
@@ -499,6 +500,41 @@ const rows: Row[] = [
       move: 'start',
       reason: 'Deleting',
       check: (plan) => expect(plan.move).toMatchObject({ start: { op: 'destroy' } }),
+    },
+  },
+  {
+    id: 'P36',
+    step: '5 decide (section 3)',
+    name: 'deleting a provisioned object whose state is gone: no destroy from nothing unasked',
+    facts: () => planFacts(deleting(atRest()), { state: 'missing' }),
+    want: {
+      move: 'rest',
+      reason: 'StateMissing',
+      waitReason: 'StateMissing',
+      check: (plan) => expect(plan.outcome.message).toContain('without a destroy'),
+    },
+  },
+  {
+    id: 'P37',
+    step: '5 decide (section 3)',
+    name: 'deleting, the lost state accepted: the finalizer goes without a Job, saying what stays',
+    facts: () =>
+      planFacts(
+        deleting(
+          atRest({
+            meta: { finalizers: [FINALIZER], annotations: { [ACCEPT_EMPTY_STATE_ANNOTATION]: 'true' } },
+          }),
+        ),
+        { state: 'missing' },
+      ),
+    want: {
+      move: 'finalizers',
+      reason: 'DeletingWithoutState',
+      check: (plan) => {
+        expect(plan.move).toMatchObject({ gone: true, state: { cleanup: { kind: 'delete' } } });
+        expect(plan.events).toEqual([expect.objectContaining({ reason: 'DestroySkipped', type: 'Warning' })]);
+        expect(plan.events[0]?.note).toContain('stays until removed by hand');
+      },
     },
   },
 ];

@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { findCondition } from '../../../src/core/conditions.ts';
+import { REASON_TABLE } from '../../../src/core/step-outcome.ts';
 import {
   recordsRefusal,
+  refusalAdvice,
   refusalEvent,
+  refusalWaitOf,
   refusedStatus,
   withoutRefusal,
 } from '../../../src/core/write-refusal.ts';
@@ -62,5 +65,42 @@ describe('write refusals: one shape (issue 23 item 9)', () => {
     expect(refusalEvent('a').transitionKey).toBe(refusalEvent('a').transitionKey);
     expect(refusalEvent('a').transitionKey).not.toBe(refusalEvent('b').transitionKey);
     expect(refusalEvent('a')).toMatchObject({ type: 'Warning', reason: 'WriteRefused' });
+  });
+});
+
+describe('a create refused in a namespace being deleted (NamespaceTerminating)', () => {
+  it('is told by the Status cause, never by the message', () => {
+    expect(refusalWaitOf(['NamespaceTerminating'])).toBe('NamespaceTerminating');
+    expect(refusalWaitOf(['FieldValueInvalid', 'NamespaceTerminating'])).toBe('NamespaceTerminating');
+    expect(refusalWaitOf([])).toBe('WriteRefused');
+    expect(refusalWaitOf(['FieldValueForbidden'])).toBe('WriteRefused');
+  });
+
+  it('records the same shape under its own wait, and the message says how to let the object go', () => {
+    const refused = refusedStatus(
+      running,
+      'refused: create Job ns/j: being terminated',
+      at,
+      'NamespaceTerminating',
+    );
+    expect(refused.waitReason).toBe('NamespaceTerminating');
+    expect(findCondition(refused.conditions, 'WriteRefused')).toMatchObject({
+      status: 'True',
+      reason: 'NamespaceTerminating',
+    });
+    expect(recordsRefusal(refused)).toBe(true);
+    // A step that gets through (the object let go meanwhile) clears it like any refusal.
+    const cleared = withoutRefusal(refused);
+    expect([recordsRefusal(cleared), cleared.waitReason]).toEqual([false, undefined]);
+    expect(recordsRefusal({ waitReason: 'NamespaceTerminating' })).toBe(true);
+    const advice = refusalAdvice('NamespaceTerminating');
+    expect(advice).toContain('captf.io/accept-empty-state');
+    expect(advice).toContain('infrastructure.cluster.x-k8s.io/captf');
+    expect(refusalAdvice('WriteRefused')).toBe('');
+  });
+
+  it('is looked at again only at the safety interval: a namespace never becomes Active again', () => {
+    expect(REASON_TABLE.NamespaceTerminating).toMatchObject({ action: 'waiting', requeue: 600 });
+    expect(REASON_TABLE.WriteRefused).toMatchObject({ requeue: 60 });
   });
 });
