@@ -376,6 +376,8 @@ interface PodEvidence {
 export interface PullFailure {
   container: string;
   reason: string;
+  /** The image reference that cannot be pulled, when the kubelet reported it. */
+  image?: string;
 }
 
 /** Whether a terminated container's `startedAt` says it started (absent or `null` says it never did). */
@@ -389,7 +391,7 @@ export function podPullFailure(pod: PodView): PullFailure | undefined {
   for (const status of statuses) {
     const reason = status.state?.waiting?.reason;
     if (reason !== undefined && PULL_FAILURE_REASONS.includes(reason))
-      return { container: status.name, reason };
+      return { container: status.name, reason, ...(status.image ? { image: status.image } : {}) };
   }
   return undefined;
 }
@@ -541,7 +543,7 @@ function withoutResult(
   // The pod may be gone by now (the Job controller deletes it at the deadline): the status remembers.
   if (pullTrouble.seen && deadline && !winner?.ran) {
     const summary = winner?.pull
-      ? `the image of container ${winner.pull.container} could not be pulled before the deadline (${winner.pull.reason})`
+      ? `the image ${winner.pull.image ? `${winner.pull.image} ` : ''}of container ${winner.pull.container} could not be pulled before the deadline (${winner.pull.reason})`
       : pullTrouble.message
         ? `the deadline passed while ${pullTrouble.message}`
         : 'an image of the Job could not be pulled before the deadline';

@@ -42,10 +42,18 @@ function jobResult(job: JobView): string {
 /** The object's `status.lastRun`, as far as the history reads it. */
 export interface LastRunView {
   job?: string;
+  op?: string;
+  attempt?: number;
   result?: string;
   reason?: string;
+  /** RFC 3339; when the run started, as bookkeeping recorded it. */
+  startedAt?: string;
   /** RFC 3339; when the run's Job finished, as bookkeeping recorded it. */
   finishedAt?: string;
+}
+
+function lastRunResult(lastRun: LastRunView): string {
+  return `${lastRun.result}${lastRun.reason ? ` (${lastRun.reason})` : ''}`;
 }
 
 /**
@@ -71,7 +79,8 @@ function keptRunFinishedMs(
 /**
  * Merges an object's Jobs with its run-log Secrets (both listed by its owner UID label), newest first
  * (pure). A Job and its Secret make one row; a Secret whose Job is gone makes a row of its own, with the
- * result the object's `status.lastRun` records when it is that run, else `(job gone)`.
+ * result the object's `status.lastRun` records when it is that run, else `(job gone)`; the run
+ * `status.lastRun` records makes a row of its own when neither its Job nor its log is left.
  */
 export function runHistory(
   jobs: readonly JobView[],
@@ -108,12 +117,25 @@ export function runHistory(
       attempt: Number.parseInt(labels[LABELS.attempt] ?? '0', 10) || 0,
       startedAtMs: timestampMs(secret.metadata.creationTimestamp) ?? 0,
       ...(finishedAtMs === undefined ? {} : { finishedAtMs }),
-      result:
-        lastRun?.job === job && lastRun.result !== undefined
-          ? `${lastRun.result}${lastRun.reason ? ` (${lastRun.reason})` : ''}`
-          : '(job gone)',
+      result: lastRun?.job === job && lastRun.result !== undefined ? lastRunResult(lastRun) : '(job gone)',
       jobExists: false,
       logKept: true,
+    });
+  }
+  // The newest run the status records, when nothing else is left of it: a Job deleted by hand (or by its
+  // deadline) before its runner kept a log is still the run that explains the retry after it.
+  const recorded = lastRun?.job;
+  if (recorded !== undefined && lastRun?.result !== undefined && !rows.some((row) => row.job === recorded)) {
+    const finishedAtMs = timestampMs(lastRun.finishedAt);
+    rows.push({
+      job: recorded,
+      op: lastRun.op ?? '?',
+      attempt: lastRun.attempt ?? 0,
+      startedAtMs: timestampMs(lastRun.startedAt) ?? finishedAtMs ?? 0,
+      ...(finishedAtMs === undefined ? {} : { finishedAtMs }),
+      result: lastRunResult(lastRun),
+      jobExists: false,
+      logKept: false,
     });
   }
   return rows.sort((a, b) => b.startedAtMs - a.startedAtMs || b.attempt - a.attempt);

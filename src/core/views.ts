@@ -75,6 +75,8 @@ export interface ContainerStatusView {
   /** The kubelet's startup verdict: true once the container started and passed its startup probe. */
   started?: boolean;
   restartCount?: number;
+  /** The image the kubelet was asked for (the pod spec's reference), also while it cannot pull it. */
+  image?: string;
   /** The image the container runs, as a digest reference (`repo@sha256:…`), once it was pulled. */
   imageID?: string;
 }

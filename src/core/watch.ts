@@ -68,7 +68,7 @@ function startTrouble(
     if (pull !== undefined) {
       return {
         reason: 'ImagePullBackOff',
-        message: `the image of container ${pull.container} cannot be pulled (${stablePullReason(pull.reason)})`,
+        message: `the image ${pull.image ? `${pull.image} ` : ''}of container ${pull.container} cannot be pulled (${stablePullReason(pull.reason)})`,
       };
     }
     const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];

@@ -7,7 +7,7 @@ import { LABELS } from '../core/job-labels.ts';
 import type { ObjectRef } from '../core/object-ref.ts';
 import { planLines } from '../core/plan-text.ts';
 import { type PluginCommand, type PluginTarget, parsePluginArgs, pluginUsage } from '../core/plugin-args.ts';
-import { pickRun, runHistory, runLogHeader, runTable } from '../core/run-history.ts';
+import { type LastRunView, pickRun, runHistory, runLogHeader, runTable } from '../core/run-history.ts';
 import { RUN_LOG_KEY, RUN_LOG_SECRET_TYPE, runLogSecretName } from '../core/run-log.ts';
 import { stateObjectsOf } from '../core/state-cleanup.ts';
 import { decideUnlock, describeLock, LOCK_INFO_ANNOTATION, unlockPatch } from '../core/unlock-check.ts';
@@ -68,7 +68,7 @@ async function readTarget(caller: Caller, target: PluginTarget) {
       waitReason?: WaitReason;
       nextAttemptAt?: string;
       activeJob?: { name?: string };
-      lastRun?: { job?: string; result?: string; reason?: string; finishedAt?: string };
+      lastRun?: LastRunView;
     };
   };
 }

@@ -236,6 +236,10 @@ describe.concurrent('runs that go wrong, on the real stack', () => {
         2 * MINUTE,
       );
       expect(waiting.status?.activeJob?.op).toBe('apply');
+      // The real kubelet reports the image it cannot pull: the condition names it, not only the container.
+      expect(conditionOf(waiting, 'ApplyJobSucceeded')?.message).toContain(
+        'the image captf.local/no-such-module:1 of container source',
+      );
       const job = waiting.status?.activeJob?.name ?? '';
 
       // What the kubelet reports of the source container until the run is recorded: the pull failing,

@@ -80,6 +80,29 @@ describe('run history', () => {
     expect(runHistory([], logs)[1]?.result).toBe('(job gone)');
   });
 
+  it('the run the status records shows even when its Job went without a log (deleted by hand)', () => {
+    const interrupted: LastRunView = {
+      job: 'j-apply-1b',
+      op: 'apply',
+      attempt: 1,
+      result: 'interrupted',
+      reason: 'JobInterrupted',
+      startedAt: '2026-01-01T00:02:00Z',
+      finishedAt: '2026-01-01T00:03:00Z',
+    };
+    const retry = [{ ...job('j-apply-2', 'apply', 2, '2026-01-01T00:05:00Z'), status: { active: 1 } }];
+    expect(
+      runHistory(retry, [], interrupted).map((r) => [r.job, r.attempt, r.result, r.jobExists, r.logKept]),
+    ).toEqual([
+      ['j-apply-2', 2, 'Running', true, false],
+      ['j-apply-1b', 1, 'interrupted (JobInterrupted)', false, false],
+    ]);
+    // Never twice: a recorded run whose Job or log is left is that row.
+    expect(
+      runHistory(jobs, logs, { ...interrupted, job: 'j-apply-1' }).filter((r) => r.job === 'j-apply-1'),
+    ).toHaveLength(1);
+  });
+
   const rows: {
     id: string;
     name: string;

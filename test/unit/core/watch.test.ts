@@ -58,6 +58,29 @@ describe('watchActiveJob: DESIGN.md section 5 step 4', () => {
     expect(waitingWith('InvalidImageName')).toMatchObject(shown('InvalidImageName'));
   });
 
+  it('the message names the image the kubelet cannot pull, when it reports it', () => {
+    const withImage = pod('p1', { waiting: 'ImagePullBackOff' }, { phase: 'Pending' });
+    const [status] = withImage.status?.containerStatuses ?? [];
+    if (status) status.image = 'registry.example.com/team/module:v2';
+    const decision = watchActiveJob({
+      now: at(3),
+      job: running,
+      pods: [withImage],
+      runSecretExists: true,
+      deleting: false,
+      op: 'apply',
+    });
+    expect(decision).toMatchObject({
+      reason: 'ImagePullBackOff',
+      message:
+        'the image registry.example.com/team/module:v2 of container source cannot be pulled (ImagePullBackOff)',
+    });
+    // Without it (an older kubelet, a test double) the container alone is named.
+    expect(waitingWith('ImagePullBackOff')).toMatchObject({
+      message: 'the image of container source cannot be pulled (ImagePullBackOff)',
+    });
+  });
+
   it("the kubelet's pull/back-off cycle does not change the decision, so the status is not rewritten per cycle", () => {
     expect(waitingWith('ErrImagePull')).toEqual(waitingWith('ImagePullBackOff'));
   });

@@ -63,9 +63,11 @@ variable "size" {
   default = "small"
 }
 
+# The server's address is 10.20.(100 + index); a machine with none (one Cluster API clones from a template)
+# gets one derived from its name, so the machines of a MachineDeployment do not share an address.
 variable "index" {
   type    = number
-  default = 1
+  default = 0
 }
 
 variable "generation" {
@@ -119,5 +121,8 @@ output "bootstrap_data_sha256" {
 }
 
 output "addresses" {
-  value = [{ type = "InternalIP", address = cidrhost("10.20.0.0/16", 100 + var.index) }]
+  value = [{
+    type    = "InternalIP"
+    address = cidrhost("10.20.0.0/16", var.index > 0 ? 100 + var.index : 1024 + parseint(substr(sha256(local.name), 0, 3), 16))
+  }]
 }
