@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bundleEntry } from '../../functions/bundle.ts';
 import { redisEnvOf } from '../../src/adapters/redis/topology.ts';
@@ -16,6 +15,7 @@ import { ensureRunnerBuilt } from '../../src/local/runner-build.ts';
 import { prepareWorkloadNamespace } from '../../src/local/workload-namespace.ts';
 import { FAILPOINTS, type Failpoint, failpointExitLine } from '../../src/step/failpoints.ts';
 import { testStack } from '../env/index.ts';
+import { testTempDir } from '../env/temp-dir.ts';
 
 /**
  * The local run with several handler processes behind a loopback round-robin balancer (issue 13 item 2),
@@ -107,7 +107,8 @@ function deathsIn(text: string, into: Map<Failpoint, number>): void {
 export async function startFleetRun(options: FleetOptions): Promise<FleetRun> {
   const stack = testStack();
   const suffix = randomBytes(3).toString('hex');
-  const workDir = mkdtempSync(join(tmpdir(), `captf-e2e-${options.label}-`));
+  // Removed after the file's last test (the fleet stopped by then), a failed start's too.
+  const workDir = testTempDir(`captf-e2e-${options.label}-`);
   const logDir = join(workDir, 'logs');
   mkdirSync(logDir, { recursive: true });
   const nodeName = `captf-e2e-${options.label}-${suffix}`;
@@ -310,7 +311,6 @@ export async function startFleetRun(options: FleetOptions): Promise<FleetRun> {
         if (!policyBefore)
           await kubectl.run(['delete', '-f', policyFile, '--ignore-not-found']).catch(() => undefined);
         await kubectl.run(['delete', 'namespace', namespace, '--wait=false']).catch(() => undefined);
-        if (!process.env.CAPTF_KEEP_STACK) rmSync(workDir, { recursive: true, force: true });
       },
     };
   } catch (error) {

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gunzipSync, gzipSync } from 'node:zlib';
@@ -16,6 +15,7 @@ import {
 import { prepareWorkloadNamespace } from '../../src/local/workload-namespace.ts';
 import type { PlanChanges } from '../../src/schemas/plan-changes.ts';
 import { testStack } from '../env/index.ts';
+import { testTempDir } from '../env/temp-dir.ts';
 
 /**
  * The end-to-end environment: the same local run as the main job (src/local/local-controller.ts: CRDs,
@@ -148,7 +148,8 @@ export interface E2eRunOptions {
 export async function startE2eRun(label: string, options: E2eRunOptions = {}): Promise<E2eRun> {
   const stack = testStack();
   const suffix = randomBytes(3).toString('hex');
-  const workDir = mkdtempSync(join(tmpdir(), `captf-e2e-${label}-`));
+  // The node's pod directories and the logs: removed after the file's last test, a failed start's too.
+  const workDir = testTempDir(`captf-e2e-${label}-`);
   const nodeName = `captf-e2e-${label}-${suffix}`;
   const keyPrefix = `e2e-${label}-${suffix}`;
   // The approval policy is cluster-wide; other test files approve plans as the admin in another name, so
@@ -199,8 +200,6 @@ export async function startE2eRun(label: string, options: E2eRunOptions = {}): P
           .catch(() => undefined);
       }
       await controller.kubectl.run(['delete', 'namespace', namespace, '--wait=false']).catch(() => undefined);
-      // The node's pod directories and the logs, like the stack's: kept only when asked for.
-      if (!process.env.CAPTF_KEEP_STACK) rmSync(workDir, { recursive: true, force: true });
     },
   };
 }

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
@@ -15,6 +14,7 @@ import { type RealNode, startRealNode } from '../../src/local/real-node/real-nod
 import { prepareWorkloadNamespace } from '../../src/local/workload-namespace.ts';
 import { testStack } from '../env/index.ts';
 import { locateMotoServer } from '../env/moto.ts';
+import { testTempDir } from '../env/temp-dir.ts';
 
 /**
  * The AWS Lambda path on the test stack (serverless.yml): serverless-offline runs the packaged handler
@@ -89,7 +89,8 @@ export async function startLambdaRun(label: string): Promise<LambdaRun> {
   const stack = testStack();
   const suffix = randomBytes(3).toString('hex');
   const namespace = `lambda-${label}-${suffix}`;
-  const workDir = mkdtempSync(join(tmpdir(), `captf-lambda-${label}-`));
+  // The node's pod directories and the logs: removed after the file's last test, a failed start's too.
+  const workDir = testTempDir(`captf-lambda-${label}-`);
   const logDir = join(workDir, 'logs');
   mkdirSync(logDir, { recursive: true });
   const kubectl = kubectlFor(stack.kubectlPath, stack.kubeconfigPath);

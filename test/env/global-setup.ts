@@ -54,7 +54,19 @@ export default async function setup(project: TestProject): Promise<() => Promise
   await ensureRunnerBuilt(join(import.meta.dirname, '..', '..'), log);
   await ensureBundlesBuilt(BUNDLE_NAMES, log);
   const started = Date.now();
-  const redisDir = mkdtempSync(join(tmpdir(), 'captf-test-redis-'));
+  // This run's temp dirs go in the teardown, or on exit when the setup fails or the run is interrupted.
+  const dirs: string[] = [];
+  const removeDirs = (): void => {
+    if (process.env.CAPTF_KEEP_STACK) return;
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  };
+  process.once('exit', removeDirs);
+  const tempDir = (prefix: string): string => {
+    const dir = mkdtempSync(join(tmpdir(), prefix));
+    dirs.push(dir);
+    return dir;
+  };
+  const redisDir = tempDir('captf-test-redis-');
   const cluster = await startRedisCluster({ workDir: redisDir, log });
   const sentinel = await startRedisSentinel({ workDir: redisDir, log }).catch(async (cause: unknown) => {
     await cluster.stop();
@@ -64,17 +76,16 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const stopTopologies = async (): Promise<void> => {
     await Promise.all([cluster.stop(), sentinel.stop()]);
   };
-  const removeDirs = (dirs: string[]) => (): void => {
-    if (process.env.CAPTF_KEEP_STACK) return;
-    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-  };
 
   const reuse = process.env.CAPTF_TEST_STACK;
   if (reuse) {
-    const info = await attachToStack(reuse);
+    const info = await attachToStack(reuse).catch(async (cause: unknown) => {
+      await stopTopologies();
+      throw cause;
+    });
     // `npm start` runs a manager on its stack (stack.json says where): a second one would reconcile the same
     // objects and re-point the webhooks at itself.
-    const capiDir = info.capi ? undefined : mkdtempSync(join(tmpdir(), 'captf-test-capi-'));
+    const capiDir = info.capi ? undefined : tempDir('captf-test-capi-');
     let capi: CapiManager | undefined;
     try {
       if (capiDir) capi = await installOnStack(info, capiDir, capiDir);
@@ -86,15 +97,14 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const capiInfo = info.capi ?? capi?.info;
     if (!capiInfo) throw new Error('test stack: no Cluster API manager (neither the stack nor this run)');
     project.provide('testStack', { ...info, ...topologies, capi: capiInfo });
-    const remove = removeDirs(capiDir ? [redisDir, capiDir] : [redisDir]);
-    process.once('exit', remove);
     return async () => {
       await capi?.stop();
       await stopTopologies();
-      remove();
+      removeDirs();
     };
   }
-  const stack = await startLocalStack({ log }).catch(async (cause: unknown) => {
+  const workDir = tempDir('captf-stack-');
+  const stack = await startLocalStack({ log, workDir }).catch(async (cause: unknown) => {
     await stopTopologies();
     throw cause;
   });
@@ -111,12 +121,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('testStack', { ...stack.info, ...topologies, capi: capi.info });
   // An interrupted run skips the teardown: the stack's processes die with this one (setpriv), and the
   // work dirs go on exit.
-  const remove = removeDirs([stack.info.workDir, redisDir]);
-  process.once('exit', remove);
   return async () => {
     await capi.stop();
     await stack.stop();
     await stopTopologies();
-    remove();
+    removeDirs();
   };
 }

@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
@@ -21,6 +20,7 @@ import type { CustomObject } from '../../../src/adapters/kube/custom-object.ts';
 import { KubeError } from '../../../src/adapters/kube/errors.ts';
 import { OUR_API_VERSION } from '../../../src/schemas/kinds/registry.ts';
 import { testStack } from '../../env/index.ts';
+import { testTempDir } from '../../env/temp-dir.ts';
 
 // The Kubernetes adapter against the real local kube-apiserver, Job controller and garbage collector.
 
@@ -552,7 +552,7 @@ describe('per-request timeout', () => {
 
 describe('connection', () => {
   it('reads the CA once per connection but the credential on every request (an exec plugin rotating its token)', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'captf-kube-connection-'));
+    const dir = testTempDir('captf-kube-connection-');
     const cluster = config.getCurrentCluster();
     const token = config.getCurrentUser()?.token;
     if (!cluster?.caFile || token === undefined) throw new Error('the test stack has a CA file and a token');
@@ -590,6 +590,5 @@ describe('connection', () => {
     expect(refused.code).toBe('Unauthorized');
     writeFileSync(tokenFile, token);
     expect(await connected.reader.getJob(namespace, 'absent')).toBeUndefined();
-    rmSync(dir, { recursive: true });
   });
 });

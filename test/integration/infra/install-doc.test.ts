@@ -1,12 +1,12 @@
 import { execFile, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { testStack } from '../../env/index.ts';
 import { applyKnativeCrds } from '../../env/knative-crds.ts';
+import { testTempDir } from '../../env/temp-dir.ts';
 
 // docs/install.md tried as a new user would: every `bash` block, in order, in one shell session (variables
 // carry over, as in a terminal), from a directory that holds the repository's infra/, against the local
@@ -68,7 +68,7 @@ beforeAll(async () => {
     runPolicy: await exists(['-f', join(root, 'infra/admission/run-policy.yaml')]),
   };
   await applyKnativeCrds(stack);
-  workDir = mkdtempSync(join(tmpdir(), 'captf-install-doc-'));
+  workDir = testTempDir('captf-install-doc-');
   symlinkSync(join(root, 'infra'), join(workDir, 'infra'));
   const runnable = blocks.filter((block) => block.needs === undefined);
   const script = runnable

@@ -1,12 +1,12 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLES } from '../../../functions/bundle.ts';
 import { readConfig } from '../../../src/config.ts';
+import { testTempDir } from '../../env/temp-dir.ts';
 
 // `osls package` of serverless.yml (DESIGN.md section 15): run with no network at all (a fresh network
 // namespace), then the generated CloudFormation is read back: the two functions, the tick's schedule, the
@@ -56,7 +56,7 @@ function lambda(logicalId: string): LambdaFunction {
 }
 
 beforeAll(async () => {
-  const out = await mkdtemp(join(tmpdir(), 'captf-osls-package-'));
+  const out = testTempDir('captf-osls-package-');
   const params = Object.entries(PARAMS).map(([name, value]) => `--param=${name}=${value}`);
   // unshare -n: a network namespace with only a loopback that is down, so any registry, AWS or telemetry
   // call fails; the package must not need one. Needs root, as the test machines and CI have.

@@ -1,11 +1,12 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { localBackend, runnerTempDir, runRunner, stepNames } from './runner-process.ts';
+import { testTempDir } from '../../env/temp-dir.ts';
+import { localBackend, runRunner, stepNames } from './runner-process.ts';
 
 // The destructive guard and the plan digest (DESIGN.md section 11), against the real tofu binary.
 
 async function backend() {
-  return localBackend(join(await runnerTempDir('captf-runner-state-'), 'terraform.tfstate'));
+  return localBackend(join(testTempDir('captf-runner-state-'), 'terraform.tfstate'));
 }
 
 describe('destructive guard and plan digests (DESIGN.md section 11)', () => {

@@ -4,15 +4,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseRunnerResult } from '../../../src/schemas/result.ts';
-import {
-  FIXTURES,
-  localBackend,
-  runnerTempDir,
-  runRunner,
-  stepNames,
-  TEST_HMAC_KEY,
-  tofuPath,
-} from './runner-process.ts';
+import { testTempDir } from '../../env/temp-dir.ts';
+import { FIXTURES, localBackend, runRunner, stepNames, TEST_HMAC_KEY, tofuPath } from './runner-process.ts';
 
 // The delivered runner: `npm run build:runner` makes one executable; `runner copy <dir>` (the Job's init
 // container) puts it, its loader and its libraries into a directory; the `source` container runs it
@@ -22,7 +15,7 @@ const repoRoot = resolve(import.meta.dirname, '../../..');
 let binDir = '';
 
 beforeAll(async () => {
-  const dir = await runnerTempDir('captf-runner-sea-');
+  const dir = testTempDir('captf-runner-sea-');
   const built = join(dir, 'build', 'runner');
   execFileSync(process.execPath, [join(repoRoot, 'src/runner/build-sea.ts'), built], { stdio: 'pipe' });
   binDir = join(dir, 'bin');
@@ -39,7 +32,7 @@ describe('the bundled runner (single executable)', () => {
   });
 
   it('runs an apply through its own loader: same steps and result as the development runner', async () => {
-    const state = join(await runnerTempDir('captf-runner-state-'), 'terraform.tfstate');
+    const state = join(testTempDir('captf-runner-state-'), 'terraform.tfstate');
     const run = await runRunner({
       command: [join(binDir, 'ld.so'), '--library-path', join(binDir, 'lib'), join(binDir, 'runner')],
       flags: ['--op=apply'],
@@ -55,7 +48,7 @@ describe('the bundled runner (single executable)', () => {
   it('runs in an empty root (chroot) holding only /captf and /dev/null: no shell, no Node, no C library', async () => {
     // chroot and mknod need root, as the Job's kubelet has; the test machines and CI run as root.
     expect(process.getuid?.(), 'this test needs root (chroot, mknod)').toBe(0);
-    const root = await runnerTempDir('captf-runner-root-');
+    const root = testTempDir('captf-runner-root-');
     for (const dir of ['captf/module', 'captf/config', 'out', 'dev'])
       await mkdir(join(root, dir), { recursive: true });
     execFileSync('mknod', ['-m', '666', join(root, 'dev/null'), 'c', '1', '3']);

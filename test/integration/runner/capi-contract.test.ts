@@ -1,13 +1,14 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { moduleInputsOf } from '../../../src/core/module-inputs.ts';
-import { localBackend, runnerTempDir, runRunner, stepNames } from './runner-process.ts';
+import { testTempDir } from '../../env/temp-dir.ts';
+import { localBackend, runRunner, stepNames } from './runner-process.ts';
 
 // Issue 23 item 11, against the real tofu binary: what the module contract owes Cluster API besides its
 // inputs (docs/module-contract.md). The run configs carry what src/core builds for them.
 
 async function backend() {
-  return localBackend(join(await runnerTempDir('captf-runner-state-'), 'terraform.tfstate'));
+  return localBackend(join(testTempDir('captf-runner-state-'), 'terraform.tfstate'));
 }
 
 const machine = { kind: 'TerraformMachine' as const, namespace: 'team-a', name: 'md-0-abc12-infra' };

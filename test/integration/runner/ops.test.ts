@@ -3,12 +3,13 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REDACTED } from '../../../src/core/redaction.ts';
 import { RESULT_MAX_BYTES } from '../../../src/schemas/result.ts';
-import { localBackend, runnerTempDir, runRunner, stepNames } from './runner-process.ts';
+import { testTempDir } from '../../env/temp-dir.ts';
+import { localBackend, runRunner, stepNames } from './runner-process.ts';
 
 // The runner as a process against the real tofu binary, local backend (state file outside the work dir).
 
 async function statePath(): Promise<string> {
-  return join(await runnerTempDir('captf-runner-state-'), 'terraform.tfstate');
+  return join(testTempDir('captf-runner-state-'), 'terraform.tfstate');
 }
 
 describe('runner ops (DESIGN.md section 10)', () => {
@@ -166,7 +167,7 @@ describe('image layout (docs/image-contract.md)', () => {
   });
 
   it('a runtime that is not executable fails at prepare with kind image-layout', async () => {
-    const dir = await runnerTempDir('captf-runner-runtime-');
+    const dir = testTempDir('captf-runner-runtime-');
     const runtime = join(dir, 'runtime');
     await writeFile(runtime, 'not a binary');
     await chmod(runtime, 0o644);
@@ -177,7 +178,7 @@ describe('image layout (docs/image-contract.md)', () => {
   });
 
   it('an executable file that is not a binary fails at prepare with kind image-layout', async () => {
-    const dir = await runnerTempDir('captf-runner-runtime-');
+    const dir = testTempDir('captf-runner-runtime-');
     const runtime = join(dir, 'runtime');
     await writeFile(runtime, '\u0000\u0001 not an executable format');
     await chmod(runtime, 0o755);
@@ -188,7 +189,7 @@ describe('image layout (docs/image-contract.md)', () => {
   });
 
   it('an ELF runtime the kernel refuses (wrong architecture) fails at init with kind image-layout', async () => {
-    const dir = await runnerTempDir('captf-runner-runtime-');
+    const dir = testTempDir('captf-runner-runtime-');
     const runtime = join(dir, 'runtime');
     // An ELF header for a machine this host is not: execve says ENOEXEC.
     const header = Buffer.alloc(64);

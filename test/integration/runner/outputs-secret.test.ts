@@ -13,7 +13,8 @@ import { nameStateSuffix } from '../../../src/core/state-identity.ts';
 import { ensureOutputsSecret } from '../../../src/step/outputs-secret.ts';
 import { ensureRunnerIdentity } from '../../../src/step/runner-identity.ts';
 import { testStack } from '../../env/index.ts';
-import { type RunnerRun, runnerTempDir, runRunner, stepNames } from './runner-process.ts';
+import { testTempDir } from '../../env/temp-dir.ts';
+import { type RunnerRun, runRunner, stepNames } from './runner-process.ts';
 
 // Issue 24 item 3 with the real runner, real tofu and the real API server: every output of the module,
 // sensitive ones included, lands in the object's outputs Secret, written by the runner as the object's own
@@ -141,7 +142,7 @@ beforeAll(async () => {
       await kubectl(['create', 'token', identity.serviceAccount.metadata.name, '-n', NAMESPACE])
     ).trim();
   }
-  serviceAccountDirA = await runnerTempDir('captf-outputs-sa-');
+  serviceAccountDirA = testTempDir('captf-outputs-sa-');
   await writeFile(join(serviceAccountDirA, 'token'), `${tokens[OBJECT_A]}\n`, { mode: 0o600 });
   await writeFile(join(serviceAccountDirA, 'ca.crt'), await readFile(testStack().caPath));
 }, 60_000);

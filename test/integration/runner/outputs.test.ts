@@ -1,13 +1,14 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { localBackend, runnerTempDir, runRunner } from './runner-process.ts';
+import { testTempDir } from '../../env/temp-dir.ts';
+import { localBackend, runRunner } from './runner-process.ts';
 
 // The contract outputs as the runner reports them (issue 10, defect classes 2 and 3), against real tofu:
 // secret values are cut from free text, never from the outputs; an output the CRD would refuse fails the
 // run with OutputsInvalid, naming the output.
 
 async function statePath(): Promise<string> {
-  return join(await runnerTempDir('captf-runner-outputs-'), 'terraform.tfstate');
+  return join(testTempDir('captf-runner-outputs-'), 'terraform.tfstate');
 }
 
 describe('runner contract outputs', () => {

@@ -2,7 +2,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PlanChangesSchema } from '../../../src/schemas/plan-changes.ts';
 import { readPlanChangesLog } from '../../../src/schemas/plan-changes-log.ts';
-import { localBackend, runnerTempDir, runRunner, stepNames } from './runner-process.ts';
+import { testTempDir } from '../../env/temp-dir.ts';
+import { localBackend, runRunner, stepNames } from './runner-process.ts';
 
 // The readable plan (issue 24 item 1) from a real OpenTofu plan of hundreds of resources, with a secret in
 // every place one could show (test/fixtures/modules/large-plan): a sensitive variable, a Secret-fed
@@ -30,7 +31,7 @@ function config(round: 1 | 2, statePath: string) {
 
 describe('the readable plan of a blocked apply, from a real plan of 303 changes', () => {
   it('is printed last, decodes to exact counts and OpenTofu words, and holds no secret anywhere', async () => {
-    const state = join(await runnerTempDir('captf-runner-plan-'), 'terraform.tfstate');
+    const state = join(testTempDir('captf-runner-plan-'), 'terraform.tfstate');
     const first = await runRunner({ flags: ['--op=apply'], module: 'large-plan', config: config(1, state) });
     expect(first.result.result).toBe('succeeded');
     // An apply that goes ahead prints no readable plan: no TerraformPlan is made for it.

@@ -1,12 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { constants } from 'node:fs';
-import { access, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { afterAll } from 'vitest';
 import { parseRunnerResult, type RunnerResult } from '../../../src/schemas/result.ts';
 import { RUN_CONFIG_FILE, type RunConfigInput } from '../../../src/schemas/run-config.ts';
 import { testStack } from '../../env/index.ts';
+import { testTempDir } from '../../env/temp-dir.ts';
 
 /**
  * Runs the runner as a process, the way a Job does, against the real tofu binary: one temp dir per run
@@ -17,19 +16,6 @@ import { testStack } from '../../env/index.ts';
 const repoRoot = resolve(import.meta.dirname, '../../..');
 export const FIXTURES = join(repoRoot, 'test/fixtures/modules');
 const MAIN = join(repoRoot, 'src/runner/main.ts');
-
-/** The temp dirs of the test file that imports this module: removed after its last test. */
-const tempDirs: string[] = [];
-afterAll(async () => {
-  await Promise.all(tempDirs.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
-});
-
-/** A new temp dir named `<prefix>XXXXXX`, removed after the test file's last test. */
-export async function runnerTempDir(prefix: string): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), prefix));
-  tempDirs.push(dir);
-  return dir;
-}
 
 /** A plan HMAC key for tests (the controller generates one per object). */
 export const TEST_HMAC_KEY = 'captf-test-hmac-key-0123456789abcdef';
@@ -95,7 +81,7 @@ export interface StartedRun {
 
 /** Writes the config dir and starts the runner; does not wait. */
 export async function startRunner(call: RunnerCall): Promise<StartedRun> {
-  const dir = await runnerTempDir('captf-runner-test-');
+  const dir = testTempDir('captf-runner-test-');
   const configDir = join(dir, 'config');
   await mkdir(configDir);
   const config: RunConfigInput = { version: 1, planHmacKey: TEST_HMAC_KEY, ...call.config };

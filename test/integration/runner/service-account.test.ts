@@ -13,7 +13,8 @@ import { nameStateSuffix } from '../../../src/core/state-identity.ts';
 import { startKubeProxy } from '../../../src/runner/kube-proxy.ts';
 import { ensureRunnerIdentity } from '../../../src/step/runner-identity.ts';
 import { testStack } from '../../env/index.ts';
-import { runnerTempDir, runRunner, stepNames } from './runner-process.ts';
+import { testTempDir } from '../../env/temp-dir.ts';
+import { runRunner, stepNames } from './runner-process.ts';
 
 // Issue 16 item 3: a runner pod reaches only its own object's state. Its ServiceAccount's Role names one
 // state Secret and one lock Lease (`resourceNames`, verbs get and update); the runner's loopback proxy
@@ -107,7 +108,7 @@ beforeAll(async () => {
   }
   // The TokenRequest API, as the kubelet's projected service-account volume uses it.
   token = (await kubectl(['create', 'token', serviceAccount, '-n', NAMESPACE, '--duration=1h'])).trim();
-  serviceAccountDir = await runnerTempDir('captf-sa-');
+  serviceAccountDir = testTempDir('captf-sa-');
   await writeFile(join(serviceAccountDir, 'token'), `${token}\n`, { mode: 0o600 });
   await writeFile(join(serviceAccountDir, 'ca.crt'), await readFile(testStack().caPath));
 });
@@ -220,7 +221,7 @@ describe('a runner pod reaches only its own state (issue 16 item 3)', () => {
   });
 
   it('a missing token: the run fails in prepare, naming the path; no runtime step runs', async () => {
-    const empty = await runnerTempDir('captf-sa-empty-');
+    const empty = testTempDir('captf-sa-empty-');
     await writeFile(join(empty, 'ca.crt'), await readFile(testStack().caPath));
     const failed = await runRunner({
       module: 'machine',
@@ -256,7 +257,7 @@ describe('the loopback proxy (src/runner/kube-proxy.ts)', () => {
   }
 
   it('acts as the service account whatever the caller sends; re-reads the token on every request', async () => {
-    const dir = await runnerTempDir('captf-sa-rotate-');
+    const dir = testTempDir('captf-sa-rotate-');
     await writeFile(join(dir, 'ca.crt'), await readFile(testStack().caPath));
     await writeFile(join(dir, 'token'), token);
     const logged: string[] = [];
@@ -284,7 +285,7 @@ describe('the loopback proxy (src/runner/kube-proxy.ts)', () => {
   });
 
   it("keeps what the state Secret's answers show of it, gzip'd ones too, and passes them on as they came", async () => {
-    const dir = await runnerTempDir('captf-sa-state-');
+    const dir = testTempDir('captf-sa-state-');
     await writeFile(join(dir, 'ca.crt'), await readFile(testStack().caPath));
     await writeFile(join(dir, 'token'), token);
     // Over the API server's 128 KiB threshold for compressing an answer the client accepts gzip'd.
@@ -330,7 +331,7 @@ describe('the loopback proxy (src/runner/kube-proxy.ts)', () => {
   });
 
   it('a missing CA: the proxy does not start, and says which file', async () => {
-    const dir = await runnerTempDir('captf-sa-noca-');
+    const dir = testTempDir('captf-sa-noca-');
     await writeFile(join(dir, 'token'), token);
     const started = await startKubeProxy({ serviceAccountDir: dir, env: kubeletEnv(), scope, log: () => {} });
     expect(started).toEqual({ ok: false, message: `service account CA ${join(dir, 'ca.crt')}: ENOENT` });

@@ -1,10 +1,8 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisAdapter, type RedisAdapter } from '../../../src/adapters/redis/adapter.ts';
 import { type LocalRedis, startRedis } from '../../../src/local/redis-server.ts';
+import { testTempDir } from '../../env/temp-dir.ts';
 import {
   createObject,
   createStepEnv,
@@ -26,7 +24,8 @@ import {
 let env: StepEnv;
 let redisServer: LocalRedis;
 let redis: RedisAdapter;
-const workDir = mkdtempSync(join(tmpdir(), 'captf-step-redis-'));
+/** The dedicated redis-server's; removed after the afterAll below has stopped it. */
+const workDir = testTempDir('captf-step-redis-');
 
 async function startDedicatedRedis(port?: number): Promise<void> {
   redisServer = await startRedis({ workDir, name: 'step-redis', ...(port !== undefined ? { port } : {}) });
