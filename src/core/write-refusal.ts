@@ -83,6 +83,16 @@ export function recordsRefusal(status: TargetStatus): boolean {
   return findCondition(status.conditions, WRITE_REFUSED) !== undefined || isRefusalWait(status.waitReason);
 }
 
+/**
+ * The message of the refusal a status records (its `WriteRefused` condition, True), for `kubectl captf why`:
+ * a read-only plan never performs the write the API server refuses, so only the record says what it answered.
+ */
+export function recordedRefusal(
+  conditions: readonly { type?: string; status?: string; message?: string }[] | undefined,
+): string | undefined {
+  return conditions?.find((c) => c.type === WRITE_REFUSED && c.status === 'True')?.message;
+}
+
 /** `status` without a recorded refusal (a step got through): the condition and the wait go. */
 export function withoutRefusal(status: TargetStatus): TargetStatus {
   if (!recordsRefusal(status)) return status;

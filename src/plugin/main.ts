@@ -12,6 +12,7 @@ import { RUN_LOG_KEY, RUN_LOG_SECRET_TYPE, runLogSecretName } from '../core/run-
 import { stateObjectsOf } from '../core/state-cleanup.ts';
 import { decideUnlock, describeLock, LOCK_INFO_ANNOTATION, unlockPatch } from '../core/unlock-check.ts';
 import { WAIT_TABLE } from '../core/wait-table.ts';
+import { recordedRefusal } from '../core/write-refusal.ts';
 import { type ObjectView, renderView } from '../local/live-view.ts';
 import type { TerraformPlan } from '../schemas/kinds/terraform-plan.ts';
 import type { WaitReason } from '../schemas/kinds/wait-reason.ts';
@@ -69,6 +70,7 @@ async function readTarget(caller: Caller, target: PluginTarget) {
       nextAttemptAt?: string;
       activeJob?: { name?: string };
       lastRun?: LastRunView;
+      conditions?: { type?: string; status?: string; message?: string }[];
     };
   };
 }
@@ -80,6 +82,8 @@ async function why(caller: Caller, target: PluginTarget): Promise<void> {
     out(
       `waiting: ${wait}${object.status?.nextAttemptAt ? ` until ${object.status.nextAttemptAt}` : ''}: ${WAIT_TABLE[wait]?.meaning ?? ''}`,
     );
+  const refused = recordedRefusal(object.status?.conditions);
+  if (refused !== undefined) out(`  ${refused}`);
   // The step's own read and pure plan, over the caller's reader alone: nothing is written or locked. The
   // Job slots live in the controller's Redis, which the caller does not reach: a free slot is assumed.
   const outcome = await explainStep(

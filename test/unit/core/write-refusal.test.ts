@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { findCondition } from '../../../src/core/conditions.ts';
 import { REASON_TABLE } from '../../../src/core/step-outcome.ts';
 import {
+  recordedRefusal,
   recordsRefusal,
   refusalAdvice,
   refusalEvent,
@@ -102,5 +103,20 @@ describe('a create refused in a namespace being deleted (NamespaceTerminating)',
   it('is looked at again only at the safety interval: a namespace never becomes Active again', () => {
     expect(REASON_TABLE.NamespaceTerminating).toMatchObject({ action: 'waiting', requeue: 600 });
     expect(REASON_TABLE.WriteRefused).toMatchObject({ requeue: 60 });
+  });
+});
+
+describe('the recorded refusal, for kubectl captf why', () => {
+  it('is the message of a True WriteRefused condition, and nothing otherwise', () => {
+    const refused = refusedStatus(
+      running,
+      'refused: create Job ns/j: being terminated',
+      at,
+      'NamespaceTerminating',
+    );
+    expect(recordedRefusal(refused.conditions)).toBe('refused: create Job ns/j: being terminated');
+    expect(recordedRefusal(running.conditions)).toBeUndefined();
+    expect(recordedRefusal(undefined)).toBeUndefined();
+    expect(recordedRefusal([{ type: 'WriteRefused', status: 'False', message: 'over' }])).toBeUndefined();
   });
 });
