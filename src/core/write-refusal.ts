@@ -43,7 +43,7 @@ export function refusalWaitOf(causes: readonly string[]): RefusalWait {
  */
 export function refusalAdvice(wait: RefusalWait): string {
   if (wait === WRITE_REFUSED) return '';
-  return `; the namespace is being deleted and the API server creates nothing in it, so no Job of this object can start and a destroy cannot run: what its state manages stays. To let the object go, set ${ACCEPT_EMPTY_STATE_ANNOTATION} once its state Secret is gone (default backend; nothing is destroyed), or remove the finalizer ${FINALIZER} by hand`;
+  return `; the namespace is being deleted and the API server creates nothing in it, so no Job of this object can start and a destroy cannot run: what its state manages stays. To let the object go, set ${ACCEPT_EMPTY_STATE_ANNOTATION}=true once its state Secret is gone (default backend; nothing is destroyed), or remove the finalizer ${FINALIZER} by hand`;
 }
 
 function isRefusalWait(reason: string | undefined): boolean {

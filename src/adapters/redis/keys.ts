@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
  * | `P:{<group>}:run:<kind>/<ns>/<name>`  | string | run lease: `<fence> <job name>`                       |
  * | `P:{<group>}:cluster`                 | string | cluster lease of a Cluster API cluster                |
  * | `P:{<group>}:members`                 | zset   | machine/pool apply-destroy leases: object → expiry ms |
- * | `P:{<group>}:fence`                   | int    | fencing counter (INCR) of the group                   |
+ * | `P:{<group>}:fence`                   | int    | fencing counter (INCR) of the group (PX a week)       |
  * | `P:{slots}:installation`              | zset   | Job slots of the installation: `ns/job` → expiry ms   |
  * | `P:{slots}:cluster:<ns>/<cluster>`    | zset   | Job slots of one Cluster API cluster                  |
  * | `P:{schedule:<i>}:due`                | zset   | requeue schedule shard i: `kind/ns/name` → due ms     |

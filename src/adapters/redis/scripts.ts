@@ -11,6 +11,12 @@ import type { RedisClient } from './client.ts';
 const NOW_MS = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 
+/**
+ * How long a lease group's fencing counter outlives its last grant, ms (a week): long past any lease of the
+ * group, and short enough that the counters of deleted objects and clusters do not pile up in Redis.
+ */
+export const FENCE_TTL_MS = 7 * 24 * 3600 * 1000;
+
 /** Splits a lease value `<fence> <holder>`. */
 const SPLIT_LEASE = `local function split(value)
   local sep = string.find(value, ' ', 1, true)
@@ -107,7 +113,8 @@ return 0`,
    * Roles: 'solo' (run lease only), 'cluster-writer' (run + cluster lease, reports live member leases),
    * 'member-writer' (refused while the cluster lease is live; registers in members),
    * 'member-reader' (refused while the cluster lease is live).
-   * Fences come from the group's counter (INCR), seeded from the server clock when the counter is new.
+   * Fences come from the group's counter (INCR), seeded from the server clock when the counter is new, and
+   * kept {@link FENCE_TTL_MS} after the group's last grant.
    * Returns {'acquired', fence, liveMembers, retaken} | {'held', holder, fence} | {'cluster-busy', holder, fence}.
    */
   captfRunTake: {
@@ -142,6 +149,9 @@ if not value then
     fence = now
     redis.call('SET', KEYS[4], now)
   end
+  -- The counter goes a week after the group's last grant, so a deleted object's or cluster's is not kept
+  -- for ever; a later grant reseeds it from the clock, far above any fence it handed out.
+  redis.call('PEXPIRE', KEYS[4], ${FENCE_TTL_MS})
   value = fence .. ' ' .. holder
 end
 redis.call('SET', KEYS[1], value, 'PX', ttl)

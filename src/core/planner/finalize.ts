@@ -30,6 +30,7 @@ function destroyedAfterApply(status: TargetStatus): boolean {
 export function planFinalize(
   base: Base,
   reason: 'DeletingWithoutState' | 'DeletingForMove' = 'DeletingWithoutState',
+  message?: string,
 ): Planned {
   const { planning, status } = base;
   const { snap, facts } = planning;
@@ -58,7 +59,7 @@ export function planFinalize(
     base,
     status,
     { kind: 'finalizers', finalizers, gone: true, ...(state ? { state } : {}) },
-    outcome(planning, 'DeletingWithoutState'),
+    outcome(planning, 'DeletingWithoutState', message !== undefined ? { message } : {}),
     false,
   );
 }
@@ -66,14 +67,13 @@ export function planFinalize(
 /**
  * A deleting object whose lost state a person accepted (DESIGN.md section 3): a destroy from an empty state
  * destroys nothing, so the finalizer goes without a Job (none can be created in a namespace being deleted,
- * where this is most often met), the state's leftovers with it, and a Warning Event says what stays.
+ * where this is most often met), the state's leftovers with it, and a Warning Event and the step's
+ * message say what stays.
  * `stateSecret` is the lost Secret's name, `provisioned` the field that shows the object was provisioned.
  */
 export function planFinalizeLostState(base: Base, stateSecret: string, provisioned: string): Planned {
-  const skipped = runEvent('DestroySkipped', {
-    action: 'Finalize',
-    note: `no destroy ran: ${provisioned} shows the object was provisioned, its state Secret ${stateSecret} is lost and ${ACCEPT_EMPTY_STATE_ANNOTATION} accepts it; what that state managed stays until removed by hand`,
-    transitionKey: stateSecret,
-  });
-  return planFinalize({ ...base, events: [...base.events, skipped] });
+  const note = `no destroy ran: ${provisioned} shows the object was provisioned, its state Secret ${stateSecret} is lost and ${ACCEPT_EMPTY_STATE_ANNOTATION} accepts it; what that state managed stays until removed by hand`;
+  const skipped = runEvent('DestroySkipped', { action: 'Finalize', note, transitionKey: stateSecret });
+  // The log line says it too: in a namespace being deleted the Event is refused like every create.
+  return planFinalize({ ...base, events: [...base.events, skipped] }, 'DeletingWithoutState', note);
 }

@@ -117,10 +117,11 @@ export function planStart(base: Base, decision: StartDecision, retries: RetrySta
   const stateSecret = provisioned !== undefined ? checkedStateSecret(snap) : undefined;
   if (stateSecret !== undefined && facts.state === undefined) return { kind: 'read', read: 'state' };
   const fromNothing = stateSecret !== undefined && facts.state !== undefined && stateLost(facts.state);
-  if (fromNothing && !acceptsEmptyState(snap))
+  if (fromNothing && !acceptsEmptyState(snap) && (op === 'apply' || op === 'destroy'))
     return holdBackStateMissing(
       base,
-      `${provisioned} shows the object was provisioned, but its state Secret ${stateSecret.name} is ${facts.state === 'missing' ? 'missing' : 'empty (never written)'}; ${op === 'destroy' ? `set the annotation ${ACCEPT_EMPTY_STATE_ANNOTATION} to let the object go without a destroy (what the lost state managed stays until removed by hand)` : `set the annotation ${ACCEPT_EMPTY_STATE_ANNOTATION} to apply from an empty state`}`,
+      op,
+      `${provisioned} shows the object was provisioned, but its state Secret ${stateSecret.name} is ${facts.state === 'missing' ? 'missing' : 'empty (never written)'}; ${op === 'destroy' ? `set the annotation ${ACCEPT_EMPTY_STATE_ANNOTATION}=true to let the object go without a destroy (what the lost state managed stays until removed by hand)` : `set the annotation ${ACCEPT_EMPTY_STATE_ANNOTATION}=true to apply from an empty state`}`,
     );
   // Accepted for a destroy, nothing is left to run: an empty state destroys nothing.
   if (fromNothing && op === 'destroy' && stateSecret !== undefined && provisioned !== undefined)
@@ -391,15 +392,15 @@ function holdBackNotOptedIn(base: Base, op: Op, notOptedIn: NotOptedIn): Planned
  * An apply held back because the state of a provisioned object is gone (issue 23 item 5): no Job, the wait,
  * and a Warning Event when the object was not already waiting for this.
  */
-function holdBackStateMissing(base: Base, message: string): Planned {
+function holdBackStateMissing(base: Base, op: 'apply' | 'destroy', message: string): Planned {
   const { planning } = base;
   const { snap, facts } = planning;
-  const wait = waitFor('StateMissing', { now: facts.now, uid: snap.uid, op: 'apply', message });
+  const wait = waitFor('StateMissing', { now: facts.now, uid: snap.uid, op, message });
   const status = waitStatus(planning.statusContext, base.status, wait);
   const repeated =
     snap.status.waitReason === wait.reason &&
-    findCondition(snap.status.conditions, OP_CONDITION.apply)?.message ===
-      findCondition(status.conditions, OP_CONDITION.apply)?.message;
+    findCondition(snap.status.conditions, OP_CONDITION[op])?.message ===
+      findCondition(status.conditions, OP_CONDITION[op])?.message;
   const event = runEvent('StateMissing', {
     action: 'Reconcile',
     note: planning.redactor.redact(message),

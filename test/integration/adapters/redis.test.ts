@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisAdapter, type RedisAdapter } from '../../../src/adapters/redis/adapter.ts';
 import { createRedisClient, type RedisEndpoint, waitUntilReady } from '../../../src/adapters/redis/client.ts';
 import type { ObjectId } from '../../../src/adapters/redis/keys.ts';
+import { FENCE_TTL_MS } from '../../../src/adapters/redis/scripts.ts';
 import { type LocalRedis, startRedis } from '../../../src/local/redis-server.ts';
 import { testStack } from '../../env/index.ts';
 
@@ -153,6 +154,10 @@ describe.each(topologies)('on $name', ({ endpoint: endpointOf }) => {
       const second = await shared.runLeases.take(scope, 'J2', 'solo', 60);
       if (second.kind !== 'acquired') throw new Error(`expected acquired, got ${second.kind}`);
       expect(second.token.fence).toBeGreaterThan(first.token.fence);
+      // The group's counter is not kept for ever (a deleted object's would stay): a week after its last grant.
+      const counterTtl = await shared.client.pttl(shared.keys.leaseGroup(mB, undefined).fence);
+      expect(counterTtl).toBeGreaterThan(FENCE_TTL_MS - 60_000);
+      expect(counterTtl).toBeLessThanOrEqual(FENCE_TTL_MS);
       // The first holder, come back late, can neither renew nor release the new grant.
       expect(await shared.runLeases.renew(scope, first.token, 60)).toEqual({ kind: 'lost' });
       expect(await shared.runLeases.release(scope, first.token)).toEqual({ kind: 'not-held' });

@@ -511,7 +511,14 @@ const rows: Row[] = [
       move: 'rest',
       reason: 'StateMissing',
       waitReason: 'StateMissing',
-      check: (plan) => expect(plan.outcome.message).toContain('without a destroy'),
+      check: (plan) => {
+        expect(plan.outcome.message).toContain('without a destroy');
+        // On the condition of the op that waits (a destroy's is ApplyJobSucceeded, section 7).
+        const conditions = plan.status?.conditions ?? [];
+        expect(conditions.find((c) => c.type === 'ApplyJobSucceeded')).toMatchObject({
+          reason: 'StateMissing',
+        });
+      },
     },
   },
   {
@@ -534,6 +541,7 @@ const rows: Row[] = [
         expect(plan.move).toMatchObject({ gone: true, state: { cleanup: { kind: 'delete' } } });
         expect(plan.events).toEqual([expect.objectContaining({ reason: 'DestroySkipped', type: 'Warning' })]);
         expect(plan.events[0]?.note).toContain('stays until removed by hand');
+        expect(plan.outcome.message).toBe(plan.events[0]?.note);
       },
     },
   },
