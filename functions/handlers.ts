@@ -68,7 +68,11 @@ export function createHandlers(env: Record<string, string | undefined>, createSt
     onError: (error) => logger.debug({ err: error }, 'redis: connection error'),
   });
   const kubeSource: KubeConfigSource =
-    config.kube.mode === 'in-cluster' ? { kind: 'in-cluster' } : { kind: 'file', path: config.kube.path };
+    config.kube.mode === 'in-cluster'
+      ? { kind: 'in-cluster' }
+      : config.kube.mode === 'content'
+        ? { kind: 'content', content: config.kube.content }
+        : { kind: 'file', path: config.kube.path };
   const kube = createKubeAdapter({
     source: kubeSource,
     clock: systemClock,

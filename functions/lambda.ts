@@ -8,7 +8,7 @@ import { SSMClient } from '@aws-sdk/client-ssm';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, Context, ScheduledEvent } from 'aws-lambda';
 import { createHandlers } from './handlers.ts';
 import { lambdaHandlersOf } from './lambda-handlers.ts';
-import { withKubeconfigFile } from './lambda-kubeconfig.ts';
+import { requireLambdaKubeconfig } from './lambda-kubeconfig.ts';
 import {
   type ReadSecrets,
   readSecrets,
@@ -32,7 +32,7 @@ let secrets: ReadSecrets = ssm
   : { values: {}, readAtMs: Date.now() };
 
 async function build(read: ReadSecrets) {
-  const handlers = createHandlers(withKubeconfigFile(withSecrets(process.env, read)), productionStep);
+  const handlers = createHandlers(requireLambdaKubeconfig(withSecrets(process.env, read)), productionStep);
   const functions = lambdaHandlersOf(handlers.app, handlers.config.auth);
   await handlers.ready();
   return { handlers, functions };

@@ -46,8 +46,16 @@ const EnvSchema = z
     CAPTF_AUTH_DISABLED: envFlag,
     /** One node, a Redis Cluster or Sentinel (src/adapters/redis/topology.ts): exactly one of them. */
     ...REDIS_ENV_SHAPE,
-    /** Path of a kubeconfig; absent means in-cluster configuration (service account). */
+    /** Path of a kubeconfig; absent (and no CAPTF_KUBECONFIG_CONTENT) means in-cluster configuration. */
     KUBECONFIG: z.string().min(1).optional(),
+    /**
+     * A kubeconfig's content, loaded from memory and never written to disk (AWS Lambda, which has no service
+     * account: serverless.yml); wins over KUBECONFIG. Empty reads as unset.
+     */
+    CAPTF_KUBECONFIG_CONTENT: z
+      .string()
+      .optional()
+      .transform((value) => (value === '' ? undefined : value)),
     /** DESIGN.md section 5: `--max-active-jobs` per installation. */
     CAPTF_MAX_ACTIVE_JOBS: positiveInt(DEFAULT_MAX_ACTIVE_JOBS),
     /** DESIGN.md section 5: `--cluster-max-active-jobs` per Cluster API cluster. */
@@ -125,8 +133,8 @@ export interface Config {
   auth: AuthConfig;
   /** Where Redis is: one node, a Redis Cluster or Sentinel. */
   redis: RedisTopology;
-  /** Kubeconfig path, or `in-cluster`. */
-  kube: { mode: 'kubeconfig'; path: string } | { mode: 'in-cluster' };
+  /** A kubeconfig path, a kubeconfig's content, or `in-cluster`. */
+  kube: { mode: 'kubeconfig'; path: string } | { mode: 'content'; content: string } | { mode: 'in-cluster' };
   maxActiveJobs: number;
   clusterMaxActiveJobs: number;
   syncPeriodSeconds: number;
@@ -196,7 +204,12 @@ export function readConfig(env: Record<string, string | undefined>): ConfigResul
       host: e.HOST,
       auth: authOf(e),
       redis: redis.topology,
-      kube: e.KUBECONFIG === undefined ? { mode: 'in-cluster' } : { mode: 'kubeconfig', path: e.KUBECONFIG },
+      kube:
+        e.CAPTF_KUBECONFIG_CONTENT !== undefined
+          ? { mode: 'content', content: e.CAPTF_KUBECONFIG_CONTENT }
+          : e.KUBECONFIG === undefined
+            ? { mode: 'in-cluster' }
+            : { mode: 'kubeconfig', path: e.KUBECONFIG },
       maxActiveJobs: e.CAPTF_MAX_ACTIVE_JOBS,
       clusterMaxActiveJobs: e.CAPTF_CLUSTER_MAX_ACTIVE_JOBS,
       syncPeriodSeconds: e.CAPTF_SYNC_PERIOD_SECONDS,

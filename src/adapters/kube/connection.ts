@@ -28,14 +28,20 @@ export type KubeConfigSource =
   | { kind: 'file'; path: string }
   /** The pod's service account (in-cluster deployment). */
   | { kind: 'in-cluster' }
+  /** A kubeconfig's content, never written to disk (AWS Lambda). */
+  | { kind: 'content'; content: string }
   /** An already loaded config. */
   | { kind: 'loaded'; config: KubeConfig };
 
-/** Loads a KubeConfig from its source; throws when the file is missing or names no current cluster. */
+/**
+ * Loads a KubeConfig from its source; throws when the file is missing, the content does not parse, or it
+ * names no current cluster.
+ */
 export function loadKubeConfig(source: KubeConfigSource): KubeConfig {
   if (source.kind === 'loaded') return source.config;
   const config = new KubeConfig();
   if (source.kind === 'file') config.loadFromFile(source.path);
+  else if (source.kind === 'content') config.loadFromString(source.content);
   else config.loadFromCluster();
   if (!config.getCurrentCluster()) throw new Error('load kubeconfig: no current cluster');
   return config;

@@ -1,5 +1,3 @@
-import { readFileSync, rmSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
 import type {
   APIGatewayProxyEventV2,
   APIGatewayProxyStructuredResultV2,
@@ -8,7 +6,7 @@ import type {
 } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { lambdaHandlersOf } from '../../../functions/lambda-handlers.ts';
-import { withKubeconfigFile } from '../../../functions/lambda-kubeconfig.ts';
+import { requireLambdaKubeconfig } from '../../../functions/lambda-kubeconfig.ts';
 import { UnavailableError } from '../../../src/http/errors.ts';
 import { auth, binaryHeaders, T0, TOKEN, testApp } from '../http/in-memory.ts';
 
@@ -146,22 +144,14 @@ describe('the tick function (EventBridge schedule → POST /tick)', () => {
 });
 
 describe('the kubeconfig on Lambda (functions/lambda-kubeconfig.ts)', () => {
-  it('CAPTF_KUBECONFIG_CONTENT becomes a file only this instance can read, named by KUBECONFIG', () => {
-    const content = '{"apiVersion":"v1","kind":"Config","clusters":[]}';
-    const env = withKubeconfigFile({ CAPTF_KUBECONFIG_CONTENT: content, REDIS_URL: 'redis://r:6379' });
-    expect(env.REDIS_URL).toBe('redis://r:6379');
-    expect(readFileSync(env.KUBECONFIG ?? '', 'utf8')).toBe(content);
-    expect(statSync(env.KUBECONFIG ?? '').mode & 0o777).toBe(0o600);
-    // The instance's own directory: a test run leaves no kubeconfig in /tmp.
-    rmSync(dirname(env.KUBECONFIG ?? ''), { recursive: true, force: true });
-  });
-
-  it('an explicit KUBECONFIG is kept; neither one is an error that names both', () => {
-    expect(withKubeconfigFile({ KUBECONFIG: '/etc/captf/kubeconfig' }).KUBECONFIG).toBe(
-      '/etc/captf/kubeconfig',
-    );
-    expect(() => withKubeconfigFile({})).toThrow(
-      'read Lambda config: CAPTF_KUBECONFIG_CONTENT (or KUBECONFIG) is required on Lambda',
-    );
+  it('CAPTF_KUBECONFIG_CONTENT or an explicit KUBECONFIG is required; the env passes unchanged', () => {
+    const withContent = { CAPTF_KUBECONFIG_CONTENT: '{"apiVersion":"v1"}', REDIS_URL: 'redis://r:6379' };
+    expect(requireLambdaKubeconfig(withContent)).toBe(withContent);
+    const withPath = { KUBECONFIG: '/etc/captf/kubeconfig' };
+    expect(requireLambdaKubeconfig(withPath)).toBe(withPath);
+    for (const env of [{}, { CAPTF_KUBECONFIG_CONTENT: '' }])
+      expect(() => requireLambdaKubeconfig(env)).toThrow(
+        'read Lambda config: CAPTF_KUBECONFIG_CONTENT (or KUBECONFIG) is required on Lambda',
+      );
   });
 });

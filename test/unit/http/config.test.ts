@@ -75,6 +75,22 @@ it('auth is disabled only by the explicit flag', () => {
   });
 });
 
+it("a kubeconfig's content is loaded from memory and wins over a path; empty reads as unset", () => {
+  const content = 'apiVersion: v1\nkind: Config\n';
+  expect(readConfig({ ...base, CAPTF_KUBECONFIG_CONTENT: content, KUBECONFIG: '/k' })).toMatchObject({
+    ok: true,
+    config: { kube: { mode: 'content', content } },
+  });
+  expect(readConfig({ ...base, CAPTF_KUBECONFIG_CONTENT: '', KUBECONFIG: '/k' })).toMatchObject({
+    ok: true,
+    config: { kube: { mode: 'kubeconfig', path: '/k' } },
+  });
+  expect(readConfig({ ...base, CAPTF_KUBECONFIG_CONTENT: undefined, KUBECONFIG: undefined })).toMatchObject({
+    ok: true,
+    config: { kube: { mode: 'in-cluster' } },
+  });
+});
+
 describe('Redis topology: one node, a Redis Cluster or Sentinel (issue 12)', () => {
   const { REDIS_URL: _url, ...noRedis } = base;
 
