@@ -389,8 +389,8 @@ function holdBackNotOptedIn(base: Base, op: Op, notOptedIn: NotOptedIn): Planned
 }
 
 /**
- * An apply held back because the state of a provisioned object is gone (issue 23 item 5): no Job, the wait,
- * and a Warning Event when the object was not already waiting for this.
+ * An apply or destroy held back because the state of a provisioned object is gone (issue 23 item 5): no
+ * Job, the wait, and a Warning Event when the object was not already waiting for this.
  */
 function holdBackStateMissing(base: Base, op: 'apply' | 'destroy', message: string): Planned {
   const { planning } = base;
