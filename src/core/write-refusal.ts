@@ -25,8 +25,9 @@ import { ACCEPT_EMPTY_STATE_ANNOTATION } from './state-evidence.ts';
 
 export const WRITE_REFUSED = 'WriteRefused' as const;
 
-/** The wait a refusal records: every refusal but one that can never lift is `WriteRefused`. */
-export type RefusalWait = typeof WRITE_REFUSED | 'NamespaceTerminating';
+/** The waits a refusal records: every refusal but one that can never lift is `WriteRefused`. */
+const REFUSAL_WAITS = [WRITE_REFUSED, 'NamespaceTerminating'] as const;
+export type RefusalWait = (typeof REFUSAL_WAITS)[number];
 
 /** The `details.causes` type of a create refused because its namespace is being deleted. */
 export const NAMESPACE_TERMINATING_CAUSE = 'NamespaceTerminating';
@@ -47,7 +48,16 @@ export function refusalAdvice(wait: RefusalWait): string {
 }
 
 function isRefusalWait(reason: string | undefined): boolean {
-  return reason === WRITE_REFUSED || reason === 'NamespaceTerminating';
+  return REFUSAL_WAITS.some((wait) => wait === reason);
+}
+
+/**
+ * A refusal as the step records it: its wait (from the Status cause types) and the message, the refused
+ * write's answer followed by what a person can do about it.
+ */
+export function refusalOf(answer: string, causes: readonly string[]): { wait: RefusalWait; message: string } {
+  const wait = refusalWaitOf(causes);
+  return { wait, message: `${answer}${refusalAdvice(wait)}` };
 }
 
 /** Longest message kept in the condition: the API server's messages can be long (a policy's CEL). */

@@ -19,9 +19,8 @@ import {
 import type { ClusterLeaseFact, PlanFacts, StepPlan } from '../core/step-plan.ts';
 import {
   recordsRefusal,
-  refusalAdvice,
   refusalEvent,
-  refusalWaitOf,
+  refusalOf,
   refusedStatus,
   withoutRefusal,
 } from '../core/write-refusal.ts';
@@ -90,8 +89,8 @@ async function guarded(ref: ObjectRef, body: () => Promise<StepOutcome>): Promis
         message: error.message,
       });
     if (error.code === 'Conflict') return outcomeOf(ref, 'Conflict', { message: error.message });
-    const wait = refusalWaitOf(error.causes);
-    return outcomeOf(ref, wait, { message: `${error.code}: ${error.message}${refusalAdvice(wait)}` });
+    const { wait, message } = refusalOf(`${error.code}: ${error.message}`, error.causes);
+    return outcomeOf(ref, wait, { message });
   }
 }
 
@@ -370,8 +369,9 @@ async function recordRefusal(
   causes: readonly string[] = [],
 ): Promise<StepOutcome> {
   const { deps, snap, writes } = performance;
-  const wait = refusalWaitOf(causes);
-  const message = snapshotRedactor(snap).redact(`refused: ${refused}${refusalAdvice(wait)}`);
+  const refusal = refusalOf(`refused: ${refused}`, causes);
+  const wait = refusal.wait;
+  const message = snapshotRedactor(snap).redact(refusal.message);
   const at = { now: new Date(deps.clock.nowMs()), generation: snap.generation };
   try {
     if ((await writes.status(refusedStatus(writes.current, message, at, wait), true)) === 'conflict')

@@ -116,16 +116,23 @@ export function planStart(base: Base, decision: StartDecision, retries: RetrySta
   const provisioned = op === 'apply' || op === 'destroy' ? provisionedBy(snap, base.status) : undefined;
   const stateSecret = provisioned !== undefined ? checkedStateSecret(snap) : undefined;
   if (stateSecret !== undefined && facts.state === undefined) return { kind: 'read', read: 'state' };
-  const fromNothing = stateSecret !== undefined && facts.state !== undefined && stateLost(facts.state);
-  if (fromNothing && !acceptsEmptyState(snap) && (op === 'apply' || op === 'destroy'))
+  const lost =
+    stateSecret !== undefined &&
+    provisioned !== undefined &&
+    facts.state !== undefined &&
+    stateLost(facts.state)
+      ? { secret: stateSecret.name, provisioned }
+      : undefined;
+  const fromNothing = lost !== undefined;
+  if (lost !== undefined && !acceptsEmptyState(snap))
     return holdBackStateMissing(
       base,
       op,
-      `${provisioned} shows the object was provisioned, but its state Secret ${stateSecret.name} is ${facts.state === 'missing' ? 'missing' : 'empty (never written)'}; ${op === 'destroy' ? `set the annotation ${ACCEPT_EMPTY_STATE_ANNOTATION}=true to let the object go without a destroy (what the lost state managed stays until removed by hand)` : `set the annotation ${ACCEPT_EMPTY_STATE_ANNOTATION}=true to apply from an empty state`}`,
+      `${lost.provisioned} shows the object was provisioned, but its state Secret ${lost.secret} is ${facts.state === 'missing' ? 'missing' : 'empty (never written)'}; ${op === 'destroy' ? `set the annotation ${ACCEPT_EMPTY_STATE_ANNOTATION}=true to let the object go without a destroy (what the lost state managed stays until removed by hand)` : `set the annotation ${ACCEPT_EMPTY_STATE_ANNOTATION}=true to apply from an empty state`}`,
     );
   // Accepted for a destroy, nothing is left to run: an empty state destroys nothing.
-  if (fromNothing && op === 'destroy' && stateSecret !== undefined && provisioned !== undefined)
-    return planFinalizeLostState(base, stateSecret.name, provisioned);
+  if (lost !== undefined && op === 'destroy')
+    return planFinalizeLostState(base, lost.secret, lost.provisioned);
 
   // An object none of whose Jobs was ever seen has no pod to guard against (src/core/pods.ts mayHavePods).
   if (facts.pods === undefined && mayHavePods(snap)) return { kind: 'read', read: 'pods' };
@@ -392,7 +399,7 @@ function holdBackNotOptedIn(base: Base, op: Op, notOptedIn: NotOptedIn): Planned
  * An apply or destroy held back because the state of a provisioned object is gone (issue 23 item 5): no
  * Job, the wait, and a Warning Event when the object was not already waiting for this.
  */
-function holdBackStateMissing(base: Base, op: 'apply' | 'destroy', message: string): Planned {
+function holdBackStateMissing(base: Base, op: Op, message: string): Planned {
   const { planning } = base;
   const { snap, facts } = planning;
   const wait = waitFor('StateMissing', { now: facts.now, uid: snap.uid, op, message });
