@@ -54,11 +54,15 @@ function readyOf(object: ObjectView): string {
   return ready ? `${ready.status}` : '-';
 }
 
-/** The reason of the Ready condition, or the wait reason when one is set (section 6: why nothing happens). */
+/**
+ * The reason of the Ready condition, or the wait reason when one is set (section 6: why nothing happens); a
+ * deleting object's wait too (a destroy waiting for its lost state or a namespace being deleted says which).
+ */
 function reasonOf(object: ObjectView): string {
-  if (object.metadata.deletionTimestamp) return 'Deleting';
+  const wait = object.status?.waitReason;
+  if (object.metadata.deletionTimestamp) return wait ? `Deleting (${wait})` : 'Deleting';
   const ready = object.status?.conditions?.find((c) => c.type === 'Ready');
-  return object.status?.waitReason ?? ready?.reason ?? '-';
+  return wait ?? ready?.reason ?? '-';
 }
 
 /** `init✓ plan✓ apply✗` from the last run's steps (exit 0 is a success except drift's 2, shown as ✓). */
