@@ -6,7 +6,9 @@
 //   flags and the warm compile cache of images/tree.ts), and the bare bundle,
 // - today's unbundled start (node functions/main.ts: type stripping, every module resolved from
 //   node_modules),
-// - a bare fastify process and a process that only imports @kubernetes/client-node (the floors).
+// - a bare fastify process and a process that only imports @kubernetes/client-node (the floors), and the
+//   libraries' floor: fastify, client-node and ioredis bundled and started as the image starts the
+//   controller, answering after one GET of the object and one Redis command (bench/lib/libraries-floor.ts).
 // Each sample is a fresh process, timed from spawn to the first 200 answer of a reference event for a Ready
 // TerraformMachine, polled every 2 ms. The sample (infra/samples/local/demo.yaml) is taken to Ready first
 // by the local run's controller, which then stops: every step after that is the steady-state step of a
@@ -19,7 +21,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseAllDocuments } from 'yaml';
-import { BUNDLES, ensureBundlesBuilt } from '../functions/bundle.ts';
+import { BUNDLES, bundleEntry, ensureBundlesBuilt } from '../functions/bundle.ts';
 import { NODE_FLAGS, warmCompileCache } from '../images/tree.ts';
 import { LOCAL_RUNNER_IMAGE, startLocalController } from '../src/local/local-controller.ts';
 import { freePort } from '../src/local/ports.ts';
@@ -178,7 +180,9 @@ printMachine();
 await ensureBundlesBuilt(['server'], log);
 const workDir = mkdtempSync(join(tmpdir(), 'captf-bench-cold-'));
 const cacheDir = join(workDir, 'compile-cache');
-warmCompileCache(process.execPath, NODE_FLAGS, [join(root, BUNDLES.server.outfile)], cacheDir);
+const floorBundle = join(workDir, 'libraries-floor.mjs');
+await bundleEntry('bench/lib/libraries-floor.ts', floorBundle, { root, minify: true });
+warmCompileCache(process.execPath, NODE_FLAGS, [join(root, BUNDLES.server.outfile), floorBundle], cacheDir);
 const stack = await startLocalStack({ log: () => undefined });
 try {
   log('taking the sample to Ready with the local run (node, handlers, relay, timer)');
@@ -232,6 +236,12 @@ try {
     { name: 'unbundled (functions/main.ts)', args: ['functions/main.ts'], handlers: true },
     { name: 'bare fastify', args: ['bench/lib/bare-fastify.ts'], handlers: false },
     { name: 'client-node import only', args: ['bench/lib/client-node-only.ts'], handlers: false },
+    {
+      name: 'libraries floor as in the image',
+      args: [...NODE_FLAGS, floorBundle],
+      handlers: true,
+      env: { NODE_COMPILE_CACHE: cacheDir },
+    },
   ];
 
   log(`cold starts: ${SAMPLES} fresh processes per target, round robin`);
@@ -304,6 +314,16 @@ try {
     'bundle as in the image / bare fastify, first event',
     ms(targets[0]?.name ?? '') / ms(targets[3]?.name ?? ''),
     'the handler against the framework floor',
+  );
+  printRatio(
+    'libraries floor as in the image / bare fastify, first event',
+    ms(targets[5]?.name ?? '') / ms(targets[3]?.name ?? ''),
+    'what client-node, ioredis and one GET add to the framework',
+  );
+  printRatio(
+    'bundle as in the image / libraries floor as in the image, first event',
+    ms(targets[0]?.name ?? '') / ms(targets[5]?.name ?? ''),
+    'what our own code adds to the libraries',
   );
   const image = targets[0]?.name ?? '';
   process.stdout.write(

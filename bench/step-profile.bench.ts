@@ -16,7 +16,9 @@
 // folders, node_modules packages, Node internals, V8's pseudo-frames) as % of the kind's samples, % of its
 // busy (not idle) samples, and that busy share of the main thread's CPU ms per step; the self time by
 // owner (ours, node_modules, Node.js, V8 and native, idle); and our own frames (src/, functions/) by total
-// time (self plus synchronous callees). Prints the tables, writes bench/results/step-profile-<date>.json
+// time (self plus synchronous callees). Then the floor of it that is the Kubernetes client's: CPU per call of
+// three requests every step makes, straight through client-node with nothing of ours around them, and each
+// kind's requests times the cheapest of them (measureClientFloor). Prints the tables, writes bench/results/step-profile-<date>.json
 // and the raw .cpuprofile files (open them in Chrome DevTools) into a temp directory whose path it prints.
 // About a minute; a dev run:
 // `npm run bench -- step-profile --profile-objects=5 --profile-warmup=2`.
@@ -26,13 +28,15 @@ import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { systemClock } from '../src/adapters/clock.ts';
 import type { KubeAdapter } from '../src/adapters/kube/adapter.ts';
 import { createKubeAdapter } from '../src/adapters/kube/adapter.ts';
-import { loadKubeConfig, makeKubeApis } from '../src/adapters/kube/connection.ts';
+import { type KubeApis, loadKubeConfig, makeKubeApis } from '../src/adapters/kube/connection.ts';
 import { RequestCounter, type RequestCounts } from '../src/adapters/kube/request-count.ts';
 import { CUSTOM_RESOURCES } from '../src/adapters/kube/resources.ts';
 import { createRedisAdapter } from '../src/adapters/redis/adapter.ts';
+import { LABELS } from '../src/core/job-labels.ts';
 import type { ObjectRef } from '../src/core/object-ref.ts';
 import type { StepOutcome } from '../src/core/step-outcome.ts';
 import { applyClusterResources } from '../src/local/cluster-resources.ts';
@@ -64,6 +68,8 @@ const WARMUP = Number(args['profile-warmup']);
 const INTERVAL_US = Number(args['profile-interval-us']);
 const NOOP_ROUNDS = Number(args['profile-noop-rounds']);
 const TOP_FRAMES = 12;
+/** Calls of each request in the client's floor (measureClientFloor). */
+const CLIENT_CALLS = 200;
 const TOP_AREAS = 8;
 
 const NS = 'stepprofile';
@@ -110,6 +116,66 @@ interface KindResult {
   topOwnTotal: SelfTime[];
 }
 
+/** The Kubernetes client's own CPU for one request of a kind, with no step around it. */
+interface ClientRequestCost {
+  request: string;
+  calls: number;
+  cpuMsPerCall: number;
+  wallMsPerCall: number;
+}
+
+/**
+ * The floor of a step's CPU that is the Kubernetes client's: `CLIENT_CALLS` calls, one at a time, of each of
+ * three requests every step kind makes (get the object, list its Jobs by its owner label, merge-patch its
+ * status with what it already holds), straight through client-node's generated APIs over the adapter's own
+ * connection code (src/adapters/kube/connection.ts), with nothing of ours around them.
+ */
+async function measureClientFloor(apis: KubeApis, name: string): Promise<ClientRequestCost[]> {
+  const resource = CUSTOM_RESOURCES.TerraformMachine;
+  const object = (await apis.custom.getNamespacedCustomObject({ ...resource, namespace: NS, name })) as {
+    metadata: { uid: string };
+    status?: { ready?: boolean };
+  };
+  const calls: [string, () => Promise<unknown>][] = [
+    [
+      'get terraformmachines',
+      () => apis.custom.getNamespacedCustomObject({ ...resource, namespace: NS, name }),
+    ],
+    [
+      "list jobs (one object's)",
+      () =>
+        apis.batch.listNamespacedJob({
+          namespace: NS,
+          labelSelector: `${LABELS.ownerUid}=${object.metadata.uid}`,
+        }),
+    ],
+    [
+      'patch terraformmachines/status (no change)',
+      () =>
+        apis.custom.patchNamespacedCustomObjectStatus(
+          { ...resource, namespace: NS, name, body: { status: { ready: object.status?.ready ?? false } } },
+          setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+        ),
+    ],
+  ];
+  const costs: ClientRequestCost[] = [];
+  for (const [request, call] of calls) {
+    for (let i = 0; i < WARMUP * 10; i++) await call();
+    const cpu = process.cpuUsage();
+    const at = performance.now();
+    for (let i = 0; i < CLIENT_CALLS; i++) await call();
+    const wallMs = performance.now() - at;
+    const spent = process.cpuUsage(cpu);
+    costs.push({
+      request,
+      calls: CLIENT_CALLS,
+      cpuMsPerCall: (spent.user + spent.system) / 1000 / CLIENT_CALLS,
+      wallMsPerCall: wallMs / CLIENT_CALLS,
+    });
+  }
+  return costs;
+}
+
 printMachine();
 /** The 1-minute load average when the bench started: figures from a loaded machine are not comparable. */
 const loadBefore = loadavg()[0] ?? 0;
@@ -129,6 +195,7 @@ const kube: KubeAdapter = createKubeAdapter({
 const redis = createRedisAdapter({ url: stack.info.redisUrl, keyPrefix: KEY_PREFIX });
 const profiler = new CpuProfiler();
 const results: KindResult[] = [];
+const clientFloor: ClientRequestCost[] = [];
 try {
   await applyClusterResources(kubectlFor(stack.info.kubectlPath, stack.info.kubeconfigPath), root);
   await apis.core.createNamespace({ body: { metadata: { name: NS } } });
@@ -275,6 +342,7 @@ try {
     NOOP_ROUNDS,
   );
   if (metricsErrors > 0) log(`${metricsErrors} step metrics writes failed`);
+  clientFloor.push(...(await measureClientFloor(apis, names.plain[0] ?? '')));
 } finally {
   profiler.close();
   await redis.close();
@@ -340,6 +408,32 @@ for (const r of results) {
   );
   process.stdout.write(`requests per step: ${JSON.stringify(r.requestsByKind)}\n`);
 }
+printTable(
+  `the Kubernetes client alone (client-node over the adapter's connection, ${CLIENT_CALLS} calls each, one at a time)`,
+  ['request', 'CPU ms/call', 'wall ms/call'],
+  clientFloor.map((c) => [c.request, c.cpuMsPerCall, c.wallMsPerCall]),
+  [0, 3, 3],
+);
+/** The cheapest request's CPU: a step's requests cost at least this many ms each, with nothing of ours. */
+const cheapestMs = Math.min(...clientFloor.map((c) => c.cpuMsPerCall));
+const floors = results.map((r) => ({
+  kind: r.kind,
+  requestsPerStep: r.requestsPerStep,
+  clientFloorMs: r.requestsPerStep * cheapestMs,
+  cpuMsPerStepUnprofiled: r.cpuMsPerStepUnprofiled,
+}));
+printTable(
+  "per step kind: the client's floor (its requests × the cheapest request's CPU) against the step's CPU",
+  ['kind', 'requests/step', 'client floor ms', 'step CPU ms (unprofiled)', 'floor share'],
+  floors.map((f) => [
+    f.kind,
+    f.requestsPerStep,
+    f.clientFloorMs,
+    f.cpuMsPerStepUnprofiled,
+    `${((100 * f.clientFloorMs) / f.cpuMsPerStepUnprofiled).toFixed(0)} %`,
+  ]),
+  [0, 1, 2, 2, 0],
+);
 const wallSeconds = (performance.now() - started) / 1000;
 const resultsDir = join(root, 'bench', 'results');
 mkdirSync(resultsDir, { recursive: true });
@@ -359,6 +453,7 @@ writeFileSync(
       },
       wallSeconds,
       kinds: results.map(({ profile: _profile, ...r }) => r),
+      clientFloor: { requests: clientFloor, cheapestCpuMsPerRequest: cheapestMs, byKind: floors },
     },
     null,
     2,
