@@ -4,7 +4,6 @@ import type { Clock } from '../src/adapters/clock.ts';
 import { systemClock } from '../src/adapters/clock.ts';
 import type { KubeAdapter } from '../src/adapters/kube/adapter.ts';
 import { createKubeAdapter } from '../src/adapters/kube/adapter.ts';
-import type { KubeConfigSource } from '../src/adapters/kube/connection.ts';
 import type { RedisAdapter } from '../src/adapters/redis/adapter.ts';
 import { createRedisAdapter } from '../src/adapters/redis/adapter.ts';
 import { type Config, readConfig } from '../src/config.ts';
@@ -67,14 +66,8 @@ export function createHandlers(env: Record<string, string | undefined>, createSt
     keyPrefix: config.keyPrefix,
     onError: (error) => logger.debug({ err: error }, 'redis: connection error'),
   });
-  const kubeSource: KubeConfigSource =
-    config.kube.mode === 'in-cluster'
-      ? { kind: 'in-cluster' }
-      : config.kube.mode === 'content'
-        ? { kind: 'content', content: config.kube.content }
-        : { kind: 'file', path: config.kube.path };
   const kube = createKubeAdapter({
-    source: kubeSource,
+    source: config.kube,
     clock: systemClock,
     reporter: { controller: 'captf.io/controller', instance: (env.HOSTNAME ?? 'captf').slice(0, 128) },
   });

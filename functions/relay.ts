@@ -1,4 +1,4 @@
-import { KubeConfig } from '@kubernetes/client-node';
+import { loadKubeConfig } from '../src/adapters/kube/connection.ts';
 import { createRedisAdapter } from '../src/adapters/redis/adapter.ts';
 import { createLogger } from '../src/http/logger.ts';
 import { readRelayConfig } from '../src/relay/config.ts';
@@ -25,9 +25,7 @@ export async function runRelayProcess(
   if (!read.ok) throw new Error(read.message);
   const { config } = read;
   const logger = createLogger(config.logLevel);
-  const kc = new KubeConfig();
-  if (config.kube.mode === 'in-cluster') kc.loadFromCluster();
-  else kc.loadFromFile(config.kube.path);
+  const kc = loadKubeConfig(config.kube);
   const apiServerUrl = kc.getCurrentCluster()?.server ?? '';
   const redis = createRedisAdapter({
     topology: config.redis,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { type KubeConfigSource, kubeConfigSourceOf } from './adapters/kube/config-source.ts';
 import { REDIS_ENV_SHAPE, type RedisTopology, redisTopologyOf } from './adapters/redis/topology.ts';
 import { DEFAULT_CLUSTER_MAX_ACTIVE_JOBS, DEFAULT_MAX_ACTIVE_JOBS } from './core/slot-shares.ts';
 import { installationStateEncryption } from './core/state-encryption.ts';
@@ -133,8 +134,8 @@ export interface Config {
   auth: AuthConfig;
   /** Where Redis is: one node, a Redis Cluster or Sentinel. */
   redis: RedisTopology;
-  /** A kubeconfig path, a kubeconfig's content, or `in-cluster`. */
-  kube: { mode: 'kubeconfig'; path: string } | { mode: 'content'; content: string } | { mode: 'in-cluster' };
+  /** A kubeconfig file, a kubeconfig's content, or the pod's service account. */
+  kube: KubeConfigSource;
   maxActiveJobs: number;
   clusterMaxActiveJobs: number;
   syncPeriodSeconds: number;
@@ -204,12 +205,7 @@ export function readConfig(env: Record<string, string | undefined>): ConfigResul
       host: e.HOST,
       auth: authOf(e),
       redis: redis.topology,
-      kube:
-        e.CAPTF_KUBECONFIG_CONTENT !== undefined
-          ? { mode: 'content', content: e.CAPTF_KUBECONFIG_CONTENT }
-          : e.KUBECONFIG === undefined
-            ? { mode: 'in-cluster' }
-            : { mode: 'kubeconfig', path: e.KUBECONFIG },
+      kube: kubeConfigSourceOf(e),
       maxActiveJobs: e.CAPTF_MAX_ACTIVE_JOBS,
       clusterMaxActiveJobs: e.CAPTF_CLUSTER_MAX_ACTIVE_JOBS,
       syncPeriodSeconds: e.CAPTF_SYNC_PERIOD_SECONDS,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { type KubeConfigSource, kubeConfigSourceOf } from '../adapters/kube/config-source.ts';
 import { REDIS_ENV_SHAPE, type RedisTopology, redisTopologyOf } from '../adapters/redis/topology.ts';
 import type { WatchNamespaces } from '../core/watch-scope.ts';
 import { WatchNamespacesEnv } from '../schemas/watch-namespaces.ts';
@@ -52,7 +53,7 @@ export interface RelayConfig {
   tickUrl: string;
   token: string | undefined;
   redis: RedisTopology;
-  kube: { mode: 'kubeconfig'; path: string } | { mode: 'in-cluster' };
+  kube: KubeConfigSource;
   /** Namespaces watched; empty: all. */
   watchNamespaces: WatchNamespaces;
   keyPrefix: string;
@@ -92,7 +93,7 @@ export function readRelayConfig(
       tickUrl: `${base}/tick`,
       token: e.CAPTF_AUTH_DISABLED === 'true' ? undefined : e.CAPTF_AUTH_TOKEN,
       redis: redis.topology,
-      kube: e.KUBECONFIG === undefined ? { mode: 'in-cluster' } : { mode: 'kubeconfig', path: e.KUBECONFIG },
+      kube: kubeConfigSourceOf({ KUBECONFIG: e.KUBECONFIG }),
       watchNamespaces: e.CAPTF_WATCH_NAMESPACES,
       keyPrefix: e.CAPTF_KEY_PREFIX,
       mode: e.CAPTF_RELAY_MODE,

@@ -20,18 +20,10 @@ import {
   type User,
   wrapHttpLibrary,
 } from '@kubernetes/client-node';
+import type { KubeConfigSource } from './config-source.ts';
 import { type RequestCounter, requestKeyOf } from './request-count.ts';
 
-/** Where the adapter finds its credentials. */
-export type KubeConfigSource =
-  /** A kubeconfig file (local run, tests). */
-  | { kind: 'file'; path: string }
-  /** The pod's service account (in-cluster deployment). */
-  | { kind: 'in-cluster' }
-  /** A kubeconfig's content, never written to disk (AWS Lambda). */
-  | { kind: 'content'; content: string }
-  /** An already loaded config. */
-  | { kind: 'loaded'; config: KubeConfig };
+export type { KubeConfigSource } from './config-source.ts';
 
 /**
  * Loads a KubeConfig from its source; throws when the file is missing, the content does not parse, or it

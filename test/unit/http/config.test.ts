@@ -18,7 +18,7 @@ it('defaults follow DESIGN.md: 200 / 20 Job slots, 10 min sync period, in-cluste
       maxActiveJobs: 200,
       clusterMaxActiveJobs: 20,
       syncPeriodSeconds: 600,
-      kube: { mode: 'in-cluster' },
+      kube: { kind: 'in-cluster' },
       auth: { mode: 'bearer' },
       keyPrefix: 'captf',
     },
@@ -71,7 +71,7 @@ it('auth is disabled only by the explicit flag', () => {
   });
   expect(result).toMatchObject({
     ok: true,
-    config: { auth: { mode: 'disabled' }, kube: { mode: 'kubeconfig', path: '/k' } },
+    config: { auth: { mode: 'disabled' }, kube: { kind: 'file', path: '/k' } },
   });
 });
 
@@ -79,15 +79,15 @@ it("a kubeconfig's content is loaded from memory and wins over a path; empty rea
   const content = 'apiVersion: v1\nkind: Config\n';
   expect(readConfig({ ...base, CAPTF_KUBECONFIG_CONTENT: content, KUBECONFIG: '/k' })).toMatchObject({
     ok: true,
-    config: { kube: { mode: 'content', content } },
+    config: { kube: { kind: 'content', content } },
   });
   expect(readConfig({ ...base, CAPTF_KUBECONFIG_CONTENT: '', KUBECONFIG: '/k' })).toMatchObject({
     ok: true,
-    config: { kube: { mode: 'kubeconfig', path: '/k' } },
+    config: { kube: { kind: 'file', path: '/k' } },
   });
   expect(readConfig({ ...base, CAPTF_KUBECONFIG_CONTENT: undefined, KUBECONFIG: undefined })).toMatchObject({
     ok: true,
-    config: { kube: { mode: 'in-cluster' } },
+    config: { kube: { kind: 'in-cluster' } },
   });
 });
 

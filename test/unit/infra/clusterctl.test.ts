@@ -310,7 +310,7 @@ describe('clusterctl provider files (infra/clusterctl)', () => {
     if (handlers.ok) {
       expect(handlers.config.auth).toMatchObject({ mode: 'bearer', token: 'x'.repeat(40) });
       expect(handlers.config.port).toBe(8080);
-      expect(handlers.config.kube).toEqual({ mode: 'in-cluster' });
+      expect(handlers.config.kube).toEqual({ kind: 'in-cluster' });
     }
     const relay = readRelayConfig(envOf(deployment, 'relay'));
     expect(relay.ok, relay.ok ? '' : relay.message).toBe(true);

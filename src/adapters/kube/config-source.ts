@@ -1,0 +1,28 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+
+/** Where the adapter finds its credentials. */
+export type KubeConfigSource =
+  /** A kubeconfig file (local run, tests). */
+  | { kind: 'file'; path: string }
+  /** The pod's service account (in-cluster deployment). */
+  | { kind: 'in-cluster' }
+  /** A kubeconfig's content, never written to disk (AWS Lambda). */
+  | { kind: 'content'; content: string }
+  /** An already loaded config. */
+  | { kind: 'loaded'; config: KubeConfig };
+
+/**
+ * Where a process's environment (already validated: a value is a non-empty string or absent) says its
+ * credentials are: `CAPTF_KUBECONFIG_CONTENT` (the handlers on AWS Lambda, from SSM) wins, then the file
+ * `KUBECONFIG`, else the pod's service account. The one reading of these variables for the handlers and
+ * the relay (the relay's environment has no content variable).
+ */
+export function kubeConfigSourceOf(env: {
+  KUBECONFIG?: string | undefined;
+  CAPTF_KUBECONFIG_CONTENT?: string | undefined;
+}): KubeConfigSource {
+  if (env.CAPTF_KUBECONFIG_CONTENT !== undefined)
+    return { kind: 'content', content: env.CAPTF_KUBECONFIG_CONTENT };
+  if (env.KUBECONFIG !== undefined) return { kind: 'file', path: env.KUBECONFIG };
+  return { kind: 'in-cluster' };
+}
