@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { kubeConfigSourceOf } from '../src/adapters/kube/config-source.ts';
+import { loadKubeConfig } from '../src/adapters/kube/connection.ts';
 import { type PodImages, runnerImageOfPod } from '../src/core/runner-image.ts';
 
 /** The namespace file of every pod's ServiceAccount mount. */
@@ -10,9 +12,8 @@ export type PodReader = (namespace: string, name: string) => Promise<PodImages>;
 
 /** A PodReader over the in-cluster configuration, or over KUBECONFIG when it is set. */
 export function podReaderOf(env: Record<string, string | undefined>): PodReader {
-  const config = new KubeConfig();
-  if (env.KUBECONFIG) config.loadFromFile(env.KUBECONFIG);
-  else config.loadFromCluster();
+  // Read before the configuration is validated: an empty value is unset, as the configuration reads it.
+  const config = loadKubeConfig(kubeConfigSourceOf({ KUBECONFIG: env.KUBECONFIG || undefined }));
   const core = config.makeApiClient(CoreV1Api);
   return (namespace, name) => core.readNamespacedPod({ namespace, name });
 }
