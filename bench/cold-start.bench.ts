@@ -1,7 +1,7 @@
 // The cold start of one handler instance (DESIGN.md section 1: instances scale to zero, so every new
 // instance is paid by an event waiting in the queue), in one run, against the real local stack (etcd,
 // kube-apiserver, Redis): process start to the first `POST /events` answered, and resident memory after
-// 10,000 steps, for
+// 10,000 steps and the process's CPU per step over them (each a no-op step of a Ready object), for
 // - the bundle (dist/controller/server.mjs, npm run build:bundles) as the controller image runs it (Node's
 //   flags and the warm compile cache of images/tree.ts), and the bare bundle,
 // - today's unbundled start (node functions/main.ts: type stripping, every module resolved from
@@ -42,6 +42,8 @@ const OBJECTS = [
 /** The issue's targets for the bundle. */
 const TARGET_FIRST_EVENT_MS = 300;
 const TARGET_RSS_MB = 100;
+/** Issue 22: the handler's CPU per no-op step, the bundle with info logging. */
+const TARGET_NOOP_CPU_MS = 2;
 
 const root = join(import.meta.dirname, '..');
 const token = randomBytes(24).toString('hex');
@@ -60,6 +62,17 @@ interface Started {
   url: string;
   /** Spawn to the first 200 answer of `/events`, ms. */
   firstEventMs: number;
+}
+
+/** Clock ticks per second of /proc/<pid>/stat's CPU times (USER_HZ: 100 on Linux). */
+const USER_HZ = 100;
+
+/** CPU time a process has used so far, user + system, ms (/proc/<pid>/stat fields 14 and 15). */
+function cpuMsOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // The command name (field 2) is in parentheses and may hold spaces: count fields after its end.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / USER_HZ;
 }
 
 /** Resident and peak resident memory of a process, MB (/proc/<pid>/status). */
@@ -257,12 +270,23 @@ try {
   }
 
   log(`memory: ${formatNumber(STEPS)} steps per target (POST /reconcile)`);
-  const after = new Map<string, { rss: number; peak: number; stepsPerSecond: number; failed: number }>();
+  const after = new Map<
+    string,
+    { rss: number; peak: number; stepsPerSecond: number; cpuMsPerStep: number; failed: number }
+  >();
   for (const target of targets) {
     const started = await start(target, handlerEnv);
+    const pid = started.child.pid ?? 0;
+    const cpuBefore = cpuMsOf(pid);
     const driven = await drive(started.url);
-    const memory = memoryMb(started.child.pid ?? 0);
-    after.set(target.name, { ...memory, stepsPerSecond: (STEPS / driven.ms) * 1000, failed: driven.failed });
+    const cpuMsPerStep = (cpuMsOf(pid) - cpuBefore) / STEPS;
+    const memory = memoryMb(pid);
+    after.set(target.name, {
+      ...memory,
+      stepsPerSecond: (STEPS / driven.ms) * 1000,
+      cpuMsPerStep,
+      failed: driven.failed,
+    });
     await stop(started.child);
   }
 
@@ -275,6 +299,7 @@ try {
       `RSS after ${STEPS / 1000}k MB`,
       'peak RSS MB',
       'steps/s',
+      'CPU ms/step',
       'not stepped',
     ],
     targets.map((target) => {
@@ -286,10 +311,11 @@ try {
         memory?.rss ?? Number.NaN,
         memory?.peak ?? Number.NaN,
         memory?.stepsPerSecond ?? Number.NaN,
+        memory?.cpuMsPerStep ?? Number.NaN,
         memory?.failed ?? Number.NaN,
       ];
     }),
-    [0, 0, 0, 0, 0, 0, 0],
+    [0, 0, 0, 0, 0, 0, 2, 0],
   );
   // The machine is shared: the load at the end tells whether the wall times above are comparable.
   printMachine();
@@ -326,9 +352,12 @@ try {
     'what our own code adds to the libraries',
   );
   const image = targets[0]?.name ?? '';
+  const cpu = (name: string) => after.get(name)?.cpuMsPerStep ?? Number.NaN;
+  const floor = targets[5]?.name ?? '';
   process.stdout.write(
     `target first /events < ${TARGET_FIRST_EVENT_MS} ms: ${ms(image) < TARGET_FIRST_EVENT_MS ? 'met' : 'missed'} (${formatNumber(ms(image))} ms)\n` +
-      `target RSS after ${formatNumber(STEPS)} steps < ${TARGET_RSS_MB} MB: ${rss(image) < TARGET_RSS_MB ? 'met' : 'missed'} (${formatNumber(rss(image))} MB)\n`,
+      `target RSS after ${formatNumber(STEPS)} steps < ${TARGET_RSS_MB} MB: ${rss(image) < TARGET_RSS_MB ? 'met' : 'missed'} (${formatNumber(rss(image))} MB)\n` +
+      `target handler CPU per no-op step (info logging) < ${TARGET_NOOP_CPU_MS} ms: ${cpu(image) < TARGET_NOOP_CPU_MS ? 'met' : 'missed'} (${cpu(image).toFixed(2)} ms; the libraries floor ${cpu(floor).toFixed(2)} ms)\n`,
   );
 } finally {
   await stack.stop();
