@@ -8,7 +8,6 @@
 // ApiServerSource, our objects' and the Secrets', and mtping for the PingSource); `--redis=cluster` (or
 // `sentinel`) runs the controller on a Redis Cluster (or under Sentinel).
 // Job pods run on a real node (kubelet, containerd, runc: src/local/real-node/; needs root).
-import { rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BUNDLES, ensureBundlesBuilt } from '../../functions/bundle.ts';
@@ -69,14 +68,11 @@ async function up(options: UpOptions): Promise<void> {
     // First, while the API server is up: its stop removes the webhook configurations.
     await phase('Cluster API', capi?.stop);
     await phase('the controller (event path, handlers, node)', controller?.stop);
+    // The stack's stop removes its work dir (etcd data, every pod's files, the local credentials) unless asked.
     await phase('the control plane and Redis', stack?.stop);
-    // The work dir holds etcd data, every pod's files and the local credentials: gone unless asked for.
-    if (stack && !process.env.CAPTF_KEEP_STACK) {
-      rmSync(stack.info.workDir, { recursive: true, force: true });
+    if (stack && !process.env.CAPTF_KEEP_STACK)
       log(`stopped; removed ${stack.info.workDir} (CAPTF_KEEP_STACK=1 keeps it for the logs)`);
-    } else {
-      log(`stopped${stack ? `; kept ${stack.info.workDir}` : ''}`);
-    }
+    else log(`stopped${stack ? `; kept ${stack.info.workDir}` : ''}`);
     process.exit(code);
   };
   process.on('SIGINT', () => void shutdown(0));

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RedisTopology } from '../adapters/redis/topology.ts';
@@ -49,18 +49,30 @@ export type LocalRedisTopology = (typeof LOCAL_REDIS_TOPOLOGIES)[number];
 
 /**
  * Starts the local default of DESIGN.md section 15 (control plane and Redis) in a fresh temp directory
- * (or `workDir`). Throws when a binary is missing or a component does not become healthy.
+ * (or `workDir`). Throws when a binary is missing or a component does not become healthy. A temp directory
+ * it made is removed by `stop` and by a failed start (it holds etcd's data, every pod's files and the local
+ * credentials), unless `CAPTF_KEEP_STACK` is set; a given `workDir` is the caller's.
  */
 export async function startLocalStack(
   options: { workDir?: string; log?: (line: string) => void; redis?: LocalRedisTopology } = {},
 ): Promise<LocalStack> {
   const binaries = locateBinaries();
   const workDir = options.workDir ?? mkdtempSync(join(tmpdir(), 'captf-stack-'));
-  const controlPlane = await startControlPlane({
-    binaries,
-    workDir,
-    ...(options.log ? { log: options.log } : {}),
-  });
+  const removeOwnDir = () => {
+    if (options.workDir === undefined && !process.env.CAPTF_KEEP_STACK)
+      rmSync(workDir, { recursive: true, force: true });
+  };
+  let controlPlane: ControlPlane;
+  try {
+    controlPlane = await startControlPlane({
+      binaries,
+      workDir,
+      ...(options.log ? { log: options.log } : {}),
+    });
+  } catch (cause) {
+    removeOwnDir();
+    throw cause;
+  }
   let redis: LocalRedis;
   let topology: { topology: RedisTopology; stop(): Promise<void> } | undefined;
   try {
@@ -68,6 +80,7 @@ export async function startLocalStack(
     redis = await startRedis({ workDir });
   } catch (cause) {
     await controlPlane.stop();
+    removeOwnDir();
     throw cause;
   }
   try {
@@ -76,6 +89,7 @@ export async function startLocalStack(
   } catch (cause) {
     await redis.stop();
     await controlPlane.stop();
+    removeOwnDir();
     throw cause;
   }
   const info: StackInfo = {
@@ -107,6 +121,7 @@ export async function startLocalStack(
       await topology?.stop();
       await redis.stop();
       await controlPlane.stop();
+      removeOwnDir();
     },
   };
 }
