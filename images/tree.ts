@@ -25,7 +25,11 @@ const ROOT = resolve(import.meta.dirname, '..');
  * Node's flags in the controller image (its ENTRYPOINT). `--lite-mode` runs V8 without its optimizing
  * compilers: a step waits on the API server and Redis, not on JavaScript, and without optimized code and
  * the compilers' memory an instance stays under 100 MB after 10,000 steps instead of growing past 250 MB
- * (npm run bench -- cold-start). V8 keys its code cache by flags, so the cache is warmed with the same ones.
+ * (npm run bench -- cold-start). The price is CPU: about 3.9 ms per no-op step against 1.9 ms without it
+ * (bench/results/cold-start-2026-12-05.txt); no other flag set tried gave both (a 64 MB old space: 139 MB
+ * and 2.6 ms; no optimizing compilers with a 1 MB semi-space: 169 MB and 3.3 ms). Memory is what an
+ * instance is sized and billed by, so the image keeps the memory. V8 keys its code cache by flags, so the
+ * cache is warmed with the same ones.
  */
 export const NODE_FLAGS = ['--lite-mode'] as const;
 
