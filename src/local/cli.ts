@@ -147,6 +147,7 @@ async function up(options: UpOptions): Promise<void> {
       namespace: SAMPLE_NAMESPACE,
       pluginDir: dirname(join(repoRoot, BUNDLES.plugin.outfile)),
       nodeDir: dirname(process.execPath),
+      handlersUrl: controller.url,
     }))
       console.log(line);
     let readyAfter: string | undefined;
@@ -162,7 +163,9 @@ async function up(options: UpOptions): Promise<void> {
         readyAfter ??= allReady ? ((Date.now() - started) / 1000).toFixed(1) : undefined;
         return readyAfter === undefined
           ? ['(waiting for the sample to become Ready; Ctrl-C stops everything)']
-          : [`the sample reached Ready ${readyAfter} s after start; Ctrl-C stops everything`];
+          : [
+              `the sample reached Ready ${readyAfter} s after the local run started (npm ci before it not counted); Ctrl-C stops everything`,
+            ];
       },
     });
   } catch (error) {

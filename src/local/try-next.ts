@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 /**
  * The commands the main job prints after applying the sample: what a new user can try next on the local
  * run (change a variable, make a destructive change and approve its plan as the requesting user, read the
- * sample cluster's outputs Secret, check drift, delete), spelled with the stack's own kubectl and kubeconfig
+ * sample cluster's outputs Secret, check drift, see what the controller costs the API server, delete), spelled with the stack's own kubectl and kubeconfig
  * so they can be pasted as they are.
  */
 
@@ -16,6 +16,8 @@ export interface TryNextTarget {
   pluginDir: string;
   /** The directory of the `node` the plugin's shebang needs (Node 24, as the local run's). */
   nodeDir: string;
+  /** The handlers' base URL, whose `/metrics` the local run serves without auth (DESIGN.md section 14). */
+  handlersUrl: string;
 }
 
 /** The lines to print (pure). */
@@ -50,6 +52,8 @@ export function nextCommands(target: TryNextTarget): string[] {
     "  # the runs with their results, and a run's log (kept after its pod is gone)",
     `  ${c} runs terraformmachine/m-b ${n}`,
     `  ${c} logs terraformmachine/m-b ${n} --op apply --attempt 1`,
+    '  # what the controller costs: the API requests it made, by verb and resource (Prometheus text)',
+    `  curl -s ${target.handlersUrl}/metrics | grep '^captf_kube_requests_total'`,
     '  # delete: a destroy Job runs, then the finalizer goes',
     '  $K delete terraformmachine m-a',
     '',

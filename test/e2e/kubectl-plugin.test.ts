@@ -313,6 +313,7 @@ describe('kubectl captf against the local run', () => {
       namespace: run.namespace,
       pluginDir: dirname(join(repoRoot, BUNDLES.plugin.outfile)),
       nodeDir: dirname(process.execPath),
+      handlersUrl: run.controller.url,
     }).map((line) => line.trim());
     const bannerLine = (prefix: string) => {
       const line = banner.find((l) => l.startsWith(prefix));

@@ -43,6 +43,7 @@ async function pastedBanner(run: E2eRun, prefixes: readonly string[]): Promise<s
     namespace: run.namespace,
     pluginDir: '/nonexistent',
     nodeDir: dirname(process.execPath),
+    handlersUrl: run.controller.url,
   }).map((line) => line.trim());
   const lines = prefixes.map((prefix) => {
     const line = banner.find((l) => l.startsWith(prefix));
@@ -93,6 +94,11 @@ export function describeSampleLifecycle(
         const outputs = await pastedBanner(run, ['export K=', '$K get secret demo-outputs']);
         expect(outputs).toMatch(/^controlPlaneEndpoint: .*"10\.20\.0\.10"/m);
         expect(outputs).toMatch(/^exports: /m);
+        // The banner's metrics line: what the controller cost the API server so far, by verb and resource.
+        const metrics = await pastedBanner(run, ['curl -s ']);
+        expect(metrics).toMatch(
+          /^captf_kube_requests_total\{verb="get",resource="terraformmachines"\} [1-9]\d*$/m,
+        );
       },
       10 * MINUTE,
     );
