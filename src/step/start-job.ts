@@ -126,6 +126,20 @@ async function startJob(
     }
     if (BLOCK_MOVE_ANNOTATION in annotations) deps.failpoints.hit('after-block-move');
   }
+  /**
+   * Gives the run guards back when no Job came of this start, and first the consent to apply from an empty
+   * state it spent: that consent was for this apply, which did not happen (a create refused, say by a quota,
+   * or a name another's Job holds), so the next start may use it. Best effort: a write that fails (the object
+   * changed meanwhile) or a crash before it leaves the consent spent, and the object asks the person again,
+   * as before the give-back. Not for a name this step passes over: it plans again and spends it again.
+   */
+  const noJob = async (): ReturnType<typeof releaseRunGuards> => {
+    if (start.consumeAnnotation !== undefined) {
+      const consent = snap.meta.annotations?.[start.consumeAnnotation] ?? 'true';
+      await writes.metadata({ annotations: { [start.consumeAnnotation]: consent } }).catch(() => undefined);
+    }
+    return releaseRunGuards(deps.redis, guard, start.name);
+  };
 
   if (start.outputsSecret) {
     // Before the identity that may update it: a Secret of that name that is not the object's is never
@@ -137,7 +151,7 @@ async function startJob(
       },
     );
     if (ensured instanceof KubeError || ensured.kind === 'foreign') {
-      const released = await releaseRunGuards(deps.redis, guard, start.name);
+      const released = await noJob();
       if (released !== 'released')
         return unavailable(performance, 'release the run lease: Redis did not answer');
       if (ensured instanceof KubeError && (ensured.outage || ensured.code === 'Conflict'))
@@ -166,7 +180,7 @@ async function startJob(
       throw error;
     });
     if (ensured instanceof KubeError) {
-      const released = await releaseRunGuards(deps.redis, guard, start.name);
+      const released = await noJob();
       if (released !== 'released')
         return unavailable(performance, 'release the run lease: Redis did not answer');
       throw ensured;
@@ -177,13 +191,14 @@ async function startJob(
   const created = await createOrAdopt(performance, start);
   if (created.kind === 'foreign' || created.kind === 'taken' || created.kind === 'rejected') {
     // Taken under this name: given back before a start under another name takes them again.
-    const released = await releaseRunGuards(deps.redis, guard, start.name);
+    const passedOver = created.kind === 'taken' && start.skipped.length < MAX_SKIPPED_JOB_NAMES;
+    const released = passedOver ? await releaseRunGuards(deps.redis, guard, start.name) : await noJob();
     if (released !== 'released')
       return unavailable(performance, 'release the run lease: Redis did not answer');
     // Refused: no Job exists (section 5 step 8); the step ends as a refused write.
     if (created.kind === 'rejected') throw created.error;
     if (created.kind === 'foreign') return held({ reason: 'WaitingForForeignJob', message: created.message });
-    if (start.skipped.length < MAX_SKIPPED_JOB_NAMES) return { kind: 'name-taken', job: start.name };
+    if (passedOver) return { kind: 'name-taken', job: start.name };
     return held({
       reason: 'WaitingForForeignJob',
       message: `${created.message}; ${start.skipped.length} names passed over already, the next step goes on`,

@@ -2,12 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gzipSync } from 'node:zlib';
 import {
+  ApiException,
   BatchV1Api,
   CoreV1Api,
   CustomObjectsApi,
   EventsV1Api,
   type EventsV1Event,
   KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
   type V1Job,
   type V1Pod,
   type V1Secret,
@@ -123,6 +126,47 @@ export async function eventually<T>(
   }
   return value;
 }
+
+/**
+ * Puts a ResourceQuota `count/jobs.batch: 0` named `no-jobs` in force in `e`'s namespace: the API server's
+ * quota admission refuses every Job create there (403). The test stack runs no quota controller, so its
+ * status (what admission enforces) is written as that controller would; returns once a dry-run create is
+ * refused (the admission's quota cache), with `lift`, which deletes it and waits until a create passes.
+ */
+export async function refuseJobs(e: StepEnv): Promise<{ lift(): Promise<void> }> {
+  const name = 'no-jobs';
+  const hard = { 'count/jobs.batch': '0' };
+  await e.core.createNamespacedResourceQuota({
+    namespace: e.namespace,
+    body: { metadata: { name }, spec: { hard } },
+  });
+  await e.core.patchNamespacedResourceQuotaStatus(
+    { namespace: e.namespace, name, body: { status: { hard, used: hard } } },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
+  const probe = { metadata: { name: 'quota-probe' }, spec: { template: { spec: PROBE_POD } } };
+  const refused = () =>
+    e.batch.createNamespacedJob({ namespace: e.namespace, dryRun: 'All', body: probe }).then(
+      () => false,
+      (error: unknown) => {
+        if (error instanceof ApiException && error.code === 403) return true;
+        throw error;
+      },
+    );
+  await eventually(refused, (is) => is, 60_000, 'quota in force');
+  return {
+    lift: async () => {
+      await e.core.deleteNamespacedResourceQuota({ namespace: e.namespace, name });
+      await eventually(refused, (is) => !is, 60_000, 'quota lifted');
+    },
+  };
+}
+
+/** The pod of a Job that is only ever created as a dry run. */
+const PROBE_POD = {
+  restartPolicy: 'Never',
+  containers: [{ name: 'c', image: 'example.invalid/x:1' }],
+};
 
 /**
  * Creates the env: namespace, CRDs, adapters. `namespaceLabels` label the namespace, e.g. a Pod Security

@@ -10,6 +10,7 @@ import {
   jobsOf,
   patchSpec,
   readObject,
+  refuseJobs,
   result,
   type StepEnv,
   startedObject,
@@ -131,6 +132,34 @@ describe('a provisioned object whose state is gone (StateMissing)', () => {
       name: 'tfstate-default-m-m-lost',
     });
     expect(restored.data?.tfstate).toBeUndefined();
+  });
+
+  it('a start from the lost state that the API server refuses gives the consent back; the next start spends it', async () => {
+    const ref = await appliedMachine('m-lost-refused');
+    await env.core.deleteNamespacedSecret({
+      namespace: env.namespace,
+      name: 'tfstate-default-m-m-lost-refused',
+    });
+    await patchSpec(env, ref, { variables: { n: 2 } });
+    expect((await env.step()(ref)).reason).toBe('StateMissing');
+    // No Job may be created in the namespace (a quota): the start is refused after it spent the consent.
+    const quota = await refuseJobs(env);
+    try {
+      await mergePatch(ref, { metadata: { annotations: { [ACCEPT_EMPTY_STATE_ANNOTATION]: 'true' } } });
+      const jobsBefore = (await jobsOf(env, ref)).length;
+      const refused = await env.step()(ref);
+      expect(refused).toMatchObject({ action: 'waiting', reason: 'WriteRefused' });
+      expect(refused.message).toContain('create Job');
+      expect((await jobsOf(env, ref)).length).toBe(jobsBefore);
+      expect((await readObject(env, ref)).metadata.annotations?.[ACCEPT_EMPTY_STATE_ANNOTATION]).toBe('true');
+    } finally {
+      await quota.lift();
+    }
+    const created = await stepUntil(env.step(), ref, 'created');
+    expect(created.reason).toBe('InputsChanged');
+    expect(
+      (await readObject(env, ref)).metadata.annotations?.[ACCEPT_EMPTY_STATE_ANNOTATION],
+    ).toBeUndefined();
   });
 
   it('deleting, it does not destroy from nothing (which would succeed, drop the finalizer and leave the infrastructure running): StateMissing until the annotation lets it go, without a Job', async () => {

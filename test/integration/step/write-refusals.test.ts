@@ -22,6 +22,7 @@ import {
   jobsOf,
   patchSpec,
   readObject,
+  refuseJobs,
   result,
   type StepEnv,
   startedObject,
@@ -142,36 +143,7 @@ async function created(e: StepEnv, name: string): Promise<ObjectRef> {
 describe.concurrent('a refused write is shown on the object and heals once lifted', () => {
   it('Job create refused by a ResourceQuota (count/jobs.batch: 0)', async () => {
     const e = quotaEnv;
-    const hard = { 'count/jobs.batch': '0' };
-    await e.core.createNamespacedResourceQuota({
-      namespace: e.namespace,
-      body: { metadata: { name: 'no-jobs' }, spec: { hard } },
-    });
-    // The test stack runs no quota controller: its status (what admission enforces) is written as that
-    // controller would.
-    await e.core.patchNamespacedResourceQuotaStatus(
-      { namespace: e.namespace, name: 'no-jobs', body: { status: { hard, used: hard } } },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-    );
-    const probe = () =>
-      e.batch.createNamespacedJob({
-        namespace: e.namespace,
-        dryRun: DRY_RUN,
-        body: {
-          metadata: { name: 'probe' },
-          spec: {
-            template: {
-              spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'example.invalid/x:1' }] },
-            },
-          },
-        },
-      });
-    await eventually(
-      () => refused(probe),
-      (is) => is,
-      60_000,
-      'quota in force',
-    );
+    const quota = await refuseJobs(e);
     const ref = await created(e, 'm-quota');
     const outcome = await e.step()(ref);
     expectRefusedOutcome(outcome);
@@ -180,13 +152,7 @@ describe.concurrent('a refused write is shown on the object and heals once lifte
     // Nothing of the run exists: its leases went back (section 5 step 8).
     expect(await e.redis.runLeases.read({ object: ref })).toEqual({ kind: 'free' });
 
-    await e.core.deleteNamespacedResourceQuota({ namespace: e.namespace, name: 'no-jobs' });
-    await eventually(
-      () => refused(probe),
-      (is) => !is,
-      60_000,
-      'quota lifted',
-    );
+    await quota.lift();
     expect((await e.step()(ref)).action).toBe('created');
     const status = await statusOf(e, ref);
     expectRefusalGone(status);
