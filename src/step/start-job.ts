@@ -131,7 +131,7 @@ async function startJob(
    * state it spent: that consent was for this apply, which did not happen (a create refused, say by a quota,
    * or a name another's Job holds), so the next start may use it. Best effort: a write that fails (the object
    * changed meanwhile) or a crash before it leaves the consent spent, and the object asks the person again,
-   * as before the give-back. Not for a name this step passes over: it plans again and spends it again.
+   * as before the give-back.
    */
   const noJob = async (): ReturnType<typeof releaseRunGuards> => {
     if (start.consumeAnnotation !== undefined) {
@@ -190,15 +190,15 @@ async function startJob(
 
   const created = await createOrAdopt(performance, start);
   if (created.kind === 'foreign' || created.kind === 'taken' || created.kind === 'rejected') {
-    // Taken under this name: given back before a start under another name takes them again.
-    const passedOver = created.kind === 'taken' && start.skipped.length < MAX_SKIPPED_JOB_NAMES;
-    const released = passedOver ? await releaseRunGuards(deps.redis, guard, start.name) : await noJob();
+    // Taken under this name: given back before a start under another name takes them again (the consent
+    // too: that start may end before its own metadata write, and it spends the consent again if it gets there).
+    const released = await noJob();
     if (released !== 'released')
       return unavailable(performance, 'release the run lease: Redis did not answer');
     // Refused: no Job exists (section 5 step 8); the step ends as a refused write.
     if (created.kind === 'rejected') throw created.error;
     if (created.kind === 'foreign') return held({ reason: 'WaitingForForeignJob', message: created.message });
-    if (passedOver) return { kind: 'name-taken', job: start.name };
+    if (start.skipped.length < MAX_SKIPPED_JOB_NAMES) return { kind: 'name-taken', job: start.name };
     return held({
       reason: 'WaitingForForeignJob',
       message: `${created.message}; ${start.skipped.length} names passed over already, the next step goes on`,

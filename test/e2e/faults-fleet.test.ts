@@ -34,9 +34,10 @@ const PAUSED = Array.from({ length: 200 }, (_, i) => `fp-${i + 1}`);
 
 /**
  * Scenario 1 arms each handler process with one failpoint at a time, the least hit so far and, among those,
- * the one fewest other handlers hold (a point already hit is never held twice); the process dies the first
- * time its point fires (chance 1/2 each time it is reached, SELDOM points at once) and is restarted with the
- * next one, until every point was hit and DEATH_BUDGET deaths are spent. One point
+ * the one fewest other handlers hold (a point not yet hit may be armed on several handlers, a point already
+ * hit on no second one); the process dies the first time its point fires (chance 1/2 each time it is
+ * reached, SELDOM points at once) and is restarted with the next one, until every point was hit and
+ * DEATH_BUDGET deaths are spent. One point
  * per life bounds the deaths: each one stalls the dead process's steps until their 30 s step locks expire.
  * Three points are out of reach of a bounded run and left to test/integration/step: a Job deadline the
  * controller enforces itself comes only `deadline + 600 s + 60 s` after the Job starts
@@ -56,8 +57,11 @@ const FIRST_APPLY_ONLY: Failpoint[] = ['after-finalizer-patch', 'after-contract-
 /**
  * Points reached a few times in the whole run, each time on the handler the balancer happens to pick: the
  * first-apply-only ones, and the plan write, which only the MANUAL machines' plans reach (twice a round).
- * They fire at once, and an unhit one is armed on several handlers when fewer points than handlers are left:
- * a point one handler held at chance 1/2 was missed in every round of a CI run.
+ * They fire at once: the plan write held by one handler at chance 1/2 was missed in every round of a CI run.
+ * When fewer unhit points than handlers are left, each is armed on several handlers (any unhit point), so a
+ * point the balancer spreads over the handlers is met in its round. The price: the handlers still holding a
+ * point that was just hit keep it, and a step retried after its handler died there (the plan written, then
+ * AlreadyExists) may kill one of them too; at most one death per handler, each a 30 s lock stall.
  */
 const SELDOM: Failpoint[] = [...FIRST_APPLY_ONLY, 'after-plan-write'];
 
