@@ -14,8 +14,8 @@ export type KubeConfigSource =
 /**
  * Where a process's environment (already validated: a value is a non-empty string or absent) says its
  * credentials are: `CAPTF_KUBECONFIG_CONTENT` (the handlers on AWS Lambda, from SSM) wins, then the file
- * `KUBECONFIG`, else the pod's service account. The one reading of these variables for the handlers and
- * the relay (the relay's environment has no content variable).
+ * `KUBECONFIG`, else the pod's service account. The one reading of these variables for the handlers, the
+ * relay (whose environment has no content variable) and the runner-image reader (functions/runner-image.ts).
  */
 export function kubeConfigSourceOf(env: {
   KUBECONFIG?: string | undefined;
