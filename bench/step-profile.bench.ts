@@ -18,8 +18,8 @@
 // owner (ours, node_modules, Node.js, V8 and native, idle); and our own frames (src/, functions/) by total
 // time (self plus synchronous callees). Then the floor of it that is the Kubernetes client's: CPU per call of
 // three requests every step makes, straight through client-node with nothing of ours around them, and each
-// kind's requests times the cheapest of them (measureClientFloor). Prints the tables, writes bench/results/step-profile-<date>.json
-// and the raw .cpuprofile files (open them in Chrome DevTools) into a temp directory whose path it prints.
+// kind's requests times the cheapest of them (measureClientFloor). Prints the tables, writes
+// bench/results/step-profile-<date>.json and the raw .cpuprofile files (open them in Chrome DevTools) into a temp directory whose path it prints.
 // About a minute; a dev run:
 // `npm run bench -- step-profile --profile-objects=5 --profile-warmup=2`.
 

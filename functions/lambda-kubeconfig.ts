@@ -1,3 +1,5 @@
+import { kubeConfigSourceOf } from '../src/adapters/kube/config-source.ts';
+
 /**
  * A Lambda has no service account, so its kubeconfig arrives as the content of `CAPTF_KUBECONFIG_CONTENT`
  * (serverless.yml, from SSM: functions/lambda-secrets.ts), which the handlers load from memory
@@ -8,6 +10,6 @@
 export function requireLambdaKubeconfig(
   env: Record<string, string | undefined>,
 ): Record<string, string | undefined> {
-  if (env.CAPTF_KUBECONFIG_CONTENT || env.KUBECONFIG) return env;
+  if (kubeConfigSourceOf(env).kind !== 'in-cluster') return env;
   throw new Error('read Lambda config: CAPTF_KUBECONFIG_CONTENT (or KUBECONFIG) is required on Lambda');
 }

@@ -12,13 +12,7 @@ export type PodReader = (namespace: string, name: string) => Promise<PodImages>;
 
 /** A PodReader over the in-cluster configuration, or over KUBECONFIG when it is set. */
 export function podReaderOf(env: Record<string, string | undefined>): PodReader {
-  // Read before the configuration is validated: an empty value is unset, as the configuration reads it.
-  const config = loadKubeConfig(
-    kubeConfigSourceOf({
-      KUBECONFIG: env.KUBECONFIG || undefined,
-      CAPTF_KUBECONFIG_CONTENT: env.CAPTF_KUBECONFIG_CONTENT || undefined,
-    }),
-  );
+  const config = loadKubeConfig(kubeConfigSourceOf(env));
   const core = config.makeApiClient(CoreV1Api);
   return (namespace, name) => core.readNamespacedPod({ namespace, name });
 }

@@ -51,12 +51,9 @@ const EnvSchema = z
     KUBECONFIG: z.string().min(1).optional(),
     /**
      * A kubeconfig's content, loaded from memory and never written to disk (AWS Lambda, which has no service
-     * account: serverless.yml); wins over KUBECONFIG. Empty reads as unset.
+     * account: serverless.yml); wins over KUBECONFIG. Empty reads as unset (kubeConfigSourceOf).
      */
-    CAPTF_KUBECONFIG_CONTENT: z
-      .string()
-      .optional()
-      .transform((value) => (value === '' ? undefined : value)),
+    CAPTF_KUBECONFIG_CONTENT: z.string().optional(),
     /** DESIGN.md section 5: `--max-active-jobs` per installation. */
     CAPTF_MAX_ACTIVE_JOBS: positiveInt(DEFAULT_MAX_ACTIVE_JOBS),
     /** DESIGN.md section 5: `--cluster-max-active-jobs` per Cluster API cluster. */

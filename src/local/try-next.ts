@@ -3,8 +3,8 @@ import { dirname } from 'node:path';
 /**
  * The commands the main job prints after applying the sample: what a new user can try next on the local
  * run (change a variable, make a destructive change and approve its plan as the requesting user, read the
- * sample cluster's outputs Secret, check drift, see what the controller costs the API server, delete), spelled with the stack's own kubectl and kubeconfig
- * so they can be pasted as they are.
+ * sample cluster's outputs Secret, check drift, see what the controller costs the API server, delete),
+ * spelled with the stack's own kubectl and kubeconfig so they can be pasted as they are.
  */
 
 /** Where the commands point. */

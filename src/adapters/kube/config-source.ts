@@ -12,17 +12,17 @@ export type KubeConfigSource =
   | { kind: 'loaded'; config: KubeConfig };
 
 /**
- * Where a process's environment (already validated: a value is a non-empty string or absent) says its
- * credentials are: `CAPTF_KUBECONFIG_CONTENT` (the handlers on AWS Lambda, from SSM) wins, then the file
- * `KUBECONFIG`, else the pod's service account. The one reading of these variables for the handlers, the
- * relay (whose environment has no content variable) and the runner-image reader (functions/runner-image.ts).
+ * Where a process's environment says its credentials are: `CAPTF_KUBECONFIG_CONTENT` (the handlers on AWS
+ * Lambda, from SSM) wins, then the file `KUBECONFIG`, else the pod's service account; an empty value is
+ * unset. The one reading of these variables for the handlers, the relay (whose environment has no content
+ * variable), the runner-image reader (functions/runner-image.ts) and the Lambda's check that it has one
+ * (functions/lambda-kubeconfig.ts).
  */
 export function kubeConfigSourceOf(env: {
   KUBECONFIG?: string | undefined;
   CAPTF_KUBECONFIG_CONTENT?: string | undefined;
 }): KubeConfigSource {
-  if (env.CAPTF_KUBECONFIG_CONTENT !== undefined)
-    return { kind: 'content', content: env.CAPTF_KUBECONFIG_CONTENT };
-  if (env.KUBECONFIG !== undefined) return { kind: 'file', path: env.KUBECONFIG };
+  if (env.CAPTF_KUBECONFIG_CONTENT) return { kind: 'content', content: env.CAPTF_KUBECONFIG_CONTENT };
+  if (env.KUBECONFIG) return { kind: 'file', path: env.KUBECONFIG };
   return { kind: 'in-cluster' };
 }

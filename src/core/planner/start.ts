@@ -123,7 +123,6 @@ export function planStart(base: Base, decision: StartDecision, retries: RetrySta
     stateLost(facts.state)
       ? { secret: stateSecret.name, provisioned }
       : undefined;
-  const fromNothing = lost !== undefined;
   if (lost !== undefined && !acceptsEmptyState(snap))
     return holdBackStateMissing(
       base,
@@ -252,17 +251,17 @@ export function planStart(base: Base, decision: StartDecision, retries: RetrySta
       observedGeneration: snap.generation,
       stateSuffix: inputs.source.stateSuffix,
     }),
-    ...(fromNothing ? { consumeAnnotation: ACCEPT_EMPTY_STATE_ANNOTATION } : {}),
+    ...(lost !== undefined ? { consumeAnnotation: ACCEPT_EMPTY_STATE_ANNOTATION } : {}),
     // Issue 23 item 8: the state Secret comes back only under the StateMissing rules: an object that shows
     // no provisioning has nothing to lose, and a lost state a person accepted starts from nothing.
-    ...(identity && fromNothing ? { restoreStateSecret: 'accepted' as const } : {}),
-    ...(identity && !fromNothing && provisionedBy(snap, base.status) === undefined
+    ...(identity && lost !== undefined ? { restoreStateSecret: 'accepted' as const } : {}),
+    ...(identity && lost === undefined && provisionedBy(snap, base.status) === undefined
       ? { restoreStateSecret: 'unprovisioned' as const }
       : {}),
     createdEvent: runEvent('JobCreated', {
       action: 'CreateJob',
       note: planning.redactor.redact(
-        `${op} Job ${name} (attempt ${attempt}, ${gated.reason}${fromNothing ? `, from an empty state: ${ACCEPT_EMPTY_STATE_ANNOTATION}` : ''}${skipNote})`,
+        `${op} Job ${name} (attempt ${attempt}, ${gated.reason}${lost !== undefined ? `, from an empty state: ${ACCEPT_EMPTY_STATE_ANNOTATION}` : ''}${skipNote})`,
       ),
       transitionKey: name,
     }),
