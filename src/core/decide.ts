@@ -67,10 +67,13 @@ export interface DecideInput {
   /** `status.lastRun` exists: some Job of this object was bookkept at least once. */
   hasRun: boolean;
   /**
-   * The object's state Secret holds resources (read only for a deleting object that records no apply): its
-   * status was lost, not its infrastructure, so it destroys instead of going.
+   * What the object's state Secret says, read only for a deleting object that records neither a successful
+   * apply nor a successful destroy (default backend): true when it holds managed resources (its status was
+   * lost, not its infrastructure), when it cannot be read or is encrypted, or when it is lost while the object
+   * shows it was provisioned (a person decides: DESIGN.md section 3); false when it provably holds nothing.
+   * Undefined when not read (another backend keeps its state out of sight).
    */
-  stateHoldsResources?: boolean;
+  stateMayHoldResources?: boolean;
   /** The DriftDetected condition is True. */
   driftDetected: boolean;
   /** Every Job of the object (retained history). */
@@ -172,7 +175,10 @@ export function decideOp(input: DecideInput): OpDecision {
   }
   if (input.deleting) {
     if (input.deletingForMove === true) return { kind: 'finalize', reason: 'DeletingForMove' };
-    if (withoutState(input) && input.stateHoldsResources !== true)
+    // No apply ever succeeded and the state holds nothing: whatever ran (applies that all failed) left
+    // nothing a destroy could find, and a destroy would most often fail as they did.
+    const nothingApplied = input.lastSuccess?.apply === undefined && input.stateMayHoldResources === false;
+    if (nothingApplied || (withoutState(input) && input.stateMayHoldResources !== true))
       return { kind: 'finalize', reason: 'DeletingWithoutState' };
     return start('destroy', 'Deleting');
   }

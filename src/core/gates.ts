@@ -54,11 +54,14 @@ export type DependencyWait = 'WaitingForDependencies' | CapiWait['reason'];
 export type GateDecision = StartDecision | WaitDecision;
 
 /**
- * An input change is not a retry (DESIGN.md section 4): an apply whose inputs differ from those of the
- * newest finished apply starts without waiting out the backoff the old inputs earned.
+ * An input change is not a retry (DESIGN.md section 4): an apply or a destroy whose inputs differ from those
+ * of the newest finished Job of the same op starts without waiting out the backoff the old inputs earned (a
+ * deleting object's spec stays editable, and fixing what failed its destroy must not wait up to 10 minutes).
+ * Drift checks and refreshes run the applied inputs; a change to them is an apply.
  */
-function inputsChangedSinceLastApply(records: readonly JobRecord[], inputsHash: string): boolean {
-  const newest = newestFirst(records, 'apply').find((r) => r.finished);
+function inputsChangedSinceLastRun(op: Op, records: readonly JobRecord[], inputsHash: string): boolean {
+  if (op !== 'apply' && op !== 'destroy') return false;
+  const newest = newestFirst(records, op).find((r) => r.finished);
   return newest !== undefined && newest.inputsHash !== inputsHash;
 }
 
@@ -99,7 +102,7 @@ export function applyGates(start: StartDecision, input: GateInput): GateDecision
   const { op } = start;
   const context = { now: input.now, uid: input.uid, op };
 
-  const isRetry = !(op === 'apply' && inputsChangedSinceLastApply(input.records, input.inputsHash));
+  const isRetry = !inputsChangedSinceLastRun(op, input.records, input.inputsHash);
   if (isRetry) {
     const retryWait = retryGate(op, input);
     if (retryWait) return retryWait;

@@ -17,7 +17,7 @@ import { planPreamble } from './planner/preamble.ts';
 import { planStart } from './planner/start.ts';
 import { planIdle, planSpecInvalid, planUnreadableStatus } from './planner/waits.ts';
 import { planDeadlineEnforced, planWatchDecision, type Watched, watchOf } from './planner/watch.ts';
-import { stateHoldsNothing } from './state-evidence.ts';
+import { checkedStateSecret, stateMayHoldResources } from './state-evidence.ts';
 import type { PlanFacts, Planned } from './step-plan.ts';
 
 /**
@@ -83,13 +83,14 @@ function decide(base: Base, watched: Watched | undefined): Planned {
   if (!snap.spec) return planSpecInvalid(base);
   const spec = snap.spec;
   const retries = retryStatesOf(records, status.attempts);
+  // Row 1 reads the state of a deleting object that records no success at all: a state holding resources
+  // overrides a status lost in a restore, and one holding nothing lets go an object whose applies all
+  // failed. After a recorded destroy, what is left is kept and reported (StateKept), never destroyed again.
+  const noSuccessRecorded =
+    status.lastSuccess?.apply === undefined && status.lastSuccess?.destroy === undefined;
   const decision = decideOp({
-    // A state holding resources overrides a status that records no success at all (a status lost in a
-    // restore); after a recorded destroy, what is left is kept and reported (StateKept), never destroyed again.
-    ...(facts.state !== undefined &&
-    status.lastSuccess?.apply === undefined &&
-    status.lastSuccess?.destroy === undefined
-      ? { stateHoldsResources: !stateHoldsNothing(facts.state) }
+    ...(facts.state !== undefined && noSuccessRecorded
+      ? { stateMayHoldResources: stateMayHoldResources(facts.state, snap, status) }
       : {}),
     now: facts.now,
     uid: snap.uid,
@@ -120,6 +121,15 @@ function decide(base: Base, watched: Watched | undefined): Planned {
     }
     if (decision.kind !== 'idle' || !idleWithoutJobs(status)) return { kind: 'read', read: 'jobs' };
   }
+  // The state is read before a destroy that may not be needed (row 1), never before the Jobs are known.
+  if (
+    decision.kind === 'start' &&
+    decision.op === 'destroy' &&
+    noSuccessRecorded &&
+    facts.state === undefined &&
+    checkedStateSecret(snap) !== undefined
+  )
+    return { kind: 'read', read: 'state' };
   switch (decision.kind) {
     case 'watch':
       return planWatchDecision(base, decision.job, watched);

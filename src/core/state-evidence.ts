@@ -7,8 +7,9 @@ import { snapshotStateSuffix } from './state-identity.ts';
  * Lost state (issue 23 item 5; DESIGN.md sections 3 and 6): an object that shows it was provisioned but whose
  * state Secret is gone or was never written (a restore without its Secrets) must not apply from nothing,
  * which would build its infrastructure a second time; it waits `StateMissing` until a person sets
- * {@link ACCEPT_EMPTY_STATE_ANNOTATION}. A deleting object that never recorded an apply destroys when its
- * state holds resources (its status was lost, not its infrastructure). The state is read only for those two
+ * {@link ACCEPT_EMPTY_STATE_ANNOTATION}. A deleting object that records no success destroys when its state
+ * may hold resources (its status was lost, not its infrastructure), and goes without a destroy when the state
+ * provably holds nothing (`stateMayHoldResources`). The state is read only for those two
  * decisions (the planner's `state` fact), never on a step that does not take one of them.
  */
 
@@ -74,6 +75,18 @@ export function provisionedBy(snap: Snapshot, status: TargetStatus): string | un
  */
 export function stateHoldsNothing(content: StateContent): boolean {
   return content === 'missing' || content === 'unwritten' || content === 'no-resources';
+}
+
+/**
+ * Whether a deleting object that records no successful apply or destroy may leave something a destroy would
+ * remove (DESIGN.md section 3 row 1): a state holding resources, or one the controller cannot look into; and
+ * a lost state (no Secret, or one OpenTofu never wrote) of an object that shows it was provisioned, so the
+ * destroy path asks a person (`StateMissing`) instead of letting the infrastructure go unseen. False for a
+ * state that provably holds nothing of an object that shows no provisioning, whatever Jobs ran before.
+ */
+export function stateMayHoldResources(content: StateContent, snap: Snapshot, status: TargetStatus): boolean {
+  if (!stateHoldsNothing(content)) return true;
+  return stateLost(content) && provisionedBy(snap, status) !== undefined;
 }
 
 /**

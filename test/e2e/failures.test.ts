@@ -216,6 +216,62 @@ describe.concurrent('runs that go wrong, on the real stack', () => {
   );
 
   it(
+    'a machine whose every apply failed (a variable of the wrong type) goes without a destroy once deleted, and leaves nothing',
+    async () => {
+      const name = 'never-applied';
+      // The module declares `generation` a number: every plan fails before OpenTofu writes any state, and a
+      // destroy, which evaluates the same variables, would fail the same way (DESIGN.md section 3 row 1).
+      await applyObjects(run, [machine(run, name, { variables: { generation: 'soon' } })]);
+      const failed = await waitObject(
+        run,
+        RESOURCE.TerraformMachine,
+        name,
+        'the failed apply bookkept',
+        (o) => o.status?.lastRun?.result === 'failed',
+        3 * MINUTE,
+      );
+      console.log(`[faults] ${name}: ${JSON.stringify(failed.status?.lastRun?.error)}`);
+      expect(failed.status?.lastRun).toMatchObject({ op: 'apply', result: 'failed' });
+      expect(failed.status?.ready).not.toBe(true);
+      expect(failed.status?.waitReason).toBe('Backoff');
+      const jobs = await jobsOf(run, name);
+      const state = stateSecretName(failed.status?.stateSuffix ?? '');
+      expect(jobs.length).toBeGreaterThan(0);
+      expect(await exists('secret', state)).toBe(true);
+      const created = (await eventReasons(run, name)).filter((r) => r === 'JobCreated').length;
+      expect(created).toBe(jobs.length);
+
+      await run.kubectl.run(['delete', RESOURCE.TerraformMachine, name, '-n', run.namespace, '--wait=false']);
+      await waitFor(
+        `${name} gone`,
+        () => readObject(run, RESOURCE.TerraformMachine, name),
+        (o) => o === undefined,
+        MINUTE,
+      );
+      // No destroy Job was created for it: the Events name no Job created after the failed applies.
+      expect((await eventReasons(run, name)).filter((r) => r === 'JobCreated')).toHaveLength(created);
+      const left = [
+        ...jobs.flatMap((job) => [
+          ['job', job],
+          ['secret', `captf-run-${job}`],
+          ['secret', `captf-log-${job}`],
+        ]),
+        ['secret', state],
+        ['lease', `lock-${state}`],
+      ] as const;
+      for (const [resource, leftover] of left) {
+        await waitFor(
+          `${resource} ${leftover} gone`,
+          () => exists(resource, leftover),
+          (is) => !is,
+          MINUTE,
+        );
+      }
+    },
+    6 * MINUTE,
+  );
+
+  it(
     'C09: an unknown module image shows ImagePullBackOff at once and is recorded as ImagePullFailed (counted) at the deadline',
     async () => {
       await applyObjects(run, [

@@ -66,7 +66,7 @@ const rows: { id: string; name: string; input: DecideInput; expected: object }[]
       hasRun: false,
       records: [],
       appliedInputsHash: undefined,
-      stateHoldsResources: true,
+      stateMayHoldResources: true,
     }),
     expected: { kind: 'start', op: 'destroy', reason: 'Deleting' },
   },
@@ -79,9 +79,38 @@ const rows: { id: string; name: string; input: DecideInput; expected: object }[]
       hasRun: false,
       records: [],
       appliedInputsHash: undefined,
-      stateHoldsResources: false,
+      stateMayHoldResources: false,
     }),
     expected: { kind: 'finalize', reason: 'DeletingWithoutState' },
+  },
+  {
+    id: 'S3.1e',
+    name: 'deleting, every apply failed, the state read and empty → drop finalizer without a destroy',
+    input: input({
+      deleting: true,
+      lastSuccess: {},
+      appliedInputsHash: undefined,
+      records: [record('apply', 'step-failed', -600), record('apply', 'step-failed', -60)],
+      stateMayHoldResources: false,
+    }),
+    expected: { kind: 'finalize', reason: 'DeletingWithoutState' },
+  },
+  {
+    id: 'S3.1f',
+    name: 'deleting, every apply failed, the state unread (another backend) → destroy',
+    input: input({
+      deleting: true,
+      lastSuccess: {},
+      appliedInputsHash: undefined,
+      records: [record('apply', 'step-failed', -60)],
+    }),
+    expected: { kind: 'start', op: 'destroy', reason: 'Deleting' },
+  },
+  {
+    id: 'S3.1g',
+    name: 'deleting, applied once, an empty state never overrides the recorded apply → destroy',
+    input: input({ deleting: true, stateMayHoldResources: false }),
+    expected: { kind: 'start', op: 'destroy', reason: 'Deleting' },
   },
   {
     id: 'S3.1b',
@@ -92,7 +121,7 @@ const rows: { id: string; name: string; input: DecideInput; expected: object }[]
   {
     id: 'S3.1d',
     name: 'the copy clusterctl move deletes (delete-for-move) → drop finalizer (DeletingForMove), applied or not',
-    input: input({ deleting: true, deletingForMove: true, stateHoldsResources: true }),
+    input: input({ deleting: true, deletingForMove: true, stateMayHoldResources: true }),
     expected: { kind: 'finalize', reason: 'DeletingForMove' },
   },
   {

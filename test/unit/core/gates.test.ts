@@ -107,6 +107,27 @@ describe('applyGates: DESIGN.md section 5 step 5, in order', () => {
     });
   });
 
+  it('G3b a destroy whose inputs changed skips its backoff too; a drift check never does', () => {
+    const destroyStart: StartDecision = { kind: 'start', op: 'destroy', reason: 'Deleting' };
+    const destroys = [
+      record('destroy', 'step-failed', -200, { inputsHash: 'h0' }),
+      record('destroy', 'step-failed', -10, { inputsHash: 'h0' }),
+    ];
+    expect(applyGates(destroyStart, gateInput({ records: destroys, inputsHash: 'h0' }))).toMatchObject({
+      reason: 'Backoff',
+    });
+    expect(applyGates(destroyStart, gateInput({ records: destroys, inputsHash: 'h1' }))).toBe(destroyStart);
+    // An apply's new inputs do not lift the destroy's backoff: only the destroy's own newest run counts.
+    const mixed = [...destroys, record('apply', 'step-failed', -300, { inputsHash: 'h1' })];
+    expect(applyGates(destroyStart, gateInput({ records: mixed, inputsHash: 'h0' }))).toMatchObject({
+      reason: 'Backoff',
+    });
+    const drifts = [record('drift', 'step-failed', -10, { inputsHash: 'h0' })];
+    expect(applyGates(driftStart, gateInput({ records: drifts, inputsHash: 'h1' }))).toMatchObject({
+      reason: 'Backoff',
+    });
+  });
+
   it('G2b a lock held by a live holder waits 30 s from that run, uncounted', () => {
     const records = [record('apply', 'lock-contended', -10)];
     expect(applyGates(applyStart, gateInput({ records }))).toMatchObject({

@@ -545,6 +545,47 @@ const rows: Row[] = [
       },
     },
   },
+  {
+    id: 'P38',
+    step: '5 decide (section 3)',
+    name: 'deleting, every apply failed: the state is read before a destroy starts',
+    facts: () => planFacts(deleting(failedJustNow())),
+    want: { read: 'state' },
+  },
+  {
+    id: 'P39',
+    step: '5 decide (section 3)',
+    name: 'deleting, every apply failed and left no resource in the state: the finalizer goes, no destroy',
+    facts: () => planFacts(deleting(failedJustNow()), { state: 'unwritten' }),
+    want: {
+      move: 'finalizers',
+      reason: 'DeletingWithoutState',
+      check: (plan) =>
+        expect(plan.move).toMatchObject({ gone: true, state: { cleanup: { kind: 'delete' } } }),
+    },
+  },
+  {
+    id: 'P40',
+    step: '5 decide (section 3)',
+    name: 'deleting, every apply failed but one left resources in the state: destroy',
+    facts: () => planFacts(deleting(failedJustNow()), { state: 'resources' }),
+    want: {
+      move: 'start',
+      reason: 'Deleting',
+      // Failures are counted per op (section 4): the failed applies hold no destroy back.
+      check: (plan) => expect(plan.move).toMatchObject({ start: { op: 'destroy' } }),
+    },
+  },
+  {
+    id: 'P41',
+    step: '5 decide (section 3)',
+    name: 'deleting, no apply on record, spec.providerID set and the state gone: a person decides',
+    facts: () =>
+      planFacts(deleting(snapshot({ spec: { ...SPEC, providerID: 'aws:///eu-west-1a/i-1' } })), {
+        state: 'missing',
+      }),
+    want: { move: 'rest', reason: 'StateMissing', waitReason: 'StateMissing' },
+  },
 ];
 
 describe('the planner, one row per path of DESIGN.md section 5', () => {
