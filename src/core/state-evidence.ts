@@ -70,7 +70,7 @@ export function provisionedBy(snap: Snapshot, status: TargetStatus): string | un
 
 /**
  * Whether the state holds nothing to destroy: no Secret, one never written, or one without resources. An
- * encrypted state is never proof of nothing: a deleting object that records no apply destroys it (the
+ * encrypted state is never proof of nothing: a deleting object that records no success destroys it (the
  * destroy Job opens it with the passphrase).
  */
 export function stateHoldsNothing(content: StateContent): boolean {

@@ -45,7 +45,7 @@ export function planFinalize(
     );
   }
   // The state says what is left (only with the default backend and a spec that parses: otherwise the
-  // state's home is unknown): a status that records no apply may be a lost one (issue 23 item 5, decided
+  // state's home is unknown): a status that records no success may be a lost one (issue 23 item 5, decided
   // by decideOp once read), and the state objects nobody owns go with the finalizer when they hold nothing
   // (section 12, issue 23 item 3).
   const objects = stateObjectsOf(snap);

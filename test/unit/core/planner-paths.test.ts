@@ -111,6 +111,13 @@ function failedJustNow(): Snapshot {
   });
 }
 
+/** `failedJustNow`, deleting, its status recording the failed apply (so its pods may live). */
+function failedDeleting(): Snapshot {
+  const snap = deleting(failedJustNow());
+  const apply = { last: 1, recorded: 1, failures: 1, interruptions: 0, lockContentions: 0 };
+  return { ...snap, status: { ...snap.status, attempts: { apply } } as Snapshot['status'] };
+}
+
 /** A TerraformPlan of the machine, waiting for approval. */
 function pendingPlan(snap: Snapshot): TerraformPlan {
   return {
@@ -548,15 +555,29 @@ const rows: Row[] = [
   {
     id: 'P38',
     step: '5 decide (section 3)',
-    name: 'deleting, every apply failed: the state is read before a destroy starts',
-    facts: () => planFacts(deleting(failedJustNow())),
+    name: 'deleting, every apply failed: the pods are read first (one may still write the state)',
+    facts: () => planFacts(failedDeleting(), { pods: undefined }),
+    want: { read: 'pods' },
+  },
+  {
+    id: 'P38b',
+    step: '5 decide (section 3)',
+    name: 'deleting, every apply failed, no pod lives: the state is read before a destroy starts',
+    facts: () => planFacts(failedDeleting(), { pods: [] }),
     want: { read: 'state' },
+  },
+  {
+    id: 'P38c',
+    step: '5 decide (section 3)',
+    name: 'deleting, every apply failed, a pod of the deleted Job still runs: it is waited for, the state unread',
+    facts: () => planFacts(failedDeleting(), { pods: [jobPod('p1', 'Running', { running: true })] }),
+    want: { move: 'rest', reason: 'WaitingForPreviousAttempt', waitReason: 'WaitingForPreviousAttempt' },
   },
   {
     id: 'P39',
     step: '5 decide (section 3)',
     name: 'deleting, every apply failed and left no resource in the state: the finalizer goes, no destroy',
-    facts: () => planFacts(deleting(failedJustNow()), { state: 'unwritten' }),
+    facts: () => planFacts(failedDeleting(), { pods: [], state: 'unwritten' }),
     want: {
       move: 'finalizers',
       reason: 'DeletingWithoutState',
@@ -568,7 +589,7 @@ const rows: Row[] = [
     id: 'P40',
     step: '5 decide (section 3)',
     name: 'deleting, every apply failed but one left resources in the state: destroy',
-    facts: () => planFacts(deleting(failedJustNow()), { state: 'resources' }),
+    facts: () => planFacts(failedDeleting(), { pods: [], state: 'resources' }),
     want: {
       move: 'start',
       reason: 'Deleting',

@@ -3,7 +3,11 @@ import { describe, expect, it } from 'vitest';
 import { describePlan } from '../../../src/core/describe-plan.ts';
 import { planStep } from '../../../src/core/planner.ts';
 import type { Snapshot } from '../../../src/core/snapshot.ts';
-import { ACCEPT_EMPTY_STATE_ANNOTATION, type StateContent } from '../../../src/core/state-evidence.ts';
+import {
+  ACCEPT_EMPTY_STATE_ANNOTATION,
+  type StateContent,
+  stateMayHoldResources,
+} from '../../../src/core/state-evidence.ts';
 import type { PlanFacts, StepPlan } from '../../../src/core/step-plan.ts';
 import type { TargetKind } from '../../../src/schemas/kinds/api-group.ts';
 import { TARGET_SCHEMAS } from '../../../src/schemas/kinds/registry.ts';
@@ -153,6 +157,30 @@ describe('a deleting object without a recorded apply reads its state before it g
       gone: true,
       state: { cleanup: { kind: 'delete' } },
     });
+  });
+});
+
+describe('stateMayHoldResources: what row 1 reads of a deleting object with no success recorded', () => {
+  const bare = snapshot();
+  const withProviderID = snapshot({ spec: spec({ providerID: 'aws:///eu-west-1a/i-1' }) });
+  it.each([
+    ['resources', bare, true],
+    ['encrypted', bare, true],
+    ['unreadable', bare, true],
+    ['no-resources', bare, false],
+    ['missing', bare, false],
+    ['unwritten', bare, false],
+    // A state OpenTofu wrote without resources is never a lost one (a module may manage none).
+    ['no-resources', withProviderID, false],
+    // Lost while the object shows it was provisioned: a person decides (StateMissing), never a silent go.
+    ['missing', withProviderID, true],
+    ['unwritten', withProviderID, true],
+  ] as const)('SR %s (providerID %s) → %s', (content, snap, expected) => {
+    expect(stateMayHoldResources(content, snap, snap.status)).toBe(expected);
+  });
+  it('SR status.ready shows a provisioned object too', () => {
+    const ready = snapshot({ status: { ready: true } });
+    expect(stateMayHoldResources('missing', ready, ready.status)).toBe(true);
   });
 });
 
