@@ -63,8 +63,10 @@ variable "size" {
   default = "small"
 }
 
-# The server's address is 10.20.(100 + index); a machine with none (one Cluster API clones from a template)
-# gets one derived from its name, so the machines of a MachineDeployment do not share an address.
+# The server's address is host 100 + index of its cluster's network (the cluster's `cidr` export; 10.20.0.0/16
+# for a machine without a cluster); a machine with no index (one Cluster API clones from a template) gets
+# host 1024 to 5119 derived from its name, so the machines of a MachineDeployment do not share an address
+# (a network of /19 or wider).
 variable "index" {
   type    = number
   default = 0
@@ -123,6 +125,6 @@ output "bootstrap_data_sha256" {
 output "addresses" {
   value = [{
     type    = "InternalIP"
-    address = cidrhost("10.20.0.0/16", var.index > 0 ? 100 + var.index : 1024 + parseint(substr(sha256(local.name), 0, 3), 16))
+    address = cidrhost(lookup(var.cluster_exports, "cidr", "10.20.0.0/16"), var.index > 0 ? 100 + var.index : 1024 + parseint(substr(sha256(local.name), 0, 3), 16))
   }]
 }
