@@ -15,6 +15,7 @@ import {
   machine,
   type ObservedObject,
   type ObservedPlan,
+  patchObject,
   podsOfJob,
   RESOURCE,
   readObject,
@@ -271,6 +272,68 @@ describe.concurrent('runs that go wrong, on the real stack', () => {
       }
     },
     6 * MINUTE,
+  );
+
+  it(
+    'a destroy that fails on a broken variable starts again at once when the variable is fixed, not at its backoff',
+    async () => {
+      const name = 'destroy-fixed';
+      await applyObjects(run, [machine(run, name, {})]);
+      await waitObject(
+        run,
+        RESOURCE.TerraformMachine,
+        name,
+        'Ready',
+        (o) => o.status?.ready === true,
+        3 * MINUTE,
+      );
+      // A variable of the wrong type breaks every plan, the destroy's too (it evaluates the same variables).
+      await patchObject(run, RESOURCE.TerraformMachine, name, {
+        spec: { variables: { generation: 'soon' } },
+      });
+      await run.kubectl.run(['delete', RESOURCE.TerraformMachine, name, '-n', run.namespace, '--wait=false']);
+      const failed = await waitObject(
+        run,
+        RESOURCE.TerraformMachine,
+        name,
+        'the failed destroy in its backoff',
+        (o) => o.status?.lastRun?.op === 'destroy' && o.status?.waitReason === 'Backoff',
+        3 * MINUTE,
+      );
+      expect(failed.status?.lastRun).toMatchObject({ result: 'failed', error: { kind: 'step', step: 'destroy' } });
+      const notBefore = Date.parse(failed.status?.nextAttemptAt ?? '');
+      expect(notBefore).toBeGreaterThan(Date.now() + 20_000);
+
+      // Fixed: an input change is not a retry (DESIGN.md section 4), so the next destroy does not wait.
+      await patchObject(run, RESOURCE.TerraformMachine, name, { spec: { variables: { generation: 1 } } });
+      const retried = await waitObject(
+        run,
+        RESOURCE.TerraformMachine,
+        name,
+        'the second destroy started',
+        (o) =>
+          o.status?.activeJob?.op === 'destroy' && o.status.activeJob.name !== failed.status?.lastRun?.job,
+        MINUTE,
+      );
+      const created = await run.kubectl.run([
+        'get',
+        'job',
+        retried.status?.activeJob?.name ?? '',
+        '-n',
+        run.namespace,
+        '-o',
+        'jsonpath={.metadata.creationTimestamp}',
+      ]);
+      expect(Date.parse(created)).toBeLessThan(notBefore);
+      await waitFor(
+        `${name} gone`,
+        () => readObject(run, RESOURCE.TerraformMachine, name),
+        (o) => o === undefined,
+        3 * MINUTE,
+      );
+      expect(await eventReasons(run, name)).toContain('JobSucceeded');
+    },
+    8 * MINUTE,
   );
 
   it(
