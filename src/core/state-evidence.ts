@@ -81,8 +81,9 @@ export function stateHoldsNothing(content: StateContent): boolean {
  * Whether a deleting object that records no successful apply or destroy may leave something a destroy would
  * remove (DESIGN.md section 3 row 1): a state holding resources, or one the controller cannot look into; and
  * a lost state (no Secret, or one OpenTofu never wrote) of an object that shows it was provisioned, so the
- * destroy path asks a person (`StateMissing`) instead of letting the infrastructure go unseen. False for a
- * state that provably holds nothing of an object that shows no provisioning, whatever Jobs ran before.
+ * destroy path asks a person (`StateMissing`) instead of letting the infrastructure go unseen. False, whatever
+ * Jobs ran before, for a state OpenTofu wrote without resources, and for a lost one of an object that shows
+ * no provisioning.
  */
 export function stateMayHoldResources(content: StateContent, snap: Snapshot, status: TargetStatus): boolean {
   if (!stateHoldsNothing(content)) return true;
