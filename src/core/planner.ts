@@ -14,10 +14,10 @@ import { keptClusterOperationWait } from './planner/cluster-operation.ts';
 import { type Base, planningOf } from './planner/context.ts';
 import { planFinalize } from './planner/finalize.ts';
 import { planPreamble } from './planner/preamble.ts';
+import { beforeStateRead } from './planner/previous-attempt.ts';
 import { planStart } from './planner/start.ts';
 import { planIdle, planSpecInvalid, planUnreadableStatus } from './planner/waits.ts';
 import { planDeadlineEnforced, planWatchDecision, type Watched, watchOf } from './planner/watch.ts';
-import { isPodAlive, mayHavePods } from './pods.ts';
 import { checkedStateSecret, stateMayHoldResources } from './state-evidence.ts';
 import type { PlanFacts, Planned } from './step-plan.ts';
 
@@ -123,19 +123,15 @@ function decide(base: Base, watched: Watched | undefined): Planned {
     if (decision.kind !== 'idle' || !idleWithoutJobs(status)) return { kind: 'read', read: 'jobs' };
   }
   // The state is read before a destroy that may not be needed (row 1), never before the Jobs are known, and
-  // only once no pod of an earlier attempt lives: a Job deleted at its deadline or by a person leaves its pod
-  // for its grace period, still writing the state, which proves nothing until then (the start's own guard
-  // then waits for that pod, section 5 step 7).
+  // only once no pod of an earlier attempt lives (src/core/planner/previous-attempt.ts).
   if (
     decision.kind === 'start' &&
     decision.op === 'destroy' &&
     noSuccessRecorded &&
     facts.state === undefined &&
     checkedStateSecret(snap) !== undefined
-  ) {
-    if (facts.pods === undefined && mayHavePods(snap)) return { kind: 'read', read: 'pods' };
-    if (!(facts.pods ?? []).some(isPodAlive)) return { kind: 'read', read: 'state' };
-  }
+  )
+    return beforeStateRead(base) ?? { kind: 'read', read: 'state' };
   switch (decision.kind) {
     case 'watch':
       return planWatchDecision(base, decision.job, watched);

@@ -7,6 +7,7 @@ import type { Planned } from '../step-plan.ts';
 import { timestampMs } from '../views.ts';
 import { finish } from './assemble.ts';
 import { type Base, outcome } from './context.ts';
+import { beforeStateRead } from './previous-attempt.ts';
 
 /**
  * A deleting object with nothing left to destroy (DESIGN.md section 3 row 1): the finalizer goes, and the
@@ -49,7 +50,8 @@ export function planFinalize(
   // by decideOp once read), and the state objects nobody owns go with the finalizer when they hold nothing
   // (section 12, issue 23 item 3).
   const objects = stateObjectsOf(snap);
-  if (objects !== undefined && facts.state === undefined) return { kind: 'read', read: 'state' };
+  if (objects !== undefined && facts.state === undefined)
+    return beforeStateRead(base) ?? { kind: 'read', read: 'state' };
   const state =
     objects !== undefined && facts.state !== undefined
       ? { ...objects, cleanup: decideStateCleanup(objects, facts.state, destroyedAfterApply(status)) }
@@ -72,6 +74,9 @@ export function planFinalize(
  * `stateSecret` is the lost Secret's name, `provisioned` the field that shows the object was provisioned.
  */
 export function planFinalizeLostState(base: Base, stateSecret: string, provisioned: string): Planned {
+  // A pod of an earlier attempt may still write the state the person accepted as lost.
+  const held = beforeStateRead(base);
+  if (held !== undefined) return held;
   const note = `no destroy ran: ${provisioned} shows the object was provisioned, its state Secret ${stateSecret} is lost and ${ACCEPT_EMPTY_STATE_ANNOTATION} accepts it; what that state managed stays until removed by hand`;
   const skipped = runEvent('DestroySkipped', { action: 'Finalize', note, transitionKey: stateSecret });
   // The log line says it too: in a namespace being deleted the Event is refused like every create.

@@ -14,7 +14,7 @@ import { staleLockToUnlock } from '../lock-evidence.ts';
 import { activeStatus, type StatusContext, waitStatus } from '../move-status.ts';
 import { freeJobName } from '../names.ts';
 import { buildOutputsSecret } from '../outputs-secret.ts';
-import { isPodAlive, mayHavePods } from '../pods.ts';
+import { mayHavePods } from '../pods.ts';
 import { decisionAnnotations, type RunDecisions } from '../run-decisions.ts';
 import { type RunInputs, resolveRunInputs, snapshotRedactor } from '../run-inputs.ts';
 import { runnerAccountOf } from '../runner-identity.ts';
@@ -44,6 +44,7 @@ import {
   waitOutcome,
 } from './context.ts';
 import { planFinalizeLostState } from './finalize.ts';
+import { previousAttemptWait } from './previous-attempt.ts';
 
 /**
  * Starting a Job (DESIGN.md section 5 steps 5 to 8): the gates, the API guard, the inputs, the name and the
@@ -136,26 +137,16 @@ export function planStart(base: Base, decision: StartDecision, retries: RetrySta
   // An object none of whose Jobs was ever seen has no pod to guard against (src/core/pods.ts mayHavePods).
   if (facts.pods === undefined && mayHavePods(snap)) return { kind: 'read', read: 'pods' };
   const pods = facts.pods ?? [];
-  const holdBack = (
-    reason: 'WaitingForPreviousAttempt' | 'WaitingForDependencies',
-    message: string,
-    secret?: string,
-  ) => {
+  const holdBack = (reason: 'WaitingForDependencies', message: string, secret?: string) => {
     const wait = waitFor(reason, { now: facts.now, uid: snap.uid, op, message });
     return planRest(base, waitStatus(planning.statusContext, base.status, wait), {
       ...waitOutcome(base, wait),
       ...secretWaitOf(snap.ref, secret),
     });
   };
-  // API guard (section 5 step 7): no pod of an earlier attempt may live, whichever Job it belonged to; pods
-  // are told apart by their Job's UID, never by a name (a Job name can be reused by a person). Redis is
-  // never the only guard.
-  const alive = pods.filter((pod) => isPodAlive(pod));
-  if (alive.length > 0)
-    return holdBack(
-      'WaitingForPreviousAttempt',
-      `pod(s) of an earlier attempt still run: ${alive.map((pod) => pod.metadata.name).join(', ')}`,
-    );
+  // API guard (section 5 step 7; a person can reuse a Job name, so pods go by their Job's UID).
+  const previous = previousAttemptWait(base, op, pods);
+  if (previous !== undefined) return previous;
   const unlock = staleLockToUnlock(snap.jobs, base.records, pods, facts.now, {
     kind: snap.ref.kind,
     name: snap.ref.name,

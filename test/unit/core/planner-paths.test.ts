@@ -118,6 +118,15 @@ function failedDeleting(): Snapshot {
   return { ...snap, status: { ...snap.status, attempts: { apply } } as Snapshot['status'] };
 }
 
+/**
+ * A deleting machine whose only Job was deleted before it finished and never bookkept (orphaned, or by a
+ * person): only `status.attempts` shows it ran.
+ */
+function orphanedDeleting(): Snapshot {
+  const apply = { last: 1, recorded: 1, failures: 0, interruptions: 1, lockContentions: 0 };
+  return deleting(snapshot({ status: { stateSuffix: 'm-web', attempts: { apply } } as Snapshot['status'] }));
+}
+
 /** A TerraformPlan of the machine, waiting for approval. */
 function pendingPlan(snap: Snapshot): TerraformPlan {
   return {
@@ -606,6 +615,42 @@ const rows: Row[] = [
         state: 'missing',
       }),
     want: { move: 'rest', reason: 'StateMissing', waitReason: 'StateMissing' },
+  },
+  {
+    id: 'P42',
+    step: '5 decide (section 3)',
+    name: 'deleting, its only Job deleted unfinished (orphaned), its pod still runs: waited for before the state is read',
+    facts: () => planFacts(orphanedDeleting(), { pods: [jobPod('p1', 'Running', { running: true })] }),
+    want: { move: 'rest', reason: 'WaitingForPreviousAttempt', waitReason: 'WaitingForPreviousAttempt' },
+  },
+  {
+    id: 'P42b',
+    step: '5 decide (section 3)',
+    name: 'deleting, its only Job deleted unfinished: the pods are read before the state',
+    facts: () => planFacts(orphanedDeleting(), { pods: undefined }),
+    want: { read: 'pods' },
+  },
+  {
+    id: 'P42c',
+    step: '5 decide (section 3)',
+    name: 'deleting, its only Job deleted unfinished, no pod left: the state decides',
+    facts: () => planFacts(orphanedDeleting(), { pods: [], state: 'unwritten' }),
+    want: { move: 'finalizers', reason: 'DeletingWithoutState' },
+  },
+  {
+    id: 'P43',
+    step: '5 decide (section 3)',
+    name: 'deleting, the lost state accepted, a pod of an earlier attempt still runs: waited for first',
+    facts: () =>
+      planFacts(
+        deleting(
+          atRest({
+            meta: { finalizers: [FINALIZER], annotations: { [ACCEPT_EMPTY_STATE_ANNOTATION]: 'true' } },
+          }),
+        ),
+        { state: 'missing', pods: [jobPod('p1', 'Running', { running: true })] },
+      ),
+    want: { move: 'rest', reason: 'WaitingForPreviousAttempt', waitReason: 'WaitingForPreviousAttempt' },
   },
 ];
 
