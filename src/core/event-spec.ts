@@ -110,7 +110,7 @@ export const EVENT_REASONS = {
   StateMissing: {
     type: 'Warning',
     meaning:
-      'The object shows it was provisioned but its state Secret is missing or holds no resources; no apply starts until the Secret is restored or `captf.io/accept-empty-state` is set.',
+      'The object shows it was provisioned but its state Secret is missing or was never written by OpenTofu; no apply or destroy starts until the Secret is restored or `captf.io/accept-empty-state` is set (a deleting object then goes without a destroy).',
   },
   WriteRefused: {
     type: 'Warning',

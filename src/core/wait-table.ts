@@ -136,7 +136,7 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
     requeueSeconds: 600,
     jitter: false,
     meaning:
-      'The object shows it was provisioned but its state Secret is missing or holds no resources: no apply starts until the Secret is restored or a person sets `captf.io/accept-empty-state`.',
+      'The object shows it was provisioned but its state Secret is missing or was never written by OpenTofu: no apply or destroy starts until the Secret is restored or a person sets `captf.io/accept-empty-state` (a deleting object then goes without a destroy).',
   },
   // The bookkeeping step that releases the lease group's leases wakes its waiters (src/core/wake.ts).
   WaitingForClusterOperation: {
