@@ -127,6 +127,13 @@ function orphanedDeleting(): Snapshot {
   return deleting(snapshot({ status: { stateSuffix: 'm-web', attempts: { apply } } as Snapshot['status'] }));
 }
 
+/** An applied machine, deleting, whose lost state a person accepted (`captf.io/accept-empty-state`). */
+function acceptedLostState(): Snapshot {
+  return deleting(
+    atRest({ meta: { finalizers: [FINALIZER], annotations: { [ACCEPT_EMPTY_STATE_ANNOTATION]: 'true' } } }),
+  );
+}
+
 /** A TerraformPlan of the machine, waiting for approval. */
 function pendingPlan(snap: Snapshot): TerraformPlan {
   return {
@@ -541,15 +548,7 @@ const rows: Row[] = [
     id: 'P37',
     step: '5 decide (section 3)',
     name: 'deleting, the lost state accepted: the finalizer goes without a Job, saying what stays',
-    facts: () =>
-      planFacts(
-        deleting(
-          atRest({
-            meta: { finalizers: [FINALIZER], annotations: { [ACCEPT_EMPTY_STATE_ANNOTATION]: 'true' } },
-          }),
-        ),
-        { state: 'missing' },
-      ),
+    facts: () => planFacts(acceptedLostState(), { state: 'missing' }),
     want: {
       move: 'finalizers',
       reason: 'DeletingWithoutState',
@@ -642,14 +641,10 @@ const rows: Row[] = [
     step: '5 decide (section 3)',
     name: 'deleting, the lost state accepted, a pod of an earlier attempt still runs: waited for first',
     facts: () =>
-      planFacts(
-        deleting(
-          atRest({
-            meta: { finalizers: [FINALIZER], annotations: { [ACCEPT_EMPTY_STATE_ANNOTATION]: 'true' } },
-          }),
-        ),
-        { state: 'missing', pods: [jobPod('p1', 'Running', { running: true })] },
-      ),
+      planFacts(acceptedLostState(), {
+        state: 'missing',
+        pods: [jobPod('p1', 'Running', { running: true })],
+      }),
     want: { move: 'rest', reason: 'WaitingForPreviousAttempt', waitReason: 'WaitingForPreviousAttempt' },
   },
 ];
