@@ -157,7 +157,7 @@ function waitsSection(): string {
     return [
       code(reason),
       WAITS_KEEPING_OP_CONDITION.has(reason) ? 'unchanged (the failure stays `False`)' : 'Unknown',
-      `${row.requeueSeconds} s${row.jitter ? ', jittered' : ''}`,
+      `${row.requeueSeconds} s${row.jitter ? ', jittered' : ''}${row.safetyNet ? ', per read' : ''}`,
       row.meaning,
     ];
   });
@@ -167,7 +167,9 @@ function waitsSection(): string {
     'While nothing starts, `status.waitReason` says why, and `status.nextAttemptAt` when the wait has a natural',
     "end (a backoff, a contended lock). A wait that holds back an op also sets that op's condition to the same",
     'reason, except over a counted failure, which stays `False`; a wait for no particular op changes only',
-    '`Ready`. The requeue is when the object is looked at again if no event wakes it first.',
+    '`Ready`. The requeue is when the object is looked at again if no event wakes it first; "per read": that',
+    'requeue for each API read of the step that found the wait (at most six), so the look costs at most 0.1',
+    'reads a minute (DESIGN.md section 6).',
     '',
     table(['Reason', 'Op condition', 'Requeue', 'Meaning'], rows),
   ].join('\n');

@@ -177,6 +177,8 @@ export interface LoggedStep {
   reason: string;
   /** The Kubernetes requests the step sent (its log line's `kubeRequests`); undefined on a line without it. */
   kubeRequests?: number;
+  /** When it is looked at again, seconds (its log line's `requeueAfterSeconds`); undefined when never. */
+  requeueAfterSeconds?: number;
 }
 
 /** Step outcomes in the handlers' logs (pino JSON lines, `msg: "step <action>: <reason>"`). */
@@ -194,6 +196,9 @@ export function loggedSteps(logPaths: readonly string[]): LoggedStep[] {
         action: String(entry.action),
         reason: String(entry.reason),
         ...(typeof entry.kubeRequests === 'number' ? { kubeRequests: entry.kubeRequests } : {}),
+        ...(typeof entry.requeueAfterSeconds === 'number'
+          ? { requeueAfterSeconds: entry.requeueAfterSeconds }
+          : {}),
       });
     }
   }

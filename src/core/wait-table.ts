@@ -13,8 +13,8 @@ import { jittered } from './jitter.ts';
 /**
  * The requeue of a wait that an event or another step ends (src/core/wake.ts): a safety net for a lost
  * event or wake, not a poll. Ten minutes, the sweep's period (section 8), jittered per object so a fleet
- * that started waiting at once does not come back in one tick; with a step that reads once, a waiting
- * object then costs at most 0.1 requests a minute.
+ * that started waiting at once does not come back in one tick, and stretched by the reads of the step
+ * that found the wait (src/core/safety-requeue.ts), so a waiting object costs at most 0.1 reads a minute.
  */
 export const EVENT_SAFETY_SECONDS = 600;
 
@@ -23,6 +23,11 @@ interface WaitRow {
   requeueSeconds: number;
   /** Spread a fleet's retries with the object's jitter (section 6: Job slot waits). */
   jitter: boolean;
+  /**
+   * The requeue only finds what no event reported (a lost event or wake, a Secret no watch selects): it is
+   * stretched by the reads of the step that found the wait (src/core/safety-requeue.ts).
+   */
+  safetyNet: boolean;
   /** What the wait means, in one sentence: docs/reference/conditions.md is generated from it. */
   meaning: string;
 }
@@ -35,17 +40,20 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
   JobActive: {
     requeueSeconds: 300,
     jitter: false,
+    safetyNet: false,
     meaning: "A Job of the object runs (`status.activeJob`); the Job's own events wake the object.",
   },
   ImagePullBackOff: {
     requeueSeconds: 30,
     jitter: false,
+    safetyNet: false,
     meaning:
       "An image of the running Job (the module image or the runner's init image) cannot be pulled (yet).",
   },
   CreateContainerConfigError: {
     requeueSeconds: 30,
     jitter: false,
+    safetyNet: false,
     meaning:
       'A container of the running Job cannot be created from its configuration (a missing Secret or ConfigMap).',
   },
@@ -54,17 +62,20 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
   Paused: {
     requeueSeconds: 600,
     jitter: false,
+    safetyNet: true,
     meaning: 'Cluster API pause is set: bookkeeping continues, nothing starts.',
   },
   // The real delay comes from the backoff verdict (`nextAttemptAt`); this is the cap it never exceeds.
   Backoff: {
     requeueSeconds: 600,
     jitter: false,
+    safetyNet: false,
     meaning: 'Counted failures earned a delay (DESIGN.md section 4); the retry starts at `nextAttemptAt`.',
   },
   AwaitingApproval: {
     requeueSeconds: 600,
     jitter: false,
+    safetyNet: false,
     meaning: 'A plan waits for a person to approve its TerraformPlan (DESIGN.md section 11).',
   },
   // Woken by what it waits for (src/core/wake.ts): its TerraformCluster's step once ready, or the watch event
@@ -73,6 +84,7 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
   WaitingForDependencies: {
     requeueSeconds: EVENT_SAFETY_SECONDS,
     jitter: true,
+    safetyNet: true,
     meaning:
       "Something this object builds on is not ready: a machine's or pool's TerraformCluster, or a Secret or key the spec reads.",
   },
@@ -80,6 +92,7 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
   WaitingForOwner: {
     requeueSeconds: EVENT_SAFETY_SECONDS,
     jitter: true,
+    safetyNet: true,
     meaning:
       'Cluster API cloned the object from a template and has not set its owner reference (Machine or MachinePool) yet.',
   },
@@ -87,6 +100,7 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
   WaitingForClusterInfrastructure: {
     requeueSeconds: EVENT_SAFETY_SECONDS,
     jitter: true,
+    safetyNet: true,
     meaning:
       "The Cluster API Cluster's infrastructure is not provisioned yet (`status.initialization.infrastructureProvisioned`).",
   },
@@ -95,6 +109,7 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
   WaitingForBootstrapData: {
     requeueSeconds: EVENT_SAFETY_SECONDS,
     jitter: true,
+    safetyNet: true,
     meaning:
       'The owning Machine or MachinePool has no bootstrap data yet (`spec.bootstrap.dataSecretName` unset, or its Secret missing).',
   },
@@ -102,6 +117,7 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
   VariablesSecretNotOptedIn: {
     requeueSeconds: EVENT_SAFETY_SECONDS,
     jitter: true,
+    safetyNet: true,
     meaning:
       'A Secret that `variablesFrom` or `env[].valueFrom` reads lacks the label `captf.io/variables=true`.',
   },
@@ -109,17 +125,20 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
   WaitingForJobSlot: {
     requeueSeconds: EVENT_SAFETY_SECONDS,
     jitter: true,
+    safetyNet: true,
     meaning:
       'The installation or the Cluster API cluster runs as many Jobs as allowed (drift and refresh start only below 80 %).',
   },
   JobPolicyInvalid: {
     requeueSeconds: 600,
     jitter: false,
+    safetyNet: false,
     meaning: 'The merged Job policy breaks a rule (`lockTimeoutSeconds` not below `activeDeadlineSeconds`).',
   },
   SpecInvalid: {
     requeueSeconds: 600,
     jitter: false,
+    safetyNet: true,
     meaning:
       'The spec does not parse, stored before the CRD refused it (an older release); fix the spec. A deleting object with state cannot destroy until then (DESIGN.md section 2).',
   },
@@ -127,6 +146,7 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
   StatusUnreadable: {
     requeueSeconds: 600,
     jitter: false,
+    safetyNet: true,
     meaning:
       'Fields of the status do not parse (written by another release or by hand): nothing runs until a person fixes or removes them; the condition names them.',
   },
@@ -135,6 +155,7 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
   StateMissing: {
     requeueSeconds: 600,
     jitter: false,
+    safetyNet: true,
     meaning:
       'The object shows it was provisioned but its state Secret is missing or was never written by OpenTofu: no apply or destroy starts until the Secret is restored or a person sets `captf.io/accept-empty-state` (a deleting object then goes without a destroy).',
   },
@@ -142,21 +163,25 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
   WaitingForClusterOperation: {
     requeueSeconds: EVENT_SAFETY_SECONDS,
     jitter: true,
+    safetyNet: true,
     meaning: 'A TerraformCluster apply or destroy holds the cluster lease; its machines and pools wait.',
   },
   WaitingForMachineOperations: {
     requeueSeconds: EVENT_SAFETY_SECONDS,
     jitter: true,
+    safetyNet: true,
     meaning: "Machine or pool applies or destroys hold leases; the cluster's apply or destroy waits.",
   },
   WaitingForRunLease: {
     requeueSeconds: EVENT_SAFETY_SECONDS,
     jitter: true,
+    safetyNet: true,
     meaning: "Another step holds this object's run lease (Redis).",
   },
   LockContended: {
     requeueSeconds: 30,
     jitter: false,
+    safetyNet: false,
     meaning: 'The state lock is held by another live pod of this object (DESIGN.md section 4: not counted).',
   },
   // A pod's deletion event wakes its owner (src/core/event-relevance.ts), but a reference-mode source cannot
@@ -164,23 +189,27 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
   WaitingForPreviousAttempt: {
     requeueSeconds: 30,
     jitter: false,
+    safetyNet: false,
     meaning: 'A pod of an earlier attempt is not terminal yet (DESIGN.md section 5, API guard).',
   },
   WaitingForForeignJob: {
     requeueSeconds: 30,
     jitter: false,
+    safetyNet: false,
     meaning:
       'A Job with the deterministic name of the next Job runs and belongs to something else (a finished one is passed over).',
   },
   WaitingForCache: {
     requeueSeconds: 5,
     jitter: false,
+    safetyNet: false,
     meaning: 'A write of the controller is not visible in its reads yet.',
   },
   // Retried every minute: a policy or quota lifted needs no event of ours (src/core/write-refusal.ts).
   WriteRefused: {
     requeueSeconds: 60,
     jitter: false,
+    safetyNet: false,
     meaning:
       'The API server refused a write of the step for good (an admission policy, a quota, RBAC); the `WriteRefused` condition names the write and the answer. Retried every minute; the first step that gets through removes it.',
   },
@@ -190,6 +219,7 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
   NamespaceTerminating: {
     requeueSeconds: EVENT_SAFETY_SECONDS,
     jitter: false,
+    safetyNet: true,
     meaning:
       "The object's namespace is being deleted and the API server refused a create of the step (`WriteRefused` condition): no Job can start there, so a deleting object's destroy cannot run and what its state manages stays. A person lets it go with `captf.io/accept-empty-state` once its state Secret is gone (default backend), or by removing the finalizer.",
   },

@@ -100,10 +100,23 @@ async function why(caller: Caller, target: PluginTarget): Promise<void> {
     refOf(caller, target),
   );
   out([
-    `next step: ${outcome.action} (${outcome.reason})${outcome.requeueAfterSeconds !== undefined ? `, looked at again in ${outcome.requeueAfterSeconds} s` : ''}`,
+    `next step: ${outcome.action} (${outcome.reason})${lookedAtAgain(outcome.reason, outcome.requeueAfterSeconds)}`,
     ...(outcome.message ? [`  ${outcome.message}`] : []),
     '  (read only: the same reads and decision as the controller step; Job slots assumed free)',
   ]);
+}
+
+/**
+ * When the controller looks again, as `why` can tell it: a safety-net wait's requeue is the table's for
+ * each read of the controller's own step (src/core/safety-requeue.ts), which this read-only step does not
+ * repeat, so it is said per read.
+ */
+function lookedAtAgain(reason: string, seconds: number | undefined): string {
+  if (seconds === undefined) return '';
+  const perRead = Object.hasOwn(WAIT_TABLE, reason) && WAIT_TABLE[reason as WaitReason].safetyNet;
+  return perRead
+    ? `, looked at again in ${seconds} s for each read of its step (at most an hour), or when an event ends the wait`
+    : `, looked at again in ${seconds} s`;
 }
 
 /**

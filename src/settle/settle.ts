@@ -1,6 +1,7 @@
 import type { BaseLogger } from 'pino';
 import type { SeenObject } from '../core/event-relevance.ts';
 import type { ObjectRef } from '../core/object-ref.ts';
+import { withSafetyRequeue } from '../core/safety-requeue.ts';
 import type { StepOutcome } from '../core/step-outcome.ts';
 import { LEASE_WAIT_REASONS } from '../metrics/lease-waits.ts';
 import type { Metrics } from '../metrics/registry.ts';
@@ -34,9 +35,10 @@ export interface SettleDeps {
   /**
    * Runs the step and counts the Kubernetes requests it sends (KubeAdapter.measureRequests); the count goes
    * into the step's log line as `kubeRequests` and `captf_reconcile_step_kube_requests_total{action}`, so an
-   * operator sees what each step, and each kind of step, cost the API server.
+   * operator sees what each step, and each kind of step, cost the API server. Its reads price a wait's
+   * safety requeue (src/core/safety-requeue.ts); without it the table's requeue stands.
    */
-  measureRequests?: <T>(run: () => Promise<T>) => Promise<{ value: T; requests: number }>;
+  measureRequests?: <T>(run: () => Promise<T>) => Promise<{ value: T; requests: number; reads: number }>;
 }
 
 /** How one step is settled. */
@@ -78,7 +80,7 @@ export function createSettle(deps: SettleDeps): Settle {
     };
     const measured =
       deps.measureRequests === undefined
-        ? { value: await run(), requests: undefined }
+        ? { value: await run(), requests: undefined, reads: undefined }
         : await deps.measureRequests(run);
     deps.metrics.stepDuration.observe((deps.clock() - startMs) / 1000);
     const kubeRequests = measured.requests;
@@ -86,7 +88,10 @@ export function createSettle(deps: SettleDeps): Settle {
     deps.metrics.stepsTotal.inc({ action });
     if (kubeRequests !== undefined) deps.metrics.stepKubeRequests.inc({ action }, kubeRequests);
     if ('error' in measured.value) throw measured.value.error;
-    const { outcome } = measured.value;
+    const outcome =
+      measured.reads === undefined
+        ? measured.value.outcome
+        : withSafetyRequeue(measured.value.outcome, measured.reads);
     if (outcome.action === 'waiting' && LEASE_WAIT_REASONS.has(outcome.reason))
       deps.metrics.leaseWaits.inc({ reason: outcome.reason });
     const resolved = resolveOutcome(outcome, deps.clock());

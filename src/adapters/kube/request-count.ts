@@ -73,6 +73,8 @@ export interface Measured<T> {
   value: T;
   /** Requests sent by the run and by everything it awaited, concurrent runs excluded. */
   requests: number;
+  /** Of those, the reads (`get`, `list`): what a look that changes nothing costs. */
+  reads: number;
 }
 
 /** A mutable tally of requests; one per adapter instance. */
@@ -81,7 +83,7 @@ export class RequestCounter {
   #total = 0;
   // The tally of the run a request belongs to: async context follows the awaits of one step, so steps that
   // run at the same time in one process are told apart (a before/after difference of the totals is not).
-  #runs = new AsyncLocalStorage<{ requests: number }>();
+  #runs = new AsyncLocalStorage<{ requests: number; reads: number }>();
 
   /** Records one request. */
   record(key: RequestKey): void {
@@ -89,7 +91,9 @@ export class RequestCounter {
     this.#counts.set(label, (this.#counts.get(label) ?? 0) + 1);
     this.#total += 1;
     const run = this.#runs.getStore();
-    if (run !== undefined) run.requests += 1;
+    if (run === undefined) return;
+    run.requests += 1;
+    if (key.verb === 'get' || key.verb === 'list') run.reads += 1;
   }
 
   /**
@@ -97,9 +101,9 @@ export class RequestCounter {
    * another counts in the inner tally only. Rethrows what `run` throws.
    */
   async measure<T>(run: () => Promise<T>): Promise<Measured<T>> {
-    const tally = { requests: 0 };
+    const tally = { requests: 0, reads: 0 };
     const value = await this.#runs.run(tally, run);
-    return { value, requests: tally.requests };
+    return { value, ...tally };
   }
 
   /** The counts so far, as a plain object with sorted keys. */

@@ -4,6 +4,7 @@ import type { RequestCounts } from '../../../src/adapters/kube/request-count.ts'
 import { CUSTOM_RESOURCES } from '../../../src/adapters/kube/resources.ts';
 import type { ObjectRef } from '../../../src/core/object-ref.ts';
 import type { StepOutcome } from '../../../src/core/step-outcome.ts';
+import { waitFor } from '../../../src/core/wait-table.ts';
 import { eventApp } from '../http/event-app.ts';
 import {
   createObject,
@@ -267,6 +268,29 @@ describe('API requests per step', () => {
       total: 2,
       byRequest: { 'get terraformmachines': 1, 'get secrets': 1 },
     });
+    // Settled as the timer settles it: two reads, so the next look comes after twice the table's requeue
+    // (src/core/safety-requeue.ts): at most 0.1 reads a minute for this waiting object.
+    const events = await eventApp(env);
+    try {
+      const answer = await events.app.inject({
+        method: 'POST',
+        url: `/reconcile/${ref.kind}/${ref.namespace}/${ref.name}`,
+      });
+      const settled = answer.json() as { outcome: StepOutcome };
+      expect(settled.outcome).toMatchObject({ action: 'waiting', reason: 'WaitingForDependencies' });
+      const base = waitFor('WaitingForDependencies', {
+        now: new Date(),
+        uid: (await readObject(env, ref)).metadata.uid,
+        message: '',
+      }).requeueAfterSeconds;
+      expect(settled.outcome.requeueAfterSeconds).toBe(2 * base);
+      const due = await env.redis.schedule.scheduledAt(`${ref.kind}/${ref.namespace}/${ref.name}`);
+      const inSeconds = due.kind === 'scheduled' ? (due.dueMs - Date.now()) / 1000 : 0;
+      expect(inSeconds).toBeGreaterThan(2 * base - 60);
+      expect(inSeconds).toBeLessThanOrEqual(2 * base);
+    } finally {
+      await events.close();
+    }
   });
 });
 

@@ -104,31 +104,32 @@ describe('RequestCounter', () => {
   it('measure counts the requests of one run, apart from runs at the same time and from the totals', async () => {
     const counter = new RequestCounter();
     const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
+    // Every other request a write: the reads are counted apart (they price a wait's safety requeue).
     const run = async (requests: number) => {
       for (let i = 0; i < requests; i += 1) {
         await tick();
-        counter.record({ verb: 'get', resource: 'jobs' });
+        counter.record({ verb: i % 2 === 0 ? 'get' : 'patch', resource: 'jobs' });
       }
       return requests;
     };
     counter.record({ verb: 'list', resource: 'pods' }); // outside any run: the totals only
     const [two, five] = await Promise.all([counter.measure(() => run(2)), counter.measure(() => run(5))]);
-    expect(two).toEqual({ value: 2, requests: 2 });
-    expect(five).toEqual({ value: 5, requests: 5 });
+    expect(two).toEqual({ value: 2, requests: 2, reads: 1 });
+    expect(five).toEqual({ value: 5, requests: 5, reads: 3 });
     expect(counter.snapshot().total).toBe(8);
   });
 
   it('measure: a nested run counts in its own tally only; a throwing run rethrows', async () => {
     const counter = new RequestCounter();
     const outer = await counter.measure(async () => {
-      counter.record({ verb: 'get', resource: 'jobs' });
+      counter.record({ verb: 'list', resource: 'jobs' });
       const inner = await counter.measure(async () => {
         counter.record({ verb: 'get', resource: 'pods' });
         counter.record({ verb: 'get', resource: 'pods' });
       });
       return inner.requests;
     });
-    expect(outer).toEqual({ value: 2, requests: 1 });
+    expect(outer).toEqual({ value: 2, requests: 1, reads: 1 });
     await expect(
       counter.measure(async () => {
         throw new Error('boom');

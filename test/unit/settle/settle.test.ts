@@ -87,6 +87,62 @@ describe('settle: what a step cost the API server, in its log line', () => {
   });
 });
 
+describe("settle: a wait's safety requeue is priced by the reads of the step that found it", () => {
+  /** A step answering `reason` with a requeue of 630 s (600 s and the object's jitter). */
+  function waitingStep(reason: 'WaitingForDependencies' | 'Backoff'): ReconcileStep {
+    return recordingStep(() => ({ action: 'waiting', reason, requeueAfterSeconds: 630 })).step;
+  }
+
+  it.each([
+    [0, 630],
+    [1, 630],
+    [2, 1260],
+    [3, 1890],
+    [9, 3780],
+  ])(
+    'a safety-net wait found with %i reads (and a write) is looked at again after %i s: the schedule, the answer and the log agree',
+    async (reads, seconds) => {
+      const counter = new RequestCounter();
+      const answer = waitingStep('WaitingForDependencies');
+      const step: ReconcileStep = async (r, options) => {
+        for (let i = 0; i < reads; i += 1)
+          counter.record({ verb: i % 2 ? 'list' : 'get', resource: 'secrets' });
+        counter.record({ verb: 'patch', resource: 'terraformmachines/status' });
+        return answer(r, options);
+      };
+      const schedule = new MemorySchedule();
+      const { lines, log } = collectingLog();
+      const settled = await settleWith(step, { schedule, measureRequests: (run) => counter.measure(run) })(
+        ref,
+        {
+          log,
+        },
+      );
+      expect(settled.outcome.requeueAfterSeconds).toBe(seconds);
+      expect(schedule.due.get('TerraformMachine/team-a/m1')?.dueAtMs).toBe(T0 + seconds * 1000);
+      expect(lines[0]).toMatchObject({ requeueAfterSeconds: seconds, kubeRequests: reads + 1 });
+    },
+  );
+
+  it("a time-driven wait keeps its own requeue, and without a counter the table's requeue stands", async () => {
+    const counter = new RequestCounter();
+    const backoff = waitingStep('Backoff');
+    const step: ReconcileStep = async (r, options) => {
+      counter.record({ verb: 'get', resource: 'terraformmachines' });
+      counter.record({ verb: 'list', resource: 'jobs' });
+      return backoff(r, options);
+    };
+    const timed = await settleWith(step, { measureRequests: (run) => counter.measure(run) })(ref, {
+      log: collectingLog().log,
+    });
+    expect(timed.outcome.requeueAfterSeconds).toBe(630);
+    const uncounted = await settleWith(waitingStep('WaitingForDependencies'))(ref, {
+      log: collectingLog().log,
+    });
+    expect(uncounted.outcome.requeueAfterSeconds).toBe(630);
+  });
+});
+
 describe('settle: the newest version handled, whatever started the step', () => {
   const observed = { uid: 'u1', resourceVersion: '20' };
   const key = 'TerraformMachine/team-a/m1';
