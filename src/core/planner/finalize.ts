@@ -1,12 +1,14 @@
 import type { TargetStatus } from '../../schemas/kinds/target.ts';
 import { runEvent } from '../event-spec.ts';
+import { waitStatus } from '../move-status.ts';
 import { FINALIZER } from '../preamble.ts';
 import { decideStateCleanup, stateObjectsOf } from '../state-cleanup.ts';
 import { ACCEPT_EMPTY_STATE_ANNOTATION } from '../state-evidence.ts';
 import type { Planned } from '../step-plan.ts';
 import { timestampMs } from '../views.ts';
-import { finish } from './assemble.ts';
-import { type Base, outcome } from './context.ts';
+import { waitFor } from '../wait-table.ts';
+import { finish, planRest } from './assemble.ts';
+import { type Base, outcome, waitOutcome } from './context.ts';
 import { beforeStateRead } from './previous-attempt.ts';
 
 /**
@@ -44,6 +46,18 @@ export function planFinalize(
       outcome(planning, reason),
       false,
     );
+  }
+  // Cluster API pause holds a deletion as it holds a start (DESIGN.md section 5 step 2: a destroy or the
+  // finalizer's removal waits on pause); only a copy `clusterctl move` deletes goes under it (above). Its
+  // lift is the Cluster's or the object's event.
+  if (snap.paused) {
+    const wait = waitFor('Paused', {
+      now: facts.now,
+      uid: snap.uid,
+      op: 'destroy',
+      message: 'Cluster API pause is set; the object keeps its finalizer until the pause is lifted',
+    });
+    return planRest(base, waitStatus(planning.statusContext, status, wait), waitOutcome(base, wait));
   }
   // The state says what is left (only with the default backend and a spec that parses: otherwise the
   // state's home is unknown): a status that records no success may be a lost one (issue 23 item 5, decided

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CUSTOM_RESOURCES } from '../../../src/adapters/kube/resources.ts';
+import { FINALIZER } from '../../../src/core/preamble.ts';
 import { FailpointAbort } from '../../../src/step/failpoints.ts';
 import { parkedNode } from '../../env/parked-node.ts';
 import {
@@ -176,6 +177,40 @@ describe('gates', () => {
     } finally {
       env.clock.advance(-3600);
     }
+  });
+
+  it('Cluster API pause holds a deletion with nothing to destroy too: the finalizer stays (Paused) until the pause is lifted', async () => {
+    const { PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
+    const ref = await createObject(
+      env,
+      'TerraformMachine',
+      'm-paused-delete',
+      {},
+      { annotations: { 'cluster.x-k8s.io/paused': '' } },
+    );
+    await stepUntil(env.step(), ref, 'waiting');
+    expect((await statusOf(env, ref)).waitReason).toBe('Paused');
+    await env.custom.deleteNamespacedCustomObject({
+      ...CUSTOM_RESOURCES.TerraformMachine,
+      namespace: env.namespace,
+      name: ref.name,
+    });
+    expect(await env.step()(ref)).toMatchObject({ action: 'waiting', reason: 'Paused' });
+    const held = await readObject(env, ref);
+    expect(held.metadata.deletionTimestamp).toBeDefined();
+    expect(held.metadata.finalizers).toContain(FINALIZER);
+    expect(await jobsOf(env, ref)).toEqual([]);
+    await env.custom.patchNamespacedCustomObject(
+      {
+        ...CUSTOM_RESOURCES.TerraformMachine,
+        namespace: env.namespace,
+        name: ref.name,
+        body: { metadata: { annotations: { 'cluster.x-k8s.io/paused': null } } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    expect(await env.step()(ref)).toMatchObject({ action: 'finalized', reason: 'DeletingWithoutState' });
+    expect(await env.kube.reader.getCustomObject(ref.kind, ref.namespace, ref.name)).toBeUndefined();
   });
 
   it('externally managed objects are left alone: no finalizer, no Job', async () => {

@@ -647,6 +647,43 @@ const rows: Row[] = [
       }),
     want: { move: 'rest', reason: 'WaitingForPreviousAttempt', waitReason: 'WaitingForPreviousAttempt' },
   },
+  {
+    id: 'P44',
+    step: '2 preamble (pause)',
+    name: 'deleting with nothing to destroy under Cluster API pause: the finalizer stays until the pause is lifted',
+    facts: () => planFacts(deleting(snapshot({ paused: true, spec: { ...SPEC, backend: { type: 's3' } } }))),
+    want: {
+      move: 'rest',
+      reason: 'Paused',
+      waitReason: 'Paused',
+      check: (plan) =>
+        expect(plan.status?.conditions).toContainEqual(
+          expect.objectContaining({ type: 'Paused', status: 'True' }),
+        ),
+    },
+  },
+  {
+    id: 'P44b',
+    step: '2 preamble (pause)',
+    name: 'deleting with an empty state under pause: no state object goes either',
+    facts: () => planFacts(deleting(snapshot({ paused: true })), { state: 'missing' }),
+    want: { move: 'rest', reason: 'Paused', waitReason: 'Paused' },
+  },
+  {
+    id: 'P44c',
+    step: '2 preamble (pause)',
+    name: 'a copy clusterctl move deletes goes under the pause the move set',
+    facts: () =>
+      planFacts(
+        deleting(
+          atRest({
+            paused: true,
+            meta: { finalizers: [FINALIZER], annotations: { [DELETE_FOR_MOVE_ANNOTATION]: '' } },
+          }),
+        ),
+      ),
+    want: { move: 'finalizers', reason: 'DeletingForMove' },
+  },
 ];
 
 describe('the planner, one row per path of DESIGN.md section 5', () => {
