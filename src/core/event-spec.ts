@@ -87,6 +87,11 @@ export const EVENT_REASONS = {
     meaning:
       'The finalizer of a deleting object went without a destroy: its state Secret was lost (`StateMissing`) and `captf.io/accept-empty-state` accepted it. A destroy from an empty state destroys nothing, so no Job ran; what the lost state managed stays until removed by hand.',
   },
+  DestroyNotNeeded: {
+    type: 'Normal',
+    meaning:
+      'The finalizer of a deleting object went without a destroy although Jobs of it ran: none succeeded, and its state (default backend) holds nothing: no Secret, one OpenTofu never wrote, or one without managed resources (DESIGN.md section 3 row 1).',
+  },
   StateKept: {
     type: 'Warning',
     meaning:

@@ -250,9 +250,14 @@ describe.concurrent('runs that go wrong, on the real stack', () => {
       );
       // No destroy Job was created for it: every Job the Events name is an apply (a second one may have
       // started after the first backoff, 60 s, on a slow run).
-      const created = (await eventsOf(run, name)).filter((e) => e.reason === 'JobCreated');
+      const events = await eventsOf(run, name);
+      const created = events.filter((e) => e.reason === 'JobCreated');
       expect(created.length).toBeGreaterThan(0);
       for (const event of created) expect(event.message ?? '').toMatch(/^apply Job /);
+      // And an Event says why none ran.
+      const notNeeded = events.filter((e) => e.reason === 'DestroyNotNeeded');
+      expect(notNeeded).toHaveLength(1);
+      expect(notNeeded[0]?.message ?? '').toContain(`its state Secret ${state}`);
       const left = [
         ...jobs.flatMap((job) => [
           ['job', job],

@@ -1,9 +1,13 @@
 import type { TargetStatus } from '../../schemas/kinds/target.ts';
-import { runEvent } from '../event-spec.ts';
+import { type RunEvent, runEvent } from '../event-spec.ts';
 import { waitStatus } from '../move-status.ts';
 import { FINALIZER } from '../preamble.ts';
 import { decideStateCleanup, stateObjectsOf } from '../state-cleanup.ts';
-import { ACCEPT_EMPTY_STATE_ANNOTATION } from '../state-evidence.ts';
+import {
+  ACCEPT_EMPTY_STATE_ANNOTATION,
+  type StateContent,
+  stateMayHoldResources,
+} from '../state-evidence.ts';
 import type { Planned } from '../step-plan.ts';
 import { timestampMs } from '../views.ts';
 import { waitFor } from '../wait-table.ts';
@@ -24,6 +28,38 @@ function destroyedAfterApply(status: TargetStatus): boolean {
   const destroyed = timestampMs(status.lastSuccess?.destroy);
   const applied = timestampMs(status.lastSuccess?.apply);
   return destroyed !== undefined && (applied === undefined || destroyed >= applied);
+}
+
+/** What a state that holds nothing is, as the Event says it. */
+const HOLDS_NOTHING: Partial<Record<StateContent, string>> = {
+  missing: 'does not exist',
+  unwritten: 'was never written by OpenTofu',
+  'no-resources': 'holds no managed resources',
+};
+
+/**
+ * The Event of an object that goes without a destroy although Jobs of it ran (row 1: none succeeded and the
+ * state provably holds nothing), so a person who looks for the destroy finds why there was none; undefined
+ * for an object on which nothing ran, one whose destroy succeeded, and one whose lost state a person
+ * accepted (its own `DestroySkipped` says so: its state may have held resources).
+ */
+function destroyNotNeeded(base: Base, stateSecret: string): RunEvent | undefined {
+  const { planning, status } = base;
+  const { snap, facts } = planning;
+  // A Job deleted before it was bookkept leaves only its attempt.
+  const ran =
+    status.lastRun !== undefined ||
+    Object.values(status.attempts ?? {}).some((attempts) => (attempts?.last ?? 0) > 0);
+  const succeeded = status.lastSuccess?.apply !== undefined || status.lastSuccess?.destroy !== undefined;
+  const content = facts.state;
+  const holds = content === undefined ? undefined : HOLDS_NOTHING[content];
+  if (!ran || succeeded || content === undefined || holds === undefined) return undefined;
+  if (stateMayHoldResources(content, snap, status)) return undefined;
+  return runEvent('DestroyNotNeeded', {
+    action: 'Finalize',
+    note: `no destroy ran: no Job of this object succeeded and its state Secret ${stateSecret} ${holds}, so nothing it could destroy exists`,
+    transitionKey: stateSecret,
+  });
 }
 
 /**
@@ -71,8 +107,9 @@ export function planFinalize(
       ? { ...objects, cleanup: decideStateCleanup(objects, facts.state, destroyedAfterApply(status)) }
       : undefined;
   const finalizers = (snap.meta.finalizers ?? []).filter((f) => f !== FINALIZER);
+  const notNeeded = state !== undefined ? destroyNotNeeded(base, state.stateSecret) : undefined;
   return finish(
-    base,
+    notNeeded ? { ...base, events: [...base.events, notNeeded] } : base,
     status,
     { kind: 'finalizers', finalizers, gone: true, ...(state ? { state } : {}) },
     outcome(planning, 'DeletingWithoutState', message !== undefined ? { message } : {}),

@@ -356,8 +356,11 @@ const rows: Row[] = [
     want: {
       move: 'finalizers',
       reason: 'DeletingWithoutState',
-      check: (plan) =>
-        expect(plan.move).toMatchObject({ gone: true, state: { stateSecret: expect.any(String) } }),
+      check: (plan) => {
+        expect(plan.move).toMatchObject({ gone: true, state: { stateSecret: expect.any(String) } });
+        // Nothing ever ran: nothing to explain.
+        expect(plan.events).toEqual([]);
+      },
     },
   },
   {
@@ -589,8 +592,16 @@ const rows: Row[] = [
     want: {
       move: 'finalizers',
       reason: 'DeletingWithoutState',
-      check: (plan) =>
-        expect(plan.move).toMatchObject({ gone: true, state: { cleanup: { kind: 'delete' } } }),
+      check: (plan) => {
+        expect(plan.move).toMatchObject({ gone: true, state: { cleanup: { kind: 'delete' } } });
+        // Jobs ran: an Event says why no destroy did.
+        expect(plan.events).toEqual([
+          expect.objectContaining({ reason: 'DestroyNotNeeded', type: 'Normal', action: 'Finalize' }),
+        ]);
+        expect(plan.events[0]?.note).toMatch(
+          /no Job of this object succeeded .* was never written by OpenTofu/,
+        );
+      },
     },
   },
   {
