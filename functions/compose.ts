@@ -14,6 +14,7 @@ import { finishedCondition } from '../src/core/job-conditions.ts';
 import { ANNOTATIONS, LABELS, POD_RESULT_FINALIZER } from '../src/core/job-labels.ts';
 import { OBJECT_KINDS, type ObjectRef, refKey } from '../src/core/object-ref.ts';
 import { heldPodOf } from '../src/core/pod-release.ts';
+import { SAFETY_REQUEUE_MAX_SECONDS } from '../src/core/safety-requeue.ts';
 import { ALL_NAMESPACES, listScopes, type WatchNamespaces } from '../src/core/watch-scope.ts';
 import type {
   AppDeps,
@@ -179,8 +180,9 @@ function scheduleOf(redis: RedisAdapter, clock: Clock): RequeueSchedule {
 
 /** Dependencies in Redis (hash-tagged by the object waited for). */
 function dependentsOf(redis: RedisAdapter): DependentsPort {
-  // Longer than any wait for a dependency; a waiter registers again on each of its steps.
-  const ttlSeconds = 3600;
+  // Longer than a wait's longest safety requeue (src/core/safety-requeue.ts), so a waiter is still
+  // registered when its look comes; it registers again on each of its steps.
+  const ttlSeconds = 2 * SAFETY_REQUEUE_MAX_SECONDS;
   return {
     async add(on, member) {
       const answer = await redis.dependents.add(on, member, ttlSeconds);

@@ -63,7 +63,8 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
     requeueSeconds: 600,
     jitter: false,
     safetyNet: true,
-    meaning: 'Cluster API pause is set: bookkeeping continues, nothing starts.',
+    meaning:
+      'Cluster API pause is set: bookkeeping continues, nothing starts, and a deleting object keeps its finalizer.',
   },
   // The real delay comes from the backoff verdict (`nextAttemptAt`); this is the cap it never exceeds.
   Backoff: {
@@ -214,12 +215,13 @@ export const WAIT_TABLE: Readonly<Record<WaitReason, WaitRow>> = {
       'The API server refused a write of the step for good (an admission policy, a quota, RBAC); the `WriteRefused` condition names the write and the answer. Retried every minute; the first step that gets through removes it.',
   },
   // A namespace being deleted never becomes Active again: the way out is a person's write to the object
-  // (the annotation, or the finalizer removed), which wakes it; the requeue only finds a state Secret the
-  // namespace's deletion has removed meanwhile.
+  // (the annotation, or the finalizer removed), which wakes it; the requeue finds a state Secret the
+  // namespace's deletion has removed meanwhile, the only way out without a person for an object that holds
+  // nothing, so it is not stretched by the look's reads (it holds the namespace's deletion).
   NamespaceTerminating: {
     requeueSeconds: EVENT_SAFETY_SECONDS,
     jitter: false,
-    safetyNet: true,
+    safetyNet: false,
     meaning:
       "The object's namespace is being deleted and the API server refused a create of the step (`WriteRefused` condition): no Job can start there, so a deleting object's destroy cannot run and what its state manages stays. A person lets it go with `captf.io/accept-empty-state` once its state Secret is gone (default backend), or by removing the finalizer.",
   },

@@ -46,10 +46,11 @@ const HOLDS_NOTHING: Partial<Record<StateContent, string>> = {
 function destroyNotNeeded(base: Base, stateSecret: string): RunEvent | undefined {
   const { planning, status } = base;
   const { snap, facts } = planning;
-  // A Job deleted before it was bookkept leaves only its attempt.
+  // A Job deleted before it was bookkept leaves only its attempt, folded in as recorded (an attempt number
+  // passed over for a predecessor's Job of the same name raises `last` only).
   const ran =
     status.lastRun !== undefined ||
-    Object.values(status.attempts ?? {}).some((attempts) => (attempts?.last ?? 0) > 0);
+    Object.values(status.attempts ?? {}).some((attempts) => (attempts?.recorded ?? 0) > 0);
   const succeeded = status.lastSuccess?.apply !== undefined || status.lastSuccess?.destroy !== undefined;
   const content = facts.state;
   const holds = content === undefined ? undefined : HOLDS_NOTHING[content];
@@ -60,6 +61,25 @@ function destroyNotNeeded(base: Base, stateSecret: string): RunEvent | undefined
     note: `no destroy ran: no Job of this object succeeded and its state Secret ${stateSecret} ${holds}, so nothing it could destroy exists`,
     transitionKey: stateSecret,
   });
+}
+
+/**
+ * Cluster API pause holds a deletion as it holds a start (DESIGN.md section 5 step 2: a destroy or the
+ * finalizer's removal wait on pause): the object waits `Paused` with its finalizer, and the lift (the
+ * Cluster's or the object's event) lets it go. Only a copy `clusterctl move` deletes goes under it.
+ * Undefined when nothing pauses the object.
+ */
+function pausedDeletion(base: Base): Planned | undefined {
+  const { planning, status } = base;
+  const { snap, facts } = planning;
+  if (!snap.paused) return undefined;
+  const wait = waitFor('Paused', {
+    now: facts.now,
+    uid: snap.uid,
+    op: 'destroy',
+    message: 'Cluster API pause is set; the object keeps its finalizer until the pause is lifted',
+  });
+  return planRest(base, waitStatus(planning.statusContext, status, wait), waitOutcome(base, wait));
 }
 
 /**
@@ -83,18 +103,8 @@ export function planFinalize(
       false,
     );
   }
-  // Cluster API pause holds a deletion as it holds a start (DESIGN.md section 5 step 2: a destroy or the
-  // finalizer's removal waits on pause); only a copy `clusterctl move` deletes goes under it (above). Its
-  // lift is the Cluster's or the object's event.
-  if (snap.paused) {
-    const wait = waitFor('Paused', {
-      now: facts.now,
-      uid: snap.uid,
-      op: 'destroy',
-      message: 'Cluster API pause is set; the object keeps its finalizer until the pause is lifted',
-    });
-    return planRest(base, waitStatus(planning.statusContext, status, wait), waitOutcome(base, wait));
-  }
+  const paused = pausedDeletion(base);
+  if (paused !== undefined) return paused;
   // The state says what is left (only with the default backend and a spec that parses: otherwise the
   // state's home is unknown): a status that records no success may be a lost one (issue 23 item 5, decided
   // by decideOp once read), and the state objects nobody owns go with the finalizer when they hold nothing
@@ -125,8 +135,9 @@ export function planFinalize(
  * `stateSecret` is the lost Secret's name, `provisioned` the field that shows the object was provisioned.
  */
 export function planFinalizeLostState(base: Base, stateSecret: string, provisioned: string): Planned {
-  // A pod of an earlier attempt may still write the state the person accepted as lost.
-  const held = beforeStateRead(base);
+  // A pod of an earlier attempt may still write the state the person accepted as lost. Under pause nothing
+  // is said to have gone (the start's gates hold a paused object before it gets here).
+  const held = beforeStateRead(base) ?? pausedDeletion(base);
   if (held !== undefined) return held;
   const note = `no destroy ran: ${provisioned} shows the object was provisioned, its state Secret ${stateSecret} is lost and ${ACCEPT_EMPTY_STATE_ANNOTATION} accepts it; what that state managed stays until removed by hand`;
   const skipped = runEvent('DestroySkipped', { action: 'Finalize', note, transitionKey: stateSecret });

@@ -645,7 +645,36 @@ const rows: Row[] = [
     step: '5 decide (section 3)',
     name: 'deleting, its only Job deleted unfinished, no pod left: the state decides',
     facts: () => planFacts(orphanedDeleting(), { pods: [], state: 'unwritten' }),
-    want: { move: 'finalizers', reason: 'DeletingWithoutState' },
+    want: {
+      move: 'finalizers',
+      reason: 'DeletingWithoutState',
+      // Its attempt was recorded: a Job of it ran, so the Event says why no destroy did.
+      check: (plan) => expect(plan.events.map((e) => e.reason)).toEqual(['DestroyNotNeeded']),
+    },
+  },
+  {
+    id: 'P42d',
+    step: '5 decide (section 3)',
+    name: 'deleting, an attempt number only passed over (a predecessor held its Job name), nothing recorded: no Job of it ran, no Event',
+    facts: () =>
+      planFacts(
+        deleting(
+          snapshot({
+            status: {
+              stateSuffix: 'm-web',
+              attempts: {
+                apply: { last: 1, recorded: 0, failures: 0, interruptions: 0, lockContentions: 0 },
+              },
+            } as Snapshot['status'],
+          }),
+        ),
+        { pods: [], state: 'missing' },
+      ),
+    want: {
+      move: 'finalizers',
+      reason: 'DeletingWithoutState',
+      check: (plan) => expect(plan.events).toEqual([]),
+    },
   },
   {
     id: 'P43',

@@ -98,7 +98,8 @@ describe("settle: a wait's safety requeue is priced by the reads of the step tha
     [1, 630],
     [2, 1260],
     [3, 1890],
-    [9, 3780],
+    // Six reads at most, and never past an hour.
+    [9, 3600],
   ])(
     'a safety-net wait found with %i reads (and a write) is looked at again after %i s: the schedule, the answer and the log agree',
     async (reads, seconds) => {
