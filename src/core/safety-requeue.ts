@@ -39,3 +39,12 @@ export function withSafetyRequeue(outcome: StepOutcome, reads: number): StepOutc
     requeueAfterSeconds: Math.max(seconds, Math.min(SAFETY_REQUEUE_MAX_SECONDS, seconds * factor)),
   };
 }
+
+/**
+ * When a safety-net wait whose table requeue is `seconds` is looked at again, for a person (`kubectl captf
+ * why`): a read-only step cannot tell how many reads the controller's own step paid, so the range.
+ */
+export function safetyRequeueText(seconds: number): string {
+  const longest = Math.min(SAFETY_REQUEUE_MAX_SECONDS, SAFETY_REQUEUE_MAX_READS * seconds);
+  return `woken when what it waits for changes; otherwise looked at again in ${Math.ceil(seconds / 60)} to ${Math.ceil(longest / 60)} min (${seconds} s for each API read of the controller's step)`;
+}

@@ -3,6 +3,7 @@ import type { ObjectRef } from '../../../src/core/object-ref.ts';
 import {
   SAFETY_REQUEUE_MAX_READS,
   SAFETY_REQUEUE_MAX_SECONDS,
+  safetyRequeueText,
   withSafetyRequeue,
 } from '../../../src/core/safety-requeue.ts';
 import { outcomeOf, type StepOutcome } from '../../../src/core/step-outcome.ts';
@@ -96,5 +97,12 @@ describe('the safety requeue, priced by its look', () => {
       outcomeOf(ref, 'ObjectGone'),
     ])
       expect(withSafetyRequeue(found, 4)).toBe(found);
+  });
+
+  it('kubectl captf why says the range a person can expect, and that an event comes first', () => {
+    expect(safetyRequeueText(618)).toBe(
+      "woken when what it waits for changes; otherwise looked at again in 11 to 60 min (618 s for each API read of the controller's step)",
+    );
+    expect(safetyRequeueText(600)).toContain('in 10 to 60 min');
   });
 });
