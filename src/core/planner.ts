@@ -18,7 +18,7 @@ import { beforeStateRead } from './planner/previous-attempt.ts';
 import { planStart } from './planner/start.ts';
 import { planIdle, planSpecInvalid, planUnreadableStatus } from './planner/waits.ts';
 import { planDeadlineEnforced, planWatchDecision, type Watched, watchOf } from './planner/watch.ts';
-import { checkedStateSecret, stateMayHoldResources } from './state-evidence.ts';
+import { checkedStateSecret, stateMayHoldResources, successRecorded } from './state-evidence.ts';
 import type { PlanFacts, Planned } from './step-plan.ts';
 
 /**
@@ -87,8 +87,7 @@ function decide(base: Base, watched: Watched | undefined): Planned {
   // Row 1 reads the state of a deleting object that records no success at all: a state holding resources
   // overrides a status lost in a restore, and one holding nothing lets go an object whose applies all
   // failed. After a recorded destroy, what is left is kept and reported (StateKept), never destroyed again.
-  const noSuccessRecorded =
-    status.lastSuccess?.apply === undefined && status.lastSuccess?.destroy === undefined;
+  const noSuccessRecorded = !successRecorded(status);
   const decision = decideOp({
     ...(facts.state !== undefined && noSuccessRecorded
       ? { stateMayHoldResources: stateMayHoldResources(facts.state, snap, status) }

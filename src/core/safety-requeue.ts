@@ -19,7 +19,7 @@ export const SAFETY_REQUEUE_MAX_READS = 6;
 export const SAFETY_REQUEUE_MAX_SECONDS = 3600;
 
 /** Whether `reason` is a wait whose requeue is only a safety net (the wait table's `safetyNet`). */
-function isSafetyNetWait(reason: string): boolean {
+export function isSafetyNetWait(reason: string): boolean {
   return Object.hasOwn(WAIT_TABLE, reason) && WAIT_TABLE[reason as keyof typeof WAIT_TABLE].safetyNet;
 }
 

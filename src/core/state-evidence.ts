@@ -100,6 +100,14 @@ export function stateLost(content: StateContent): boolean {
   return content === 'missing' || content === 'unwritten';
 }
 
+/**
+ * Whether the status records a successful apply or destroy (section 3 row 1: without one, a deleting
+ * object's state is read before a destroy starts or the finalizer goes).
+ */
+export function successRecorded(status: TargetStatus): boolean {
+  return status.lastSuccess?.apply !== undefined || status.lastSuccess?.destroy !== undefined;
+}
+
 /** Whether the object carries the person's consent to apply from an empty state. */
 export function acceptsEmptyState(snap: Snapshot): boolean {
   return snap.meta.annotations?.[ACCEPT_EMPTY_STATE_ANNOTATION] !== undefined;

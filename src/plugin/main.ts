@@ -9,7 +9,7 @@ import { planLines } from '../core/plan-text.ts';
 import { type PluginCommand, type PluginTarget, parsePluginArgs, pluginUsage } from '../core/plugin-args.ts';
 import { type LastRunView, pickRun, runHistory, runLogHeader, runTable } from '../core/run-history.ts';
 import { RUN_LOG_KEY, RUN_LOG_SECRET_TYPE, runLogSecretName } from '../core/run-log.ts';
-import { safetyRequeueText } from '../core/safety-requeue.ts';
+import { isSafetyNetWait, safetyRequeueText } from '../core/safety-requeue.ts';
 import { stateObjectsOf } from '../core/state-cleanup.ts';
 import { decideUnlock, describeLock, LOCK_INFO_ANNOTATION, unlockPatch } from '../core/unlock-check.ts';
 import { WAIT_TABLE } from '../core/wait-table.ts';
@@ -114,8 +114,7 @@ async function why(caller: Caller, target: PluginTarget): Promise<void> {
  */
 function lookedAtAgain(reason: string, seconds: number | undefined): string {
   if (seconds === undefined) return '';
-  const perRead = Object.hasOwn(WAIT_TABLE, reason) && WAIT_TABLE[reason as WaitReason].safetyNet;
-  return perRead ? `, ${safetyRequeueText(seconds)}` : `, looked at again in ${seconds} s`;
+  return isSafetyNetWait(reason) ? `, ${safetyRequeueText(seconds)}` : `, looked at again in ${seconds} s`;
 }
 
 /**

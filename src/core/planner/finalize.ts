@@ -7,6 +7,7 @@ import {
   ACCEPT_EMPTY_STATE_ANNOTATION,
   type StateContent,
   stateMayHoldResources,
+  successRecorded,
 } from '../state-evidence.ts';
 import type { Planned } from '../step-plan.ts';
 import { timestampMs } from '../views.ts';
@@ -51,10 +52,9 @@ function destroyNotNeeded(base: Base, stateSecret: string): RunEvent | undefined
   const ran =
     status.lastRun !== undefined ||
     Object.values(status.attempts ?? {}).some((attempts) => (attempts?.recorded ?? 0) > 0);
-  const succeeded = status.lastSuccess?.apply !== undefined || status.lastSuccess?.destroy !== undefined;
   const content = facts.state;
   const holds = content === undefined ? undefined : HOLDS_NOTHING[content];
-  if (!ran || succeeded || content === undefined || holds === undefined) return undefined;
+  if (!ran || successRecorded(status) || content === undefined || holds === undefined) return undefined;
   if (stateMayHoldResources(content, snap, status)) return undefined;
   return runEvent('DestroyNotNeeded', {
     action: 'Finalize',

@@ -10,6 +10,7 @@ import {
   eventually,
   expireStepLock,
   finishJob,
+  patchAnnotations,
   readObject,
   result,
   type StepEnv,
@@ -38,18 +39,6 @@ async function annotations(ref: ObjectRef): Promise<Record<string, string>> {
   return (await readObject(env, ref)).metadata.annotations ?? {};
 }
 
-async function patchMetadata(ref: ObjectRef, annotationsPatch: Record<string, string | null>): Promise<void> {
-  await env.custom.patchNamespacedCustomObject(
-    {
-      ...CUSTOM_RESOURCES[ref.kind],
-      namespace: env.namespace,
-      name: ref.name,
-      body: { metadata: { annotations: annotationsPatch } },
-    },
-    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-  );
-}
-
 /** The metadata patches of our object one step sends (the status subresource's are counted apart). */
 async function metadataPatchesOf(ref: ObjectRef): Promise<number> {
   env.kube.takeRequestCounts();
@@ -68,7 +57,7 @@ describe('clusterctl.cluster.x-k8s.io/block-move', () => {
     expect(await annotations(ref)).toHaveProperty([BLOCK_MOVE_ANNOTATION], '');
 
     // A person (or a release before this one) left a running Job without it: the next step puts it back.
-    await patchMetadata(ref, { [BLOCK_MOVE_ANNOTATION]: null });
+    await patchAnnotations(env, ref, { [BLOCK_MOVE_ANNOTATION]: null });
     expect(await metadataPatchesOf(ref)).toBe(1);
     expect(await annotations(ref)).toHaveProperty([BLOCK_MOVE_ANNOTATION], '');
 
@@ -85,7 +74,7 @@ describe('clusterctl.cluster.x-k8s.io/block-move', () => {
     const { ref, job } = await startedObject(env, 'TerraformMachine', 'm-paused-move');
     expect(await annotations(ref)).toHaveProperty([BLOCK_MOVE_ANNOTATION], '');
     // What `clusterctl move` does first: pause. The Job cannot be paused; the move waits for it.
-    await patchMetadata(ref, { 'cluster.x-k8s.io/paused': '' });
+    await patchAnnotations(env, ref, { 'cluster.x-k8s.io/paused': '' });
     await finishJob(env, job, { exitCode: 0, result: result('apply', 'succeeded') });
     expect(await stepUntil(env.step(), ref, 'bookkept')).toMatchObject({ job });
     expect(await annotations(ref)).not.toHaveProperty([BLOCK_MOVE_ANNOTATION]);

@@ -10,6 +10,7 @@ import {
   expireStepLock,
   finishJob,
   jobsOf,
+  patchAnnotations,
   patchSpec,
   readObject,
   result,
@@ -158,16 +159,7 @@ describe('gates', () => {
       exitCode: 1,
       result: result('apply', 'failed', { error: { kind: 'step', step: 'apply', summary: 'Error: boom' } }),
     });
-    const { PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
-    await env.custom.patchNamespacedCustomObject(
-      {
-        ...CUSTOM_RESOURCES.TerraformMachine,
-        namespace: env.namespace,
-        name: ref.name,
-        body: { metadata: { annotations: { 'cluster.x-k8s.io/paused': '' } } },
-      },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-    );
+    await patchAnnotations(env, ref, { 'cluster.x-k8s.io/paused': '' });
     env.clock.advance(3600);
     try {
       const outcome = await env.step()(ref);
@@ -180,7 +172,6 @@ describe('gates', () => {
   });
 
   it('Cluster API pause holds a deletion with nothing to destroy too: the finalizer stays (Paused) until the pause is lifted', async () => {
-    const { PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
     const ref = await createObject(
       env,
       'TerraformMachine',
@@ -200,15 +191,7 @@ describe('gates', () => {
     expect(held.metadata.deletionTimestamp).toBeDefined();
     expect(held.metadata.finalizers).toContain(FINALIZER);
     expect(await jobsOf(env, ref)).toEqual([]);
-    await env.custom.patchNamespacedCustomObject(
-      {
-        ...CUSTOM_RESOURCES.TerraformMachine,
-        namespace: env.namespace,
-        name: ref.name,
-        body: { metadata: { annotations: { 'cluster.x-k8s.io/paused': null } } },
-      },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-    );
+    await patchAnnotations(env, ref, { 'cluster.x-k8s.io/paused': null });
     expect(await env.step()(ref)).toMatchObject({ action: 'finalized', reason: 'DeletingWithoutState' });
     expect(await env.kube.reader.getCustomObject(ref.kind, ref.namespace, ref.name)).toBeUndefined();
   });

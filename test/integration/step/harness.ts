@@ -282,6 +282,24 @@ export async function patchSpec(env: StepEnv, ref: ObjectRef, spec: Record<strin
   );
 }
 
+/** Merge-patches the object's annotations (a person annotating it; `null` removes one). */
+export async function patchAnnotations(
+  env: StepEnv,
+  ref: ObjectRef,
+  annotations: Record<string, string | null>,
+): Promise<void> {
+  const { PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
+  await env.custom.patchNamespacedCustomObject(
+    {
+      ...CUSTOM_RESOURCES[ref.kind],
+      namespace: ref.namespace,
+      name: ref.name,
+      body: { metadata: { annotations } },
+    },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
+}
+
 /** The object's Jobs (label `captf.io/owner-uid`), oldest first. */
 export async function jobsOf(env: StepEnv, ref: ObjectRef): Promise<V1Job[]> {
   const object = await readObject(env, ref);

@@ -1,4 +1,3 @@
-import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CUSTOM_RESOURCES } from '../../../src/adapters/kube/resources.ts';
 import type { ObjectRef } from '../../../src/core/object-ref.ts';
@@ -9,6 +8,7 @@ import {
   createObject,
   createStepEnv,
   finishJob,
+  patchAnnotations,
   patchSpec,
   podOf,
   result,
@@ -160,15 +160,7 @@ describe('step metrics', () => {
     ).toBeUndefined();
     expect(await sample('captf_drift_detected', labels)).toBe(0);
 
-    await env.custom.patchNamespacedCustomObject(
-      {
-        ...CUSTOM_RESOURCES.TerraformCluster,
-        namespace: env.namespace,
-        name: ref.name,
-        body: { metadata: { annotations: { 'cluster.x-k8s.io/paused': '' } } },
-      },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-    );
+    await patchAnnotations(env, ref, { 'cluster.x-k8s.io/paused': '' });
     await step()(ref);
     expect(await sample('captf_object_paused', labels)).toBe(1);
 
@@ -182,15 +174,7 @@ describe('step metrics', () => {
     expect(deleting).toBeGreaterThan(Date.now() / 1000 - 600);
 
     // Unpaused, the destroy runs; once the finalizer is gone, so are the object's series.
-    await env.custom.patchNamespacedCustomObject(
-      {
-        ...CUSTOM_RESOURCES.TerraformCluster,
-        namespace: env.namespace,
-        name: ref.name,
-        body: { metadata: { annotations: { 'cluster.x-k8s.io/paused': null } } },
-      },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-    );
+    await patchAnnotations(env, ref, { 'cluster.x-k8s.io/paused': null });
     const destroy = await stepUntil(step(), ref, 'created');
     expect(await sample('captf_object_paused', labels)).toBe(0);
     await finishJob(env, destroy.job ?? '', { exitCode: 0, result: result('destroy', 'succeeded') });
