@@ -411,18 +411,21 @@ export function sweepPodsOf(kube: KubeAdapter, watched: WatchNamespaces = ALL_NA
   const { reader, writer } = kube;
   const managed = { labelSelector: { [LABELS.managed]: 'true' } };
   return {
-    async listHeldPods() {
+    async listPods() {
       const pods = await listAcross(watched, (namespace) =>
         reader.listPods(namespace === undefined ? managed : { ...managed, namespace }),
       );
       return pods.flatMap((pod) => {
         const { name, namespace } = pod.metadata ?? {};
-        if (!name || !namespace || !pod.metadata?.finalizers?.includes(POD_RESULT_FINALIZER)) return [];
-        return [{ namespace, name, view: pod }];
+        if (!name || !namespace) return [];
+        return [{ namespace, name, view: asPodView(pod) }];
       });
     },
     async releasePod(pod) {
       await kubeRead(() => writer.removePodFinalizer(pod.namespace, pod.name, POD_RESULT_FINALIZER));
+    },
+    async deletePod(pod) {
+      await kubeRead(() => writer.deletePod(pod.namespace, pod.name, { uid: pod.view.metadata.uid ?? '' }));
     },
   };
 }

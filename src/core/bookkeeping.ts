@@ -6,6 +6,7 @@ import { type RunEvent, runEvent } from './event-spec.ts';
 import type { JobRecord } from './job-record.ts';
 import { classifyWithLock } from './lock-evidence.ts';
 import type { LockVerdict } from './locks.ts';
+import { runSecretName } from './names.ts';
 import { podsOfJob } from './pods.ts';
 import { type PlanChange, recordRun } from './record-run.ts';
 import type { Redactor } from './redaction.ts';
@@ -178,14 +179,16 @@ export function planBookkeeping(
  * (pruned, deleted by a person, or with its object): its run cannot be read any more, but it happened. It
  * counts as an interruption (retried at once, DESIGN.md section 4, with its own cap), or as a deadline kill
  * once its deadline had passed, which always counts; one `JobInterrupted` Event says so, and `activeJob`
- * goes. The attempt it used stays used (`status.attempts`).
+ * goes. The attempt it used stays used (`status.attempts`). `runSecret`: its per-run Secret, to delete by
+ * name before the status forgets the Job (a Job deleted with orphaning left it without the owner reference
+ * the garbage collector deletes it by, src/core/orphaned-pods.ts).
  */
 export function recordLostActiveJob(
   snap: Snapshot,
   status: TargetStatus,
   now: Date,
   activeDeadlineSeconds: number,
-): { status: TargetStatus; events: RunEvent[] } | undefined {
+): { status: TargetStatus; events: RunEvent[]; runSecret: string } | undefined {
   const active = status.activeJob;
   if (active === undefined || snap.records.some((record) => record.name === active.name)) return undefined;
   const startedMs = timestampMs(active.startedAt) ?? now.getTime();
@@ -203,6 +206,7 @@ export function recordLostActiveJob(
   delete next.activeJob;
   return {
     status: next,
+    runSecret: runSecretName(active.name),
     events: [
       runEvent('JobInterrupted', {
         action: 'Reconcile',

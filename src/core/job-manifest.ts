@@ -63,6 +63,7 @@ export interface JobManifest {
       metadata: { labels: Record<string, string>; annotations: Record<string, string>; finalizers: string[] };
       spec: {
         restartPolicy: 'Never';
+        activeDeadlineSeconds: number;
         terminationGracePeriodSeconds: number;
         securityContext: PodSecurityContext;
         serviceAccountName: string;
@@ -192,7 +193,7 @@ export function ownerReference(
 /**
  * The Job of one run (DESIGN.md section 9): `backoffLimit: 0` (a retry is our decision, not the Job
  * controller's), `restartPolicy: Never`, no TTL (bookkeeping reads the Job and pruning deletes it), the
- * deadline from the policy, 600 s grace, the `restricted` Pod Security Standard (issue 16); init container
+ * deadline from the policy (for the Job and its pod), 600 s grace, the `restricted` Pod Security Standard (issue 16); init container
  * `runner` copies the runner into `/captf/bin`, container `source` (the module image) runs it with the per-run Secret at `/captf/config` (mode 0440,
  * group `fsGroup`) and a stop timeout derived from the grace (src/schemas/job-contract.ts).
  */
@@ -223,6 +224,10 @@ export function buildJobManifest(input: JobManifestInput): JobManifest {
         metadata: { labels, annotations, finalizers: [POD_RESULT_FINALIZER] },
         spec: {
           restartPolicy: 'Never',
+          // The Job's deadline once more, for the pod: a Job deleted with orphaning leaves its pod running
+          // with no Job to end it (src/core/orphaned-pods.ts), and the API guard waits for it. Counted from
+          // the pod's start, never before the Job's, so while the Job exists its own deadline comes first.
+          activeDeadlineSeconds: policy.activeDeadlineSeconds,
           terminationGracePeriodSeconds: TERMINATION_GRACE_SECONDS,
           // Pod Security `restricted` (issue 16): admitted in namespaces that enforce it.
           securityContext: jobPodSecurityContext(),

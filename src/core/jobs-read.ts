@@ -56,10 +56,10 @@ export function idleWithoutJobs(status: Pick<TargetStatus, 'attempts' | 'stateSu
 /**
  * What a start decided without the Job list may keep of its plan: the Job slots' read (Redis, no API
  * request), or a wait that writes nothing, i.e. the very wait a listed step wrote into the status (no
- * status change, no Event, no prune, no pod release, no block-move change). Anything else, a start or a
- * different wait, is planned again from the listed Jobs (undefined), so a wait is only ever written into
- * the status from a listed step and never alternates with the wait an unlisted plan would find (the
- * retry gate, for one, reads the records). Issue 22: a wait woken by its safety requeue costs one read.
+ * status change, no Event, no prune, no pod release or delete, no lost run's Secret, no block-move
+ * change). Anything else, a start or a different wait, is planned again from the listed Jobs (undefined),
+ * so a wait is only ever written into the status from a listed step and never alternates with the wait an
+ * unlisted plan would find (the retry gate, for one, reads the records). Issue 22: a wait woken by its safety requeue costs one read.
  */
 export function keptWithoutJobs(planned: Planned): Planned | undefined {
   if (planned.kind === 'read') return planned.read === 'slots' ? planned : undefined;
@@ -73,6 +73,8 @@ export function keptWithoutJobs(planned: Planned): Planned | undefined {
     planned.events.length === 0 &&
     planned.prune.length === 0 &&
     planned.releasePods.length === 0 &&
+    planned.lostRunSecrets.length === 0 &&
+    planned.deletePods.length === 0 &&
     planned.bookkept.length === 0;
   return quiet ? planned : undefined;
 }

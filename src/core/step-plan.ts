@@ -102,6 +102,12 @@ export interface JobRef {
   resourceVersion: string;
 }
 
+/** How the shell deletes a pod: its name, and its UID as the delete's precondition. */
+export interface PodRef {
+  name: string;
+  uid: string;
+}
+
 /** What names a run's Redis guards (src/step/leases.ts builds them). */
 export interface RunGuardSpec {
   op: Op;
@@ -248,6 +254,14 @@ export interface StepPlan {
   prune: (JobRef & { runLog: string })[];
   /** Pods whose result finalizer goes after the marks (src/core/pod-release.ts). */
   releasePods: string[];
+  /**
+   * Per-run Secrets of active Jobs found gone, deleted by name before the status that forgets those Jobs
+   * (a step that dies in between finds them gone again): a Job deleted with orphaning left its Secret
+   * without the owner reference the garbage collector deletes it by (src/core/orphaned-pods.ts).
+   */
+  lostRunSecrets: string[];
+  /** Orphaned pods that no longer run, deleted after the releases (src/core/orphaned-pods.ts). */
+  deletePods: PodRef[];
   move: Move;
   /**
    * Cluster API's `clusterctl.cluster.x-k8s.io/block-move` (src/core/block-move.ts): added before a start's

@@ -1,6 +1,8 @@
 import type { BaseLogger } from 'pino';
 import { type ObjectRef, refKey } from '../core/object-ref.ts';
-import { podsToRelease, type ReleasePodView } from '../core/pod-release.ts';
+import { orphanedPodsToDelete } from '../core/orphaned-pods.ts';
+import { podsToRelease } from '../core/pod-release.ts';
+import type { PodView } from '../core/views.ts';
 import type { EventDedupe, ObjectVersion, RequeueSchedule } from '../settle/ports.ts';
 import type { Settle } from '../settle/settle.ts';
 import { runBounded } from './pool.ts';
@@ -44,24 +46,30 @@ export interface SweptJob {
   deleting?: boolean;
 }
 
-/** One of our Job pods that carries our result finalizer (`captf.io/result`). */
-export interface HeldPod {
+/** One of our Job pods as listed. */
+export interface SweptPod {
   namespace: string;
   name: string;
-  /** Its metadata as read: finalizers, owner references, deletionTimestamp. */
-  view: ReleasePodView;
+  /**
+   * What the rules read of it: its name, UID, finalizers, owner references and deletionTimestamp, its node
+   * and its phase.
+   */
+  view: PodView;
 }
 
 /**
- * Our pod finalizer's leftovers (src/core/pod-release.ts): pods whose Job is gone (deleted by hand, C14;
- * or with its object) are held by nothing that will ever read them. Listed before the Jobs, so a pod of a
- * Job created meanwhile is never mistaken for one whose Job is gone.
+ * Leftovers of our Jobs' pods: pods whose Job is gone (deleted by hand, C14; or with its object) are held by
+ * our finalizer for nothing that will ever read them (src/core/pod-release.ts), and pods a Job deleted with
+ * orphaning left stay for ever once ended (src/core/orphaned-pods.ts). Listed before the Jobs, so a pod of
+ * a Job created meanwhile is never mistaken for one whose Job is gone.
  */
 export interface SweepPods {
-  /** Our Job pods (`captf.io/managed=true`) that still carry our finalizer. */
-  listHeldPods(): Promise<HeldPod[]>;
+  /** Our Job pods (`captf.io/managed=true`). */
+  listPods(): Promise<SweptPod[]>;
   /** Removes our finalizer from one pod; a pod gone is not an error. */
-  releasePod(pod: HeldPod): Promise<void>;
+  releasePod(pod: SweptPod): Promise<void>;
+  /** Deletes one orphaned pod, that incarnation only; a pod gone is not an error. */
+  deletePod(pod: SweptPod): Promise<void>;
 }
 
 /** The live reads the sweep makes; each throws UnavailableError on an outage. */
@@ -110,6 +118,8 @@ export type SweepReport =
       reconciled: number;
       /** Pods released from our finalizer (only when `pods` is given). */
       podsReleased?: number;
+      /** Orphaned pods deleted (only when `pods` is given). */
+      podsDeleted?: number;
       requeued: number;
       /** Objects at a version no step has seen (a lost event, or a marker past its TTL): looked at now. */
       changed: number;
@@ -135,7 +145,7 @@ export function objectsNeedingBookkeeping(
  * Held pods no bookkeeping will read again: their Job is gone, or bookkept and the pod deleted, or being
  * deleted unfinished (src/core/pod-release.ts). A Job listed without a UID protects nothing.
  */
-export function podsToReleaseInSweep(pods: readonly HeldPod[], jobs: readonly SweptJob[]): HeldPod[] {
+export function podsToReleaseInSweep(pods: readonly SweptPod[], jobs: readonly SweptJob[]): SweptPod[] {
   const views = jobs.flatMap((job) =>
     job.uid === undefined
       ? []
@@ -174,7 +184,7 @@ export async function runSweepIfDue(deps: SweepDeps): Promise<SweepReport> {
 async function sweep(deps: SweepDeps): Promise<SweepReport> {
   // Pods before Jobs: a Job is created before its pods, so every pod listed first has its Job in the later Job
   // list unless that Job is really gone (nothing fresh is mistaken for an orphan).
-  const heldPods = (await deps.pods?.listHeldPods()) ?? [];
+  const pods = (await deps.pods?.listPods()) ?? [];
   const [objects, jobs] = await Promise.all([deps.listers.listObjects(), deps.listers.listJobs()]);
   // Requeues first: whatever fails later in this sweep, every object has its next look (DESIGN.md section 8:
   // this is how a flushed Redis heals). An object changed since its last step (its event was lost) is due now;
@@ -211,7 +221,7 @@ async function sweep(deps: SweepDeps): Promise<SweepReport> {
   for (const r of results) {
     if (r.state === 'failed') deps.logger.warn({ err: r.error, ...r.item }, 'sweep step: failed');
   }
-  const released = deps.pods ? podsToReleaseInSweep(heldPods, jobs) : [];
+  const released = deps.pods ? podsToReleaseInSweep(pods, jobs) : [];
   const podsReleased = await eachCounted(
     deps,
     released,
@@ -221,13 +231,26 @@ async function sweep(deps: SweepDeps): Promise<SweepReport> {
     },
     'release pod finalizer',
   );
+  // After the releases: an ended orphan still held by our finalizer then goes at once.
+  const orphans = orphanedPodsToDelete(pods.map((pod) => ({ ...pod.view, swept: pod }))).map(
+    (view) => view.swept,
+  );
+  const podsDeleted = await eachCounted(
+    deps,
+    orphans,
+    async (pod) => {
+      await deps.pods?.deletePod(pod);
+      return true;
+    },
+    'delete orphaned pod',
+  );
   return {
     state: 'ran',
     reason: 'SyncPeriodElapsed',
     objects: objects.length,
     jobs: jobs.length,
     reconciled: toReconcile.length - stepFailures,
-    ...(deps.pods ? { podsReleased } : {}),
+    ...(deps.pods ? { podsReleased, podsDeleted } : {}),
     requeued: objects.length,
     changed,
     stepFailures,

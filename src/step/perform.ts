@@ -436,6 +436,8 @@ async function performWrites(performance: Performance): Promise<Performed | unde
   // (DESIGN.md section 15). Redis not answering leaves the check remembered: the next such run forgets it.
   if (forgetsIdentityCheck(plan.bookkept.map((run) => run.classification)))
     await deps.redis.identityChecks.forget(snap.uid);
+  // Before the status that forgets the lost Job: a step that dies in between finds it lost again.
+  for (const name of plan.lostRunSecrets) await deps.kube.writer.deleteSecret(snap.ref.namespace, name);
   for (const change of plan.plans) {
     await writePlan(performance, change);
     deps.failpoints.hit('after-plan-write');
@@ -496,6 +498,8 @@ async function performWrites(performance: Performance): Promise<Performed | unde
     deps.failpoints.hit('after-prune-delete');
   }
   await releasePods(performance, plan.releasePods);
+  for (const pod of plan.deletePods)
+    await deps.kube.writer.deletePod(snap.ref.namespace, pod.name, { uid: pod.uid });
   return undefined;
 }
 

@@ -103,6 +103,11 @@ export interface KubeWriter {
   /** Deletes a Job and (in the background) its pods; `uid` makes it delete only that incarnation. */
   deleteJob(namespace: string, name: string, preconditions?: { uid?: string }): Promise<DeleteResult>;
   deleteSecret(namespace: string, name: string, preconditions?: { uid?: string }): Promise<DeleteResult>;
+  /**
+   * Deletes one pod a Job of ours left orphaned (src/core/orphaned-pods.ts), that incarnation only;
+   * infra/admission/controller-pod-policy.yaml refuses the controller any other pod delete.
+   */
+  deletePod(namespace: string, name: string, preconditions: { uid: string }): Promise<DeleteResult>;
   /** Deletes a Lease (an object's state lock, once its state is gone); absent is done. */
   deleteLease(namespace: string, name: string): Promise<DeleteResult>;
   deleteCustomObject(kind: CustomKind, namespace: string, name: string): Promise<DeleteResult>;
@@ -398,6 +403,12 @@ export class ApiKubeWriter implements KubeWriter {
         propagationPolicy: 'Background',
         body: { propagationPolicy: 'Background', preconditions },
       }),
+    );
+  }
+
+  deletePod(namespace: string, name: string, preconditions: { uid: string }): Promise<DeleteResult> {
+    return deleting(`delete Pod ${namespace}/${name}`, () =>
+      this.#apis.core.deleteNamespacedPod({ namespace, name, body: { preconditions } }),
     );
   }
 

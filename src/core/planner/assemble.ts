@@ -2,6 +2,7 @@ import type { TargetStatus } from '../../schemas/kinds/target.ts';
 import type { JobRecord } from '../job-record.ts';
 import { lockHoldingJob } from '../lock-evidence.ts';
 import { withGeneration } from '../observed-generation.ts';
+import { orphanedPodsToDelete } from '../orphaned-pods.ts';
 import { podsToRelease } from '../pod-release.ts';
 import { selectJobsToPrune } from '../prune.ts';
 import { runLogSecretName } from '../run-log.ts';
@@ -47,7 +48,8 @@ export function finish(
       return job ? [{ ...jobRef(job), runLog: runLogSecretName(name) }] : [];
     });
   // Whenever the pods were read (to bookkeep, watch or guard a start), what the rule allows is released:
-  // a held pod of a Job deleted by hand would otherwise hold the next start back until the sweep.
+  // a held pod of a Job deleted by hand would otherwise hold the next start back until the sweep; and the
+  // pods a Job deleted with orphaning left, once they no longer run, are deleted.
   const released =
     facts.pods !== undefined
       ? podsReleasedBy(
@@ -82,6 +84,11 @@ export function finish(
     events: base.events,
     prune,
     releasePods: released,
+    lostRunSecrets: base.lostRunSecrets,
+    deletePods: orphanedPodsToDelete(facts.pods ?? []).map((pod) => ({
+      name: pod.metadata.name,
+      uid: pod.metadata.uid ?? '',
+    })),
     move,
     outcome: { ...result, ...(ready ? { wakesDependents: true } : {}), ...wakes },
   };

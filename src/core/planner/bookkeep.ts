@@ -68,6 +68,7 @@ export function baseOf(planning: Planning, bookkeeping: Bookkeeping | undefined)
     bookkeeping,
     status,
     events,
+    lostRunSecrets: lost ? [lost.runSecret] : [],
     planWrites: planWrites.map((write) =>
       write.kind === 'phase' ? { ...write, message: planning.redactor.redact(write.message) } : write,
     ),

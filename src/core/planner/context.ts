@@ -60,6 +60,8 @@ export interface Base {
   status: TargetStatus;
   events: RunEvent[];
   planWrites: PlanWrite[];
+  /** The per-run Secret of a lost active Job (src/core/bookkeeping.ts `recordLostActiveJob`). */
+  lostRunSecrets: string[];
   /** The object's records as they stand once the marks are written. */
   records: JobRecord[];
   situation: PlanSituation;
@@ -111,6 +113,8 @@ export function bare(move: Move, result: StepOutcome): StepPlan {
     events: [],
     prune: [],
     releasePods: [],
+    lostRunSecrets: [],
+    deletePods: [],
     move,
     outcome: result,
   };

@@ -64,7 +64,7 @@ beforeAll(async () => {
   before = {
     namespace: await exists(['namespace', 'captf-system']),
     policy: await exists(['-f', join(root, 'infra/admission/approval-policy.yaml')]),
-    podPolicy: await exists(['-f', join(root, 'infra/admission/controller-pod-patch-policy.yaml')]),
+    podPolicy: await exists(['-f', join(root, 'infra/admission/controller-pod-policy.yaml')]),
     runPolicy: await exists(['-f', join(root, 'infra/admission/run-policy.yaml')]),
   };
   await applyKnativeCrds(stack);
@@ -134,7 +134,7 @@ afterAll(async () => {
   if (!before.policy)
     await kubectl(['delete', '-f', join(root, 'infra/admission/approval-policy.yaml'), ...gone]);
   if (!before.podPolicy)
-    await kubectl(['delete', '-f', join(root, 'infra/admission/controller-pod-patch-policy.yaml'), ...gone]);
+    await kubectl(['delete', '-f', join(root, 'infra/admission/controller-pod-policy.yaml'), ...gone]);
   if (!before.runPolicy)
     await kubectl(['delete', '-f', join(root, 'infra/admission/run-policy.yaml'), ...gone]);
 }, 300_000);

@@ -1,12 +1,14 @@
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1Pod, V1Secret } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sweepListersOf, sweepPodsOf } from '../../../functions/compose.ts';
 import { POD_RESULT_FINALIZER } from '../../../src/core/job-labels.ts';
+import { runSecretName } from '../../../src/core/names.ts';
 import { createMetrics } from '../../../src/metrics/registry.ts';
 import { namedLease } from '../../../src/schedule/single-holder-lease.ts';
 import { runSweepIfDue } from '../../../src/schedule/sweep.ts';
 import { NO_DEPENDENTS } from '../../../src/settle/ports.ts';
 import { createSettle } from '../../../src/settle/settle.ts';
+import { parkedNode } from '../../env/parked-node.ts';
 import {
   createObject,
   createStepEnv,
@@ -51,6 +53,10 @@ async function readPod(name: string): Promise<V1Pod | undefined> {
   return env.core.readNamespacedPod({ namespace: env.namespace, name }).catch(() => undefined);
 }
 
+async function readSecret(name: string): Promise<V1Secret | undefined> {
+  return env.core.readNamespacedSecret({ namespace: env.namespace, name }).catch(() => undefined);
+}
+
 async function podGone(name: string): Promise<void> {
   await eventually(
     () => readPod(name),
@@ -74,8 +80,9 @@ async function sweepNamespace(): Promise<unknown> {
       listJobs: async () => here(await listers.listJobs()),
     },
     pods: {
-      listHeldPods: async () => here(await pods.listHeldPods()),
+      listPods: async () => here(await pods.listPods()),
       releasePod: pods.releasePod,
+      deletePod: pods.deletePod,
     },
     settle: createSettle({
       step: env.step(),
@@ -242,5 +249,61 @@ describe('pod result finalizer', () => {
 
     expect((await jobsOf(env, ref)).map((j) => j.metadata?.name)).toEqual([second]);
     await podGone(firstPod.metadata?.name ?? '');
+  });
+
+  it('C13 by another client: a running Job deleted without propagation (batch/v1 orphans): its per-run Secret goes with the lost run, its pod once it ended; the retry waits for it', async () => {
+    const { ref, job } = await startedObject(env, 'TerraformMachine', 'm-orphaned');
+    const pod = await podOf(env, job);
+    const name = pod.metadata?.name ?? '';
+    // Bound to a node (the test plays its kubelet): a pod that runs is waited for, never deleted.
+    await env.core.createNamespacedBinding({
+      namespace: env.namespace,
+      body: {
+        metadata: { name },
+        target: { apiVersion: 'v1', kind: 'Node', name: await parkedNode(env.core) },
+      },
+    });
+    await runPod(env, pod);
+    expect(await readSecret(runSecretName(job))).toBeDefined();
+    await env.batch.deleteNamespacedJob({ namespace: env.namespace, name: job, propagationPolicy: 'Orphan' });
+    await eventually(
+      () => readPod(name),
+      (read) => read !== undefined && (read.metadata?.ownerReferences ?? []).length === 0,
+      30_000,
+      `pod ${name} orphaned`,
+    );
+    // The garbage collector orphaned the per-run Secret too: nothing would ever delete it.
+    expect((await readSecret(runSecretName(job)))?.metadata?.ownerReferences ?? []).toEqual([]);
+
+    const waiting = await env.step()(ref);
+    expect(waiting).toMatchObject({ action: 'waiting', reason: 'WaitingForPreviousAttempt' });
+    expect(await readSecret(runSecretName(job))).toBeUndefined();
+    expect((await statusOf(env, ref)).activeJob).toBeUndefined();
+    expect((await readPod(name))?.metadata?.deletionTimestamp).toBeUndefined();
+
+    // The pod ends (its own deadline would end it if it did not): the retry starts and the pod goes.
+    // No backend to play: its Job, which names the state, is gone, and nothing reads this result.
+    await endPod(env, pod, { exitCode: 0, result: result('apply', 'succeeded'), realBackend: true });
+    const retried = await env.step()(ref);
+    expect(retried).toMatchObject({ action: 'created' });
+    expect(retried.job).not.toBe(job);
+    await podGone(name);
+    expect((await podOf(env, retried.job ?? '')).spec?.activeDeadlineSeconds).toBe(3600);
+  });
+
+  it('C13 by another client: the sweep deletes an ended pod a bookkept Job deleted with orphaning left', async () => {
+    const { ref, job } = await startedObject(env, 'TerraformMachine', 'm-orphaned-late');
+    const name = (await podOf(env, job)).metadata?.name ?? '';
+    await finishJob(env, job, { exitCode: 0, result: result('apply', 'succeeded') });
+    expect(await env.step()(ref)).toMatchObject({ action: 'bookkept', reason: 'ApplySucceeded' });
+    await env.batch.deleteNamespacedJob({ namespace: env.namespace, name: job, propagationPolicy: 'Orphan' });
+    await eventually(
+      () => readPod(name),
+      (read) => read !== undefined && (read.metadata?.ownerReferences ?? []).length === 0,
+      30_000,
+      `pod ${name} orphaned`,
+    );
+    expect(await sweepNamespace()).toMatchObject({ state: 'ran', podsReleased: 1, podsDeleted: 1 });
+    await podGone(name);
   });
 });

@@ -17,6 +17,8 @@ function plan(change: Partial<StepPlan> = {}): StepPlan {
     events: [],
     prune: [],
     releasePods: [],
+    lostRunSecrets: [],
+    deletePods: [],
     move: { kind: 'rest', healLease: false },
     outcome: { action: 'waiting', reason: 'WaitingForDependencies' } as StepPlan['outcome'],
     ...change,
@@ -32,6 +34,8 @@ describe('cachedFactsSuffice', () => {
     { name: 'a bookkeeping', change: { bookkept: [{}] as never } },
     { name: 'a prune', change: { prune: [{}] as never } },
     { name: 'a pod released', change: { releasePods: ['p'] } },
+    { name: "a lost run's Secret deleted", change: { lostRunSecrets: ['s'] } },
+    { name: 'an orphaned pod deleted', change: { deletePods: [{ name: 'p', uid: 'u' }] } },
     { name: 'the block-move annotation', change: { blockMove: 'remove' as never } },
     {
       name: 'a bookkeeping that writes a contract field into the spec',

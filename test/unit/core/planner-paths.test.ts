@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DELETE_FOR_MOVE_ANNOTATION } from '../../../src/core/block-move.ts';
+import { runSecretName } from '../../../src/core/names.ts';
 import { heldOutcome } from '../../../src/core/planner/start.ts';
 import { planStep } from '../../../src/core/planner.ts';
 import { FINALIZER, MANAGED_BY_ANNOTATION } from '../../../src/core/preamble.ts';
@@ -77,6 +78,24 @@ function running(createdAt = -30, deadline = 3600, extra: Partial<Snapshot> = {}
     ],
     ...extra,
   });
+}
+
+/**
+ * A pod `JOB` left when it was deleted with orphaning (src/core/orphaned-pods.ts): no owner reference, on
+ * node `n1` unless `node` is false.
+ */
+function orphanPod(name: string, phase: string, node = true): PodView {
+  const view = pod(name, phase === 'Running' ? { running: true } : { exitCode: 0 }, { phase });
+  return {
+    ...view,
+    metadata: { ...view.metadata, uid: `uid-${name}` },
+    ...(node ? { spec: { nodeName: 'n1' } } : {}),
+  };
+}
+
+/** A machine whose active Job `JOB` is gone before it was bookkept (deleted with orphaning, or by hand). */
+function lostActive(): Snapshot {
+  return { ...running(), jobs: [], records: [] };
 }
 
 /** The pod of `JOB` that ran its apply to success and reported so. */
@@ -723,6 +742,82 @@ const rows: Row[] = [
         ),
       ),
     want: { move: 'finalizers', reason: 'DeletingForMove' },
+  },
+  {
+    id: 'P45',
+    step: '3 bookkeep',
+    name: 'the active Job is gone unbookkept, no pod of it left: JobInterrupted, its per-run Secret deleted by name, the retry starts',
+    facts: () => planFacts(lostActive(), { pods: [] }),
+    want: {
+      move: 'start',
+      reason: 'NoState',
+      check: (plan) => {
+        expect(plan.lostRunSecrets).toEqual([runSecretName(JOB)]);
+        expect(plan.events.map((e) => e.reason)).toEqual(['JobInterrupted']);
+        expect(plan.deletePods).toEqual([]);
+      },
+    },
+  },
+  {
+    id: 'P45b',
+    step: '3 bookkeep',
+    name: 'the active Job deleted with orphaning, its pod still runs on a node: waited for, not deleted; the Secret goes',
+    facts: () => planFacts(lostActive(), { pods: [orphanPod('p1', 'Running')] }),
+    want: {
+      move: 'rest',
+      reason: 'WaitingForPreviousAttempt',
+      waitReason: 'WaitingForPreviousAttempt',
+      check: (plan) => {
+        expect(plan.lostRunSecrets).toEqual([runSecretName(JOB)]);
+        expect(plan.deletePods).toEqual([]);
+      },
+    },
+  },
+  {
+    id: 'P45c',
+    step: '7 API guard',
+    name: 'an orphaned pod that ended is deleted by the start that finds it; one no node took is deleted and waited for',
+    facts: () =>
+      planFacts(
+        {
+          ...snapshot({
+            status: {
+              stateSuffix: 'm-web',
+              attempts: {
+                apply: { last: 1, recorded: 1, failures: 0, interruptions: 1, lockContentions: 0 },
+              },
+            } as Snapshot['status'],
+          }),
+        },
+        { pods: [orphanPod('p-ended', 'Succeeded'), orphanPod('p-unbound', 'Pending', false)] },
+      ),
+    want: {
+      move: 'rest',
+      reason: 'WaitingForPreviousAttempt',
+      check: (plan) => {
+        expect(plan.deletePods).toEqual([
+          { name: 'p-ended', uid: 'uid-p-ended' },
+          { name: 'p-unbound', uid: 'uid-p-unbound' },
+        ]);
+        expect(plan.lostRunSecrets).toEqual([]);
+      },
+    },
+  },
+  {
+    id: 'P45d',
+    step: '7 API guard',
+    name: "an ended pod its gone Job still owns is the garbage collector's, not deleted here",
+    facts: () =>
+      planFacts(
+        snapshot({
+          status: {
+            stateSuffix: 'm-web',
+            attempts: { apply: { last: 1, recorded: 1, failures: 0, interruptions: 1, lockContentions: 0 } },
+          } as Snapshot['status'],
+        }),
+        { pods: [succeededPod()] },
+      ),
+    want: { move: 'start', reason: 'NoState', check: (plan) => expect(plan.deletePods).toEqual([]) },
   },
 ];
 

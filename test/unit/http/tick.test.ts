@@ -2,12 +2,12 @@ import { describe, expect, it } from 'vitest';
 import type { ObjectRef } from '../../../src/core/object-ref.ts';
 import type { SingleHolderLease } from '../../../src/schedule/single-holder-lease.ts';
 import {
-  type HeldPod,
   objectsNeedingBookkeeping,
   runSweepIfDue,
   type SweepListers,
   type SweptJob,
   type SweptObject,
+  type SweptPod,
 } from '../../../src/schedule/sweep.ts';
 import { auth, MemorySchedule, memorySettle, recordingStep, T0, testApp } from './in-memory.ts';
 
@@ -237,14 +237,14 @@ describe('sweep', () => {
     const schedule = new MemorySchedule();
     const warnings: string[] = [];
     const released: string[] = [];
-    const heldBy = (name: string): HeldPod => ({
+    const heldBy = (name: string): SweptPod => ({
       namespace: 'ns',
       name,
       view: {
         metadata: {
           name,
           finalizers: ['captf.io/result'],
-          ownerReferences: [{ kind: 'Job', uid: 'uid-gone' }],
+          ownerReferences: [{ kind: 'Job', name: 'gone', uid: 'uid-gone' }],
           deletionTimestamp: '2026-11-29T12:05:00Z',
         },
       },
@@ -254,10 +254,13 @@ describe('sweep', () => {
       holder: 'i1',
       listers: listers(),
       pods: {
-        listHeldPods: async () => [heldBy('refused'), heldBy('p2')],
+        listPods: async () => [heldBy('refused'), heldBy('p2')],
         releasePod: async (pod) => {
           if (pod.name === 'refused') throw new Error('patch pods: Forbidden');
           released.push(pod.name);
+        },
+        deletePod: async () => {
+          throw new Error('no pod here is orphaned');
         },
       },
       settle: memorySettle(recordingStep().step, schedule),
@@ -272,6 +275,63 @@ describe('sweep', () => {
     expect(released).toEqual(['p2']);
     expect(warnings).toContain('sweep: release pod finalizer: failed');
     expect(schedule.dueAt(c('b'))).toBe(T0 + 600_000);
+  });
+
+  it('orphaned pods that ended or never reached a node are deleted (a refused one is logged); a running one and the owned ones stay', async () => {
+    const schedule = new MemorySchedule();
+    const warnings: string[] = [];
+    const deleted: string[] = [];
+    const ownedBy = [{ kind: 'Job', name: 'j', uid: 'uid-j' }];
+    const pod = (
+      name: string,
+      phase: string,
+      fields: { node?: string; owned?: boolean; deleting?: boolean } = {},
+    ): SweptPod => ({
+      namespace: 'ns',
+      name,
+      view: {
+        metadata: {
+          name,
+          uid: `uid-${name}`,
+          ...(fields.owned ? { ownerReferences: ownedBy } : {}),
+          ...(fields.deleting ? { deletionTimestamp: '2026-11-29T12:05:00Z' } : {}),
+        },
+        ...(fields.node ? { spec: { nodeName: fields.node } } : {}),
+        status: { phase },
+      },
+    });
+    const report = await runSweepIfDue({
+      lease: lease(false),
+      holder: 'i1',
+      listers: listers(),
+      pods: {
+        listPods: async () => [
+          pod('ended', 'Succeeded', { node: 'n1' }),
+          pod('failed-refused', 'Failed', { node: 'n1' }),
+          pod('never-scheduled', 'Pending'),
+          pod('running', 'Running', { node: 'n1' }),
+          pod('going', 'Failed', { node: 'n1', deleting: true }),
+          pod('owned-ended', 'Succeeded', { node: 'n1', owned: true }),
+        ],
+        releasePod: async () => {
+          throw new Error('no pod here holds our finalizer');
+        },
+        deletePod: async (swept) => {
+          if (swept.name === 'failed-refused') throw new Error('delete pods: Forbidden');
+          deleted.push(`${swept.name}@${swept.view.metadata.uid}`);
+        },
+      },
+      settle: memorySettle(recordingStep().step, schedule),
+      schedule,
+      dedupe: allSeen,
+      clock: () => T0,
+      logger: { ...silent, warn: (_fields: unknown, msg?: string) => void warnings.push(msg ?? '') },
+      periodMs: 600_000,
+      concurrency: 2,
+    });
+    expect(report).toMatchObject({ state: 'ran', podsReleased: 0, podsDeleted: 2 });
+    expect(deleted).toEqual(['ended@uid-ended', 'never-scheduled@uid-never-scheduled']);
+    expect(warnings).toEqual(['sweep: delete orphaned pod: failed']);
   });
 
   it('without the lease: does nothing', async () => {

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { type HeldPod, podsToReleaseInSweep, type SweptJob } from '../../../src/schedule/sweep.ts';
+import { podsToReleaseInSweep, type SweptJob, type SweptPod } from '../../../src/schedule/sweep.ts';
 
 // The sweep's share of our pod finalizer (DESIGN.md section 8; src/core/pod-release.ts): pods whose Job is
 // gone are released; a pod whose Job was listed and still awaits bookkeeping is not.
 
 const OURS = 'captf.io/result';
 
-function held(name: string, jobUid: string, deleted = true): HeldPod {
+function held(name: string, jobUid: string, deleted = true): SweptPod {
   return {
     namespace: 'team-a',
     name,
@@ -14,7 +14,7 @@ function held(name: string, jobUid: string, deleted = true): HeldPod {
       metadata: {
         name,
         finalizers: [OURS],
-        ownerReferences: [{ kind: 'Job', uid: jobUid }],
+        ownerReferences: [{ kind: 'Job', name: 'j', uid: jobUid }],
         ...(deleted ? { deletionTimestamp: '2026-11-29T12:05:00Z' } : {}),
       },
     },
