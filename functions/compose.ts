@@ -425,7 +425,11 @@ export function sweepPodsOf(kube: KubeAdapter, watched: WatchNamespaces = ALL_NA
       await kubeRead(() => writer.removePodFinalizer(pod.namespace, pod.name, POD_RESULT_FINALIZER));
     },
     async deletePod(pod) {
-      await kubeRead(() => writer.deletePod(pod.namespace, pod.name, { uid: pod.view.metadata.uid ?? '' }));
+      const { uid = '', resourceVersion = '' } = pod.view.metadata;
+      const deleted = await kubeRead(() =>
+        writer.deletePod(pod.namespace, pod.name, { uid, resourceVersion }),
+      );
+      return deleted === 'deleted';
     },
   };
 }

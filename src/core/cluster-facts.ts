@@ -35,9 +35,10 @@ export interface ClusterFacts {
  * sets up the runner identity unless paused and a deletion's destroy or finalizer removal waits on pause, a
  * Job is deleted at the policy's deadline, and a pending plan is superseded by the inputs hash the exports
  * are part of. What is left (a wait or rest, the status and Events, a running Job watched, finished Jobs
- * bookkept with the Cluster API contract fields they write into the spec, prunes, pods released or, orphaned,
- * deleted, a lost run's Secret, the block-move annotation removed) does not depend on them, or, for a wait in the status, is put right by the
- * event that changes them: that event updates the cache before it wakes the members. The contract fields
+ * bookkept with the Cluster API contract fields they write into the spec, prunes, pods released or,
+ * orphaned, deleted, a lost run's Secret, the block-move annotation removed) does not depend on them, or,
+ * for a wait in the status, is put right by the event that changes them: that event updates the cache
+ * before it wakes the members. The contract fields
  * come from the run's outputs, the spec and whether Cluster API drives the object (src/core/record-run.ts),
  * and bookkeeping goes on under pause (DESIGN.md section 6). Only a labelled object with no Cluster API
  * owner or clone annotation learns that from a cluster fact (whether its Cluster exists), and a live read

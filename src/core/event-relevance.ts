@@ -3,6 +3,7 @@ import { canonicalJson } from './canonical-json.ts';
 import { podPullFailure } from './classify.ts';
 import { finishedCondition } from './job-conditions.ts';
 import { ANNOTATIONS, LABELS } from './job-labels.ts';
+import { orphanedPodsToDelete } from './orphaned-pods.ts';
 import { heldPodOf } from './pod-release.ts';
 import type { JobView, PodView } from './views.ts';
 
@@ -33,6 +34,9 @@ export function jobEventVerdict(verb: 'add' | 'update' | 'delete', job: JobView)
   return { matters: true };
 }
 
+/** An event carries no Job list: an orphaned pod is judged as if its Job were gone. */
+const NO_JOBS: ReadonlySet<string> = new Set();
+
 /** The waiting reason the step records for a pod that cannot start (src/core/watch.ts). */
 const CONFIG_ERROR = 'CreateContainerConfigError';
 
@@ -41,11 +45,14 @@ const CONFIG_ERROR = 'CreateContainerConfigError';
  * being deleted while it holds our finalizer (released at once, section 7), a pod that cannot start (an
  * image that cannot be pulled, a configuration error: the waiting reason on the object's status), and a
  * pod that is gone, which may end a WaitingForPreviousAttempt (the API guard, section 5 step 7): when its
- * Job was deleted, no Job event follows the pod's end. A pod's end otherwise reaches the step through its
- * Job's condition, which the Job's own event carries.
+ * Job was deleted, no Job event follows the pod's end. So does an orphaned pod that no longer runs (its Job
+ * deleted with orphaning, src/core/orphaned-pods.ts): the wait for it ends now, and the step that reads it
+ * deletes it. A pod's end otherwise reaches the step through its Job's condition, which the Job's own event
+ * carries.
  */
 export function podEventVerdict(verb: 'add' | 'update' | 'delete', pod: PodView): OwnedEventVerdict {
   if (verb === 'delete') return { matters: true };
+  if (orphanedPodsToDelete([pod], NO_JOBS).length > 0) return { matters: true };
   if (heldPodOf(pod.metadata) !== undefined) return { matters: true };
   if (podPullFailure(pod) !== undefined) return { matters: true };
   const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];

@@ -193,9 +193,10 @@ export function ownerReference(
 /**
  * The Job of one run (DESIGN.md section 9): `backoffLimit: 0` (a retry is our decision, not the Job
  * controller's), `restartPolicy: Never`, no TTL (bookkeeping reads the Job and pruning deletes it), the
- * deadline from the policy (for the Job and its pod), 600 s grace, the `restricted` Pod Security Standard (issue 16); init container
- * `runner` copies the runner into `/captf/bin`, container `source` (the module image) runs it with the per-run Secret at `/captf/config` (mode 0440,
- * group `fsGroup`) and a stop timeout derived from the grace (src/schemas/job-contract.ts).
+ * deadline from the policy (for the Job and its pod), 600 s grace, the `restricted` Pod Security Standard
+ * (issue 16); init container `runner` copies the runner into `/captf/bin`, container `source` (the module
+ * image) runs it with the per-run Secret at `/captf/config` (mode 0440, group `fsGroup`) and a stop timeout
+ * derived from the grace (src/schemas/job-contract.ts).
  */
 export function buildJobManifest(input: JobManifestInput): JobManifest {
   const { owner, policy } = input;

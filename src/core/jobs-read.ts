@@ -59,7 +59,8 @@ export function idleWithoutJobs(status: Pick<TargetStatus, 'attempts' | 'stateSu
  * status change, no Event, no prune, no pod release or delete, no lost run's Secret, no block-move
  * change). Anything else, a start or a different wait, is planned again from the listed Jobs (undefined),
  * so a wait is only ever written into the status from a listed step and never alternates with the wait an
- * unlisted plan would find (the retry gate, for one, reads the records). Issue 22: a wait woken by its safety requeue costs one read.
+ * unlisted plan would find (the retry gate, for one, reads the records). Issue 22: a wait woken by its
+ * safety requeue costs one read.
  */
 export function keptWithoutJobs(planned: Planned): Planned | undefined {
   if (planned.kind === 'read') return planned.read === 'slots' ? planned : undefined;

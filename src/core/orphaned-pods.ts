@@ -1,4 +1,4 @@
-import { isPodAlive } from './pods.ts';
+import { LABELS } from './job-labels.ts';
 import type { PodView } from './views.ts';
 
 /**
@@ -6,30 +6,63 @@ import type { PodView } from './views.ts';
  * `kubectl delete --cascade=orphan`, and batch/v1's own default for a Job deleted without a propagation
  * policy (any client that does not set one) take the Job's owner reference off its pods and its per-run
  * Secret, so the garbage collector never deletes them. The per-run Secret goes by name with the record of
- * the lost run (src/core/bookkeeping.ts `recordLostActiveJob`); which of the pods go, once they no longer
- * run, is decided here (the step's plan and the sweep delete them).
+ * the lost run (src/core/bookkeeping.ts `recordLostActiveJob`); which of the pods go is decided here (the
+ * step's plan and the sweep delete them, each under the UID and version it judged).
  */
 
 /**
- * Whether no Job owns the pod any more: its Job was deleted with orphaning (the Job controller sets its
- * owner reference on every pod it creates).
+ * The label the Job controller puts on every pod of a Job: the Job's UID. It outlives the owner reference an
+ * orphaning delete takes off, so a pod stays its Job's while that Job is still listed (the garbage collector
+ * orphans the pods before it lets the Job go); `controller-uid` is its older spelling.
  */
-export function isOrphanedPod(pod: Pick<PodView, 'metadata'>): boolean {
-  return !(pod.metadata.ownerReferences ?? []).some((owner) => owner.kind === 'Job');
+const JOB_UID_LABELS = ['batch.kubernetes.io/controller-uid', 'controller-uid'] as const;
+
+/** The UID of the Job that made the pod, from the Job controller's label; undefined when it has none. */
+export function jobUidLabelOf(pod: Pick<PodView, 'metadata'>): string | undefined {
+  const labels = pod.metadata.labels ?? {};
+  for (const key of JOB_UID_LABELS) if (labels[key] !== undefined) return labels[key];
+  return undefined;
 }
 
 /**
- * The orphaned pods to delete, in input order, unless being deleted already: those that ended, and those no
- * node took yet (they never ran; left, the scheduler would still start one, a run nobody watches). One on a
- * node that has not ended is left to end: it may still write the state, so the API guard waits for it
- * (section 5 step 7), and its own deadline (the Job's, which the pod template carries,
+ * Whether the pod is one of our Job pods (`captf.io/managed=true`, with its object's `captf.io/owner-uid`)
+ * that no controller owns any more: its Job was deleted with orphaning (the Job controller sets itself as the
+ * controlling owner of every pod it creates). A pod some other controller owns is never ours to delete.
+ */
+export function isOrphanedPod(pod: Pick<PodView, 'metadata'>): boolean {
+  const { labels, ownerReferences } = pod.metadata;
+  return (
+    labels?.[LABELS.managed] === 'true' &&
+    labels[LABELS.ownerUid] !== undefined &&
+    !(ownerReferences ?? []).some((owner) => owner.controller === true)
+  );
+}
+
+/** Phases in which the pod's `source` container, and so OpenTofu, does not run: never started, or ended. */
+const NOT_RUNNING_PHASES: ReadonlySet<string> = new Set(['Pending', 'Succeeded', 'Failed']);
+
+/**
+ * The orphaned pods to delete, in input order: those whose `source` container does not run (phase Pending:
+ * it never started, whether or not a node took the pod, and a pod left Pending would still start, a run
+ * nobody watches, or stay Pending for ever once its per-run Secret went; Succeeded or Failed: it ended),
+ * unless being deleted already, read without a UID, or made by a Job still listed (`listedJobUids`): that
+ * Job's bookkeeping may still read the pod's result, and the pod goes once the Job does. A pod that runs
+ * (phase Running, or Unknown on a lost node) is left to end: it may still write the state, so the API guard
+ * waits for it (section 5 step 7), and its own deadline (the Job's, which the pod template carries,
  * src/core/job-manifest.ts) ends it now that the Job that would have is gone.
  */
-export function orphanedPodsToDelete<P extends PodView>(pods: readonly P[]): P[] {
-  return pods.filter(
-    (pod) =>
+export function orphanedPodsToDelete<P extends PodView>(
+  pods: readonly P[],
+  listedJobUids: ReadonlySet<string>,
+): P[] {
+  return pods.filter((pod) => {
+    const jobUid = jobUidLabelOf(pod);
+    return (
       isOrphanedPod(pod) &&
+      pod.metadata.uid !== undefined &&
       pod.metadata.deletionTimestamp === undefined &&
-      (!pod.spec?.nodeName || !isPodAlive(pod)),
-  );
+      !(jobUid !== undefined && listedJobUids.has(jobUid)) &&
+      NOT_RUNNING_PHASES.has(pod.status?.phase ?? 'Pending')
+    );
+  });
 }

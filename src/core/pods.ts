@@ -1,5 +1,6 @@
 import type { TargetStatus } from '../schemas/kinds/target.ts';
 import { carriesBlockMove } from './block-move.ts';
+import { isOrphanedPod, jobUidLabelOf } from './orphaned-pods.ts';
 import type { JobView, PodView } from './views.ts';
 
 /**
@@ -7,11 +8,18 @@ import type { JobView, PodView } from './views.ts';
  * section 5 step 7: a Terminating pod counts as alive until its phase is terminal).
  */
 
-/** The pods of one Job: controlled by its UID (names can be reused after a delete). */
+/**
+ * The pods of one Job, by its UID (names can be reused after a delete): those it owns, and those an orphaning
+ * delete of it took its owner reference off while it is still listed (their Job UID label names it,
+ * src/core/orphaned-pods.ts), so its bookkeeping still reads their result.
+ */
 export function podsOfJob<P extends PodView>(job: JobView, pods: readonly P[]): P[] {
   const uid = job.metadata.uid;
-  return pods.filter((pod) =>
-    pod.metadata.ownerReferences?.some((owner) => owner.kind === 'Job' && owner.uid === uid),
+  if (uid === undefined) return [];
+  return pods.filter(
+    (pod) =>
+      pod.metadata.ownerReferences?.some((owner) => owner.kind === 'Job' && owner.uid === uid) ||
+      (isOrphanedPod(pod) && jobUidLabelOf(pod) === uid),
   );
 }
 

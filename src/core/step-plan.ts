@@ -102,10 +102,14 @@ export interface JobRef {
   resourceVersion: string;
 }
 
-/** How the shell deletes a pod: its name, and its UID as the delete's precondition. */
+/**
+ * How the shell deletes a pod: its name, and its UID and the version read as the delete's preconditions (a
+ * pod that changed since, e.g. bound or started, is judged again at the next read).
+ */
 export interface PodRef {
   name: string;
   uid: string;
+  resourceVersion: string;
 }
 
 /** What names a run's Redis guards (src/step/leases.ts builds them). */

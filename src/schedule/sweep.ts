@@ -40,7 +40,7 @@ export interface SweptJob {
   finished: boolean;
   /** The Job carries `captf.io/bookkept` (DESIGN.md section 5 step 3). */
   bookkept: boolean;
-  /** The Job's UID: its pods name it in their owner reference. Without it its pods count as orphaned. */
+  /** The Job's UID: its pods name it in their owner reference. Without it, its pods count as a gone Job's. */
   uid?: string;
   /** The Job has a deletionTimestamp. */
   deleting?: boolean;
@@ -51,8 +51,8 @@ export interface SweptPod {
   namespace: string;
   name: string;
   /**
-   * What the rules read of it: its name, UID, finalizers, owner references and deletionTimestamp, its node
-   * and its phase.
+   * What the rules read of it: its name, UID, version, labels, finalizers, owner references and
+   * deletionTimestamp, and its phase.
    */
   view: PodView;
 }
@@ -68,8 +68,11 @@ export interface SweepPods {
   listPods(): Promise<SweptPod[]>;
   /** Removes our finalizer from one pod; a pod gone is not an error. */
   releasePod(pod: SweptPod): Promise<void>;
-  /** Deletes one orphaned pod, that incarnation only; a pod gone is not an error. */
-  deletePod(pod: SweptPod): Promise<void>;
+  /**
+   * Deletes one orphaned pod, that incarnation at the version listed only; true when it deleted it, false
+   * when it was gone already.
+   */
+  deletePod(pod: SweptPod): Promise<boolean>;
 }
 
 /** The live reads the sweep makes; each throws UnavailableError on an outage. */
@@ -118,7 +121,7 @@ export type SweepReport =
       reconciled: number;
       /** Pods released from our finalizer (only when `pods` is given). */
       podsReleased?: number;
-      /** Orphaned pods deleted (only when `pods` is given). */
+      /** Orphaned pods deleted, not counting those gone already (only when `pods` is given). */
       podsDeleted?: number;
       requeued: number;
       /** Objects at a version no step has seen (a lost event, or a marker past its TTL): looked at now. */
@@ -221,6 +224,20 @@ async function sweep(deps: SweepDeps): Promise<SweepReport> {
   for (const r of results) {
     if (r.state === 'failed') deps.logger.warn({ err: r.error, ...r.item }, 'sweep step: failed');
   }
+  // Deletes before releases: a delete goes under the version listed, which a release would move on (an
+  // orphan still held by our finalizer then goes with its release). A pod whose Job is still listed waits
+  // for that Job's bookkeeping (src/core/orphaned-pods.ts).
+  const listedJobUids = new Set(jobs.flatMap((job) => (job.uid === undefined ? [] : [job.uid])));
+  const orphans = orphanedPodsToDelete(
+    pods.map((pod) => ({ ...pod.view, swept: pod })),
+    listedJobUids,
+  ).map((view) => view.swept);
+  const podsDeleted = await eachCounted(
+    deps,
+    orphans,
+    async (pod) => (await deps.pods?.deletePod(pod)) === true,
+    'delete orphaned pod',
+  );
   const released = deps.pods ? podsToReleaseInSweep(pods, jobs) : [];
   const podsReleased = await eachCounted(
     deps,
@@ -230,19 +247,6 @@ async function sweep(deps: SweepDeps): Promise<SweepReport> {
       return true;
     },
     'release pod finalizer',
-  );
-  // After the releases: an ended orphan still held by our finalizer then goes at once.
-  const orphans = orphanedPodsToDelete(pods.map((pod) => ({ ...pod.view, swept: pod }))).map(
-    (view) => view.swept,
-  );
-  const podsDeleted = await eachCounted(
-    deps,
-    orphans,
-    async (pod) => {
-      await deps.pods?.deletePod(pod);
-      return true;
-    },
-    'delete orphaned pod',
   );
   return {
     state: 'ran',

@@ -16,7 +16,7 @@ import type { Snapshot } from '../core/snapshot.ts';
 import type { StateCleanup, StateObjects } from '../core/state-cleanup.ts';
 import { snapshotStateSuffix } from '../core/state-identity.ts';
 import { outcomeOf, type StepOutcome, UNAVAILABLE_RETRY_SECONDS } from '../core/step-outcome.ts';
-import type { Move, PlanWrite, StepPlan } from '../core/step-plan.ts';
+import type { Move, PlanWrite, PodRef, StepPlan } from '../core/step-plan.ts';
 import { withoutRefusal } from '../core/write-refusal.ts';
 import { OUR_API_VERSION } from '../schemas/kinds/registry.ts';
 import type { TargetStatus } from '../schemas/kinds/target.ts';
@@ -497,10 +497,30 @@ async function performWrites(performance: Performance): Promise<Performed | unde
     await deps.kube.writer.deleteJob(snap.ref.namespace, job.name, job.uid ? { uid: job.uid } : {});
     deps.failpoints.hit('after-prune-delete');
   }
+  // The deletes first: they go under the version read, which a release would move on.
+  await deleteOrphanedPods(performance, plan.deletePods);
   await releasePods(performance, plan.releasePods);
-  for (const pod of plan.deletePods)
-    await deps.kube.writer.deletePod(snap.ref.namespace, pod.name, { uid: pod.uid });
   return undefined;
+}
+
+/**
+ * Deletes the orphaned pods the plan names (src/core/orphaned-pods.ts), best effort: nothing of the object
+ * waits on them, so a refusal (a pod changed since it was read, an older ClusterRole without `delete` on
+ * pods, a site's own policy) never holds its step; the next read judges them again, and the sweep logs
+ * what it cannot delete. Only an outage ends the step.
+ */
+async function deleteOrphanedPods(performance: Performance, pods: readonly PodRef[]): Promise<void> {
+  const { deps, snap } = performance;
+  for (const pod of pods) {
+    try {
+      await deps.kube.writer.deletePod(snap.ref.namespace, pod.name, {
+        uid: pod.uid,
+        resourceVersion: pod.resourceVersion,
+      });
+    } catch (error) {
+      if (!isKubeError(error) || error.outage) throw error;
+    }
+  }
 }
 
 async function releasePods(performance: Performance, pods: readonly string[]): Promise<void> {

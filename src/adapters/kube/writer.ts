@@ -104,10 +104,15 @@ export interface KubeWriter {
   deleteJob(namespace: string, name: string, preconditions?: { uid?: string }): Promise<DeleteResult>;
   deleteSecret(namespace: string, name: string, preconditions?: { uid?: string }): Promise<DeleteResult>;
   /**
-   * Deletes one pod a Job of ours left orphaned (src/core/orphaned-pods.ts), that incarnation only;
-   * infra/admission/controller-pod-policy.yaml refuses the controller any other pod delete.
+   * Deletes one pod a Job of ours left orphaned (src/core/orphaned-pods.ts), that incarnation at the version
+   * judged only (Conflict otherwise); infra/admission/controller-pod-policy.yaml refuses the controller any
+   * other pod delete.
    */
-  deletePod(namespace: string, name: string, preconditions: { uid: string }): Promise<DeleteResult>;
+  deletePod(
+    namespace: string,
+    name: string,
+    preconditions: { uid: string; resourceVersion: string },
+  ): Promise<DeleteResult>;
   /** Deletes a Lease (an object's state lock, once its state is gone); absent is done. */
   deleteLease(namespace: string, name: string): Promise<DeleteResult>;
   deleteCustomObject(kind: CustomKind, namespace: string, name: string): Promise<DeleteResult>;
@@ -406,7 +411,11 @@ export class ApiKubeWriter implements KubeWriter {
     );
   }
 
-  deletePod(namespace: string, name: string, preconditions: { uid: string }): Promise<DeleteResult> {
+  deletePod(
+    namespace: string,
+    name: string,
+    preconditions: { uid: string; resourceVersion: string },
+  ): Promise<DeleteResult> {
     return deleting(`delete Pod ${namespace}/${name}`, () =>
       this.#apis.core.deleteNamespacedPod({ namespace, name, body: { preconditions } }),
     );

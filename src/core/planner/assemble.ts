@@ -85,9 +85,13 @@ export function finish(
     prune,
     releasePods: released,
     lostRunSecrets: base.lostRunSecrets,
-    deletePods: orphanedPodsToDelete(facts.pods ?? []).map((pod) => ({
+    deletePods: orphanedPodsToDelete(
+      facts.pods ?? [],
+      new Set(snap.jobs.flatMap((job) => (job.metadata.uid === undefined ? [] : [job.metadata.uid]))),
+    ).map((pod) => ({
       name: pod.metadata.name,
       uid: pod.metadata.uid ?? '',
+      resourceVersion: pod.metadata.resourceVersion ?? '',
     })),
     move,
     outcome: { ...result, ...(ready ? { wakesDependents: true } : {}), ...wakes },

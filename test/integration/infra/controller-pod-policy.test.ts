@@ -19,6 +19,8 @@ const root = join(import.meta.dirname, '..', '..', '..');
 const namespace = `podpolicy-${randomBytes(3).toString('hex')}`;
 const CONTROLLER = 'system:serviceaccount:captf-system:captf-controller';
 const OTHER_FINALIZER = 'example.com/keep';
+/** The labels of one of our Job pods (src/core/job-labels.ts). */
+const OURS = { 'captf.io/managed': 'true', 'captf.io/owner-uid': 'uid-of-its-object' };
 
 async function kubectl(args: string[], input?: string): Promise<string> {
   const child = run(testStack().kubectlPath, ['--kubeconfig', testStack().kubeconfigPath, ...args]);
@@ -120,9 +122,6 @@ function controllerAdapter(instance: string) {
   });
 }
 
-const uidOf = async (name: string) =>
-  kubectl(['-n', namespace, 'get', 'pod', name, '-o', 'jsonpath={.metadata.uid}']);
-
 const podExists = async (name: string) =>
   (await kubectl(['-n', namespace, 'get', 'pod', name, '--ignore-not-found', '-o', 'name'])).trim() !== '';
 
@@ -184,17 +183,36 @@ describe('controller pod updates (ValidatingAdmissionPolicy)', () => {
 describe('controller pod deletes (ValidatingAdmissionPolicy)', () => {
   beforeAll(deletePolicyEnforced, 90_000);
 
-  it('allows the controller adapter to delete one of our pods that no Job owns (an orphaning delete left it)', async () => {
-    await createPod('orphan', { finalizers: [] });
+  /** The uid and version a delete is judged at. */
+  const preconditionsOf = async (name: string) => {
+    const meta = JSON.parse(
+      await kubectl(['-n', namespace, 'get', 'pod', name, '-o', 'jsonpath={.metadata}']),
+    ) as { uid: string; resourceVersion: string };
+    return { uid: meta.uid, resourceVersion: meta.resourceVersion };
+  };
+
+  it('allows the controller adapter to delete one of our pods that no controller owns and that does not run', async () => {
+    await createPod('orphan', { labels: OURS, finalizers: [] });
     const kube = controllerAdapter('pod-delete');
-    expect(await kube.writer.deletePod(namespace, 'orphan', { uid: await uidOf('orphan') })).toBe('deleted');
+    expect(await kube.writer.deletePod(namespace, 'orphan', await preconditionsOf('orphan'))).toBe('deleted');
     expect(await podExists('orphan')).toBe(false);
     // Gone already: done, not an error.
-    expect(await kube.writer.deletePod(namespace, 'orphan', { uid: 'any' })).toBe('absent');
+    expect(await kube.writer.deletePod(namespace, 'orphan', { uid: 'any', resourceVersion: '1' })).toBe(
+      'absent',
+    );
   });
 
-  it('refuses the controller a pod its Job still owns, and a pod that is not ours', async () => {
-    // A real Job (suspended: no pod of its own) as the owner, so the garbage collector keeps the pod.
+  it('a pod changed since it was read is not deleted (Conflict): it is judged again', async () => {
+    await createPod('changed', { labels: OURS, finalizers: [] });
+    const read = await preconditionsOf('changed');
+    await kubectl(['-n', namespace, 'annotate', 'pod', 'changed', 'touched=yes']);
+    const kube = controllerAdapter('pod-delete-changed');
+    await expect(kube.writer.deletePod(namespace, 'changed', read)).rejects.toThrow(/Conflict|409/);
+    expect(await podExists('changed')).toBe(true);
+  });
+
+  it('refuses the controller a pod its Job controls, a pod that is not ours, and one of ours that runs', async () => {
+    // A real Job (suspended: no pod of its own) as the controller, so the garbage collector keeps the pod.
     await kubectl(
       ['apply', '-f', '-'],
       JSON.stringify({
@@ -211,13 +229,28 @@ describe('controller pod deletes (ValidatingAdmissionPolicy)', () => {
     );
     const jobUid = await kubectl(['-n', namespace, 'get', 'job', 'owner', '-o', 'jsonpath={.metadata.uid}']);
     await createPod('owned', {
+      labels: OURS,
       finalizers: [],
-      ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: 'owner', uid: jobUid }],
+      ownerReferences: [
+        { apiVersion: 'batch/v1', kind: 'Job', name: 'owner', uid: jobUid, controller: true },
+      ],
     });
     await createPod('not-ours', { labels: { app: 'web' }, finalizers: [] });
+    await createPod('running', { labels: OURS, finalizers: [] });
+    await kubectl([
+      '-n',
+      namespace,
+      'patch',
+      'pod',
+      'running',
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status: { phase: 'Running' } }),
+    ]);
     const kube = controllerAdapter('pod-delete-refused');
-    for (const name of ['owned', 'not-ours']) {
-      await expect(kube.writer.deletePod(namespace, name, { uid: await uidOf(name) })).rejects.toThrow(
+    for (const name of ['owned', 'not-ours', 'running']) {
+      await expect(kube.writer.deletePod(namespace, name, await preconditionsOf(name))).rejects.toThrow(
         /captf-controller-pod-deletes/,
       );
       expect(await podExists(name)).toBe(true);

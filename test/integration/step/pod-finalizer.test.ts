@@ -57,6 +57,26 @@ async function readSecret(name: string): Promise<V1Secret | undefined> {
   return env.core.readNamespacedSecret({ namespace: env.namespace, name }).catch(() => undefined);
 }
 
+/**
+ * Deletes the Job as a client that sets no propagation policy does (batch/v1 orphans), and waits until the
+ * garbage collector took the Job's owner reference off its pod and then let the Job go.
+ */
+async function deleteOrphaning(job: string, pod: string): Promise<void> {
+  await env.batch.deleteNamespacedJob({ namespace: env.namespace, name: job, propagationPolicy: 'Orphan' });
+  await eventually(
+    () => readPod(pod),
+    (read) => read !== undefined && (read.metadata?.ownerReferences ?? []).length === 0,
+    30_000,
+    `pod ${pod} orphaned`,
+  );
+  await eventually(
+    () => env.batch.readNamespacedJob({ namespace: env.namespace, name: job }).catch(() => undefined),
+    (read) => read === undefined,
+    30_000,
+    `Job ${job} gone`,
+  );
+}
+
 async function podGone(name: string): Promise<void> {
   await eventually(
     () => readPod(name),
@@ -265,13 +285,7 @@ describe('pod result finalizer', () => {
     });
     await runPod(env, pod);
     expect(await readSecret(runSecretName(job))).toBeDefined();
-    await env.batch.deleteNamespacedJob({ namespace: env.namespace, name: job, propagationPolicy: 'Orphan' });
-    await eventually(
-      () => readPod(name),
-      (read) => read !== undefined && (read.metadata?.ownerReferences ?? []).length === 0,
-      30_000,
-      `pod ${name} orphaned`,
-    );
+    await deleteOrphaning(job, name);
     // The garbage collector orphaned the per-run Secret too: nothing would ever delete it.
     expect((await readSecret(runSecretName(job)))?.metadata?.ownerReferences ?? []).toEqual([]);
 
@@ -291,18 +305,26 @@ describe('pod result finalizer', () => {
     expect((await podOf(env, retried.job ?? '')).spec?.activeDeadlineSeconds).toBe(3600);
   });
 
+  it('C13 by another client: a finished Job deleted with orphaning before its bookkeeping: one step records the lost run and deletes its Secret and its held pod, then the retry starts', async () => {
+    const { ref, job } = await startedObject(env, 'TerraformMachine', 'm-orphaned-ended');
+    const name = (await podOf(env, job)).metadata?.name ?? '';
+    await finishJob(env, job, { exitCode: 0, result: result('apply', 'succeeded') });
+    await deleteOrphaning(job, name);
+    expect((await readPod(name))?.metadata?.finalizers).toContain(POD_RESULT_FINALIZER);
+
+    const retried = await env.step()(ref);
+    expect(retried).toMatchObject({ action: 'created' });
+    expect(retried.job).not.toBe(job);
+    expect(await readSecret(runSecretName(job))).toBeUndefined();
+    await podGone(name);
+  });
+
   it('C13 by another client: the sweep deletes an ended pod a bookkept Job deleted with orphaning left', async () => {
     const { ref, job } = await startedObject(env, 'TerraformMachine', 'm-orphaned-late');
     const name = (await podOf(env, job)).metadata?.name ?? '';
     await finishJob(env, job, { exitCode: 0, result: result('apply', 'succeeded') });
     expect(await env.step()(ref)).toMatchObject({ action: 'bookkept', reason: 'ApplySucceeded' });
-    await env.batch.deleteNamespacedJob({ namespace: env.namespace, name: job, propagationPolicy: 'Orphan' });
-    await eventually(
-      () => readPod(name),
-      (read) => read !== undefined && (read.metadata?.ownerReferences ?? []).length === 0,
-      30_000,
-      `pod ${name} orphaned`,
-    );
+    await deleteOrphaning(job, name);
     expect(await sweepNamespace()).toMatchObject({ state: 'ran', podsReleased: 1, podsDeleted: 1 });
     await podGone(name);
   });

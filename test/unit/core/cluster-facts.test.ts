@@ -35,7 +35,10 @@ describe('cachedFactsSuffice', () => {
     { name: 'a prune', change: { prune: [{}] as never } },
     { name: 'a pod released', change: { releasePods: ['p'] } },
     { name: "a lost run's Secret deleted", change: { lostRunSecrets: ['s'] } },
-    { name: 'an orphaned pod deleted', change: { deletePods: [{ name: 'p', uid: 'u' }] } },
+    {
+      name: 'an orphaned pod deleted',
+      change: { deletePods: [{ name: 'p', uid: 'u', resourceVersion: '1' }] },
+    },
     { name: 'the block-move annotation', change: { blockMove: 'remove' as never } },
     {
       name: 'a bookkeeping that writes a contract field into the spec',

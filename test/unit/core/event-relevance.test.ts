@@ -80,6 +80,17 @@ describe('podEventVerdict', () => {
       reason: 'PodUneventful',
     });
   });
+  it('an orphaned pod of ours that no longer runs starts a step (its Job was deleted with orphaning); running, it does not', () => {
+    const orphan = (phase: string) =>
+      pod({ uid: 'pod-uid', labels: { [LABELS.managed]: 'true', [LABELS.ownerUid]: 'u1' } }, { phase });
+    expect(podEventVerdict('update', orphan('Succeeded'))).toEqual({ matters: true });
+    expect(podEventVerdict('update', orphan('Failed'))).toEqual({ matters: true });
+    expect(podEventVerdict('update', orphan('Running'))).toEqual({ matters: false, reason: 'PodUneventful' });
+    // The same pod its Job still controls: its end reaches the step through the Job's event.
+    const owned = orphan('Succeeded');
+    owned.metadata.ownerReferences = [{ kind: 'Job', name: 'j', uid: 'j1', controller: true }];
+    expect(podEventVerdict('update', owned)).toEqual({ matters: false, reason: 'PodUneventful' });
+  });
   it('a pod that is gone starts a step: it may end a wait for an earlier attempt whose Job was deleted', () => {
     expect(podEventVerdict('delete', pod({}, { phase: 'Failed' }))).toEqual({ matters: true });
     expect(podEventVerdict('delete', pod({}, { phase: 'Running' }))).toEqual({ matters: true });

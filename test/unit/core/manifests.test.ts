@@ -72,10 +72,15 @@ describe('buildJobManifest: DESIGN.md section 9', () => {
     );
   });
 
-  it('S9.shape backoffLimit 0, restartPolicy Never, no TTL, deadline from the spec, grace 600', () => {
+  it('S9.shape backoffLimit 0, restartPolicy Never, no TTL, deadline from the spec (the Job and its pod), grace 600', () => {
     expect(manifest.spec).toMatchObject({ backoffLimit: 0, activeDeadlineSeconds: 3600 });
     expect(manifest.spec).not.toHaveProperty('ttlSecondsAfterFinished');
-    expect(pod).toMatchObject({ restartPolicy: 'Never', terminationGracePeriodSeconds: 600 });
+    // The pod's own deadline ends a pod its Job's orphaning delete left running (DESIGN.md section 7).
+    expect(pod).toMatchObject({
+      restartPolicy: 'Never',
+      activeDeadlineSeconds: 3600,
+      terminationGracePeriodSeconds: 600,
+    });
   });
 
   it('S9.containers: init `runner` copies into /captf/bin; `source` runs the runner with --op; termination messages from File', () => {

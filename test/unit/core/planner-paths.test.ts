@@ -88,7 +88,16 @@ function orphanPod(name: string, phase: string, node = true): PodView {
   const view = pod(name, phase === 'Running' ? { running: true } : { exitCode: 0 }, { phase });
   return {
     ...view,
-    metadata: { ...view.metadata, uid: `uid-${name}` },
+    metadata: {
+      ...view.metadata,
+      uid: `uid-${name}`,
+      resourceVersion: '9',
+      labels: {
+        'captf.io/managed': 'true',
+        'captf.io/owner-uid': 'uid-m-web',
+        'batch.kubernetes.io/controller-uid': JOB_UID,
+      },
+    },
     ...(node ? { spec: { nodeName: 'n1' } } : {}),
   };
 }
@@ -776,7 +785,7 @@ const rows: Row[] = [
   {
     id: 'P45c',
     step: '7 API guard',
-    name: 'an orphaned pod that ended is deleted by the start that finds it; one no node took is deleted and waited for',
+    name: 'an orphaned pod that ended is deleted by the start that finds it; one never started is deleted and waited for',
     facts: () =>
       planFacts(
         {
@@ -796,10 +805,28 @@ const rows: Row[] = [
       reason: 'WaitingForPreviousAttempt',
       check: (plan) => {
         expect(plan.deletePods).toEqual([
-          { name: 'p-ended', uid: 'uid-p-ended' },
-          { name: 'p-unbound', uid: 'uid-p-unbound' },
+          { name: 'p-ended', uid: 'uid-p-ended', resourceVersion: '9' },
+          { name: 'p-unbound', uid: 'uid-p-unbound', resourceVersion: '9' },
         ]);
         expect(plan.lostRunSecrets).toEqual([]);
+      },
+    },
+  },
+  {
+    id: 'P45e',
+    step: '3 bookkeep',
+    name: 'a finished Job deleted with orphaning, still listed: its result is read from the orphaned pod, which stays until the Job goes',
+    facts: () => {
+      const owned = succeededPod();
+      const orphaned = { ...owned, metadata: { ...orphanPod('p1', 'Succeeded').metadata } };
+      return planFacts(finished(), { pods: [orphaned] });
+    },
+    want: {
+      move: 'rest',
+      reason: 'ApplySucceeded',
+      check: (plan) => {
+        expect(plan.bookkept.map((run) => run.classification.reason)).toEqual(['ApplySucceeded']);
+        expect(plan.deletePods).toEqual([]);
       },
     },
   },

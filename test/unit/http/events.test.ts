@@ -172,6 +172,16 @@ describe('POST /events: owned objects map to their owner', () => {
         namespace: 'team-a',
         uid: 'p-1',
         labels: { ...labels, 'captf.io/owner-uid': 'uid-m1' },
+        // Its Job controls it (an orphaned pod that does not run is news: src/core/orphaned-pods.ts).
+        ownerReferences: [
+          {
+            apiVersion: 'batch/v1',
+            kind: 'Job',
+            name: 'captf-m-m1-apply-a1-abcdef',
+            uid: 'j-1',
+            controller: true,
+          },
+        ],
         ...extra,
       },
     });

@@ -271,21 +271,21 @@ describe('sweep', () => {
       periodMs: 600_000,
       concurrency: 2,
     });
-    expect(report).toMatchObject({ state: 'ran', podsReleased: 1, requeued: 2 });
+    expect(report).toMatchObject({ state: 'ran', podsReleased: 1, podsDeleted: 0, requeued: 2 });
     expect(released).toEqual(['p2']);
     expect(warnings).toContain('sweep: release pod finalizer: failed');
     expect(schedule.dueAt(c('b'))).toBe(T0 + 600_000);
   });
 
-  it('orphaned pods that ended or never reached a node are deleted (a refused one is logged); a running one and the owned ones stay', async () => {
+  it('orphaned pods that ended or never started are deleted (a refused one is logged); a running one, the owned ones and those of a listed Job stay', async () => {
     const schedule = new MemorySchedule();
     const warnings: string[] = [];
     const deleted: string[] = [];
-    const ownedBy = [{ kind: 'Job', name: 'j', uid: 'uid-j' }];
+    const ownedBy = [{ kind: 'Job', name: 'j', uid: 'uid-j', controller: true }];
     const pod = (
       name: string,
       phase: string,
-      fields: { node?: string; owned?: boolean; deleting?: boolean } = {},
+      fields: { node?: string; owned?: boolean; deleting?: boolean; jobUid?: string } = {},
     ): SweptPod => ({
       namespace: 'ns',
       name,
@@ -293,6 +293,12 @@ describe('sweep', () => {
         metadata: {
           name,
           uid: `uid-${name}`,
+          resourceVersion: '7',
+          labels: {
+            'captf.io/managed': 'true',
+            'captf.io/owner-uid': 'uid-object',
+            'batch.kubernetes.io/controller-uid': fields.jobUid ?? 'uid-gone',
+          },
           ...(fields.owned ? { ownerReferences: ownedBy } : {}),
           ...(fields.deleting ? { deletionTimestamp: '2026-11-29T12:05:00Z' } : {}),
         },
@@ -303,15 +309,17 @@ describe('sweep', () => {
     const report = await runSweepIfDue({
       lease: lease(false),
       holder: 'i1',
-      listers: listers(),
+      listers: listers({ listJobs: async () => [{ ...job('j1', 'a', true, true), uid: 'uid-listed' }] }),
       pods: {
         listPods: async () => [
           pod('ended', 'Succeeded', { node: 'n1' }),
           pod('failed-refused', 'Failed', { node: 'n1' }),
           pod('never-scheduled', 'Pending'),
+          pod('gone-already', 'Succeeded', { node: 'n1' }),
           pod('running', 'Running', { node: 'n1' }),
           pod('going', 'Failed', { node: 'n1', deleting: true }),
           pod('owned-ended', 'Succeeded', { node: 'n1', owned: true }),
+          pod('of-a-listed-job', 'Succeeded', { node: 'n1', jobUid: 'uid-listed' }),
         ],
         releasePod: async () => {
           throw new Error('no pod here holds our finalizer');
@@ -319,6 +327,8 @@ describe('sweep', () => {
         deletePod: async (swept) => {
           if (swept.name === 'failed-refused') throw new Error('delete pods: Forbidden');
           deleted.push(`${swept.name}@${swept.view.metadata.uid}`);
+          // Gone already: not counted.
+          return swept.name !== 'gone-already';
         },
       },
       settle: memorySettle(recordingStep().step, schedule),
@@ -330,7 +340,11 @@ describe('sweep', () => {
       concurrency: 2,
     });
     expect(report).toMatchObject({ state: 'ran', podsReleased: 0, podsDeleted: 2 });
-    expect(deleted).toEqual(['ended@uid-ended', 'never-scheduled@uid-never-scheduled']);
+    expect(deleted).toEqual([
+      'ended@uid-ended',
+      'never-scheduled@uid-never-scheduled',
+      'gone-already@uid-gone-already',
+    ]);
     expect(warnings).toEqual(['sweep: delete orphaned pod: failed']);
   });
 
