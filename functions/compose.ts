@@ -3,7 +3,7 @@ import type { V1Job, V1ObjectMeta } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Clock } from '../src/adapters/clock.ts';
 import type { KubeAdapter } from '../src/adapters/kube/adapter.ts';
-import { KUBE_ERROR_TABLE, KubeError } from '../src/adapters/kube/errors.ts';
+import { isKubeError, KUBE_ERROR_TABLE, KubeError } from '../src/adapters/kube/errors.ts';
 import type { RedisAdapter } from '../src/adapters/redis/adapter.ts';
 import { EVENT_SEEN_TTL_SECONDS, type VersionMark } from '../src/adapters/redis/event-dedupe.ts';
 import type { Unknown } from '../src/adapters/redis/unknown.ts';
@@ -426,10 +426,16 @@ export function sweepPodsOf(kube: KubeAdapter, watched: WatchNamespaces = ALL_NA
     },
     async deletePod(pod) {
       const { uid = '', resourceVersion = '' } = pod.view.metadata;
-      const deleted = await kubeRead(() =>
-        writer.deletePod(pod.namespace, pod.name, { uid, resourceVersion }),
-      );
-      return deleted === 'deleted';
+      try {
+        const deleted = await kubeRead(() =>
+          writer.deletePod(pod.namespace, pod.name, { uid, resourceVersion }),
+        );
+        return deleted === 'deleted';
+      } catch (error) {
+        // Changed since the list (a step released or deleted it, the kubelet wrote): judged again next time.
+        if (isKubeError(error, 'Conflict')) return false;
+        throw error;
+      }
     },
   };
 }

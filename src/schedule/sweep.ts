@@ -70,7 +70,7 @@ export interface SweepPods {
   releasePod(pod: SweptPod): Promise<void>;
   /**
    * Deletes one orphaned pod, that incarnation at the version listed only; true when it deleted it, false
-   * when it was gone already.
+   * when it was gone already or changed since the list (judged again at the next sweep).
    */
   deletePod(pod: SweptPod): Promise<boolean>;
 }

@@ -32,8 +32,8 @@ import { secretOf } from '../secret-event.ts';
 /**
  * `POST /events` (DESIGN.md section 13): one ApiServerSource CloudEvent → at most one step for the object it
  * is about. An event's copy (Resource mode) may only say there is nothing to do, never what to do: a Job
- * that is still running or already bookkept, a pod that neither holds our finalizer while being deleted nor
- * cannot start, and a version of our object that is stale, a duplicate or unchanged against the newest one
+ * that is still running or already bookkept, a pod that neither holds our finalizer while being deleted, nor
+ * cannot start, nor was left by a Job deleted with orphaning and no longer runs, and a version of our object that is stale, a duplicate or unchanged against the newest one
  * handled (src/core/event-relevance.ts) are answered without a step and without a read; a reference-mode
  * event about our kinds costs one GET for the same judgement, one about a Job or pod the owner lookup's GET.
  * After a step, the version the step left is remembered too, so the events its own writes cause (and the

@@ -85,6 +85,7 @@ describe('podEventVerdict', () => {
       pod({ uid: 'pod-uid', labels: { [LABELS.managed]: 'true', [LABELS.ownerUid]: 'u1' } }, { phase });
     expect(podEventVerdict('update', orphan('Succeeded'))).toEqual({ matters: true });
     expect(podEventVerdict('update', orphan('Failed'))).toEqual({ matters: true });
+    expect(podEventVerdict('update', orphan('Pending'))).toEqual({ matters: true });
     expect(podEventVerdict('update', orphan('Running'))).toEqual({ matters: false, reason: 'PodUneventful' });
     // The same pod its Job still controls: its end reaches the step through the Job's event.
     const owned = orphan('Succeeded');
