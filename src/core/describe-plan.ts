@@ -40,6 +40,10 @@ export function describePlan(plan: StepPlan, snap: Snapshot): StepOutcome {
       `would record ${plan.bookkept.map((run) => `${run.record.name} as ${run.classification.reason}`).join(', ')}`,
     );
   if (plan.prune.length > 0) parts.push(`would prune ${plan.prune.map((job) => job.name).join(', ')}`);
+  if (plan.lostRunSecrets.length > 0)
+    parts.push(`would delete the lost run's per-run Secret ${plan.lostRunSecrets.join(', ')}`);
+  if (plan.deletePods.length > 0)
+    parts.push(`would delete the orphaned pod(s) ${plan.deletePods.map((pod) => pod.name).join(', ')}`);
   parts.push(plan.status === undefined ? 'no status change' : 'would write the status');
   parts.push(moveSentence(plan));
   const { observed: _observed, ...outcome } = plan.outcome;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DELETE_FOR_MOVE_ANNOTATION } from '../../../src/core/block-move.ts';
+import { describePlan } from '../../../src/core/describe-plan.ts';
 import { runSecretName } from '../../../src/core/names.ts';
 import { heldOutcome } from '../../../src/core/planner/start.ts';
 import { planStep } from '../../../src/core/planner.ts';
@@ -764,6 +765,10 @@ const rows: Row[] = [
         expect(plan.lostRunSecrets).toEqual([runSecretName(JOB)]);
         expect(plan.events.map((e) => e.reason)).toEqual(['JobInterrupted']);
         expect(plan.deletePods).toEqual([]);
+        // A dry run says so (DESIGN.md section 13).
+        expect(describePlan(plan, lostActive()).message).toContain(
+          `would delete the lost run's per-run Secret ${runSecretName(JOB)}`,
+        );
       },
     },
   },
@@ -808,6 +813,9 @@ const rows: Row[] = [
           { name: 'p-ended', uid: 'uid-p-ended', resourceVersion: '9' },
           { name: 'p-unbound', uid: 'uid-p-unbound', resourceVersion: '9' },
         ]);
+        expect(describePlan(plan, snapshot()).message).toContain(
+          'would delete the orphaned pod(s) p-ended, p-unbound',
+        );
         expect(plan.lostRunSecrets).toEqual([]);
       },
     },
