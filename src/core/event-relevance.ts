@@ -3,7 +3,7 @@ import { canonicalJson } from './canonical-json.ts';
 import { podPullFailure } from './classify.ts';
 import { finishedCondition } from './job-conditions.ts';
 import { ANNOTATIONS, LABELS } from './job-labels.ts';
-import { orphanedPodsToDelete } from './orphaned-pods.ts';
+import { isOrphanToDelete } from './orphaned-pods.ts';
 import { heldPodOf } from './pod-release.ts';
 import type { JobView, PodView } from './views.ts';
 
@@ -52,7 +52,7 @@ const CONFIG_ERROR = 'CreateContainerConfigError';
  */
 export function podEventVerdict(verb: 'add' | 'update' | 'delete', pod: PodView): OwnedEventVerdict {
   if (verb === 'delete') return { matters: true };
-  if (orphanedPodsToDelete([pod], NO_JOBS).length > 0) return { matters: true };
+  if (isOrphanToDelete(pod, NO_JOBS)) return { matters: true };
   if (heldPodOf(pod.metadata) !== undefined) return { matters: true };
   if (podPullFailure(pod) !== undefined) return { matters: true };
   const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];

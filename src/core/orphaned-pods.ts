@@ -42,7 +42,7 @@ export function isOrphanedPod(pod: Pick<PodView, 'metadata'>): boolean {
 const NOT_RUNNING_PHASES: ReadonlySet<string> = new Set(['Pending', 'Succeeded', 'Failed']);
 
 /**
- * The orphaned pods to delete, in input order: those whose `source` container does not run (phase Pending:
+ * Whether the pod is an orphaned pod to delete: one whose `source` container does not run (phase Pending:
  * it never started, whether or not a node took the pod, and a pod left Pending would still start, a run
  * nobody watches, or stay Pending for ever once its per-run Secret went; Succeeded or Failed: it ended),
  * unless being deleted already, read without a UID, or made by a Job still listed (`listedJobUids`): that
@@ -51,18 +51,21 @@ const NOT_RUNNING_PHASES: ReadonlySet<string> = new Set(['Pending', 'Succeeded',
  * waits for it (section 5 step 7), and its own deadline (the Job's, which the pod template carries,
  * src/core/job-manifest.ts) ends it now that the Job that would have is gone.
  */
+export function isOrphanToDelete(pod: PodView, listedJobUids: ReadonlySet<string>): boolean {
+  const jobUid = jobUidLabelOf(pod);
+  return (
+    isOrphanedPod(pod) &&
+    pod.metadata.uid !== undefined &&
+    pod.metadata.deletionTimestamp === undefined &&
+    !(jobUid !== undefined && listedJobUids.has(jobUid)) &&
+    NOT_RUNNING_PHASES.has(pod.status?.phase ?? 'Pending')
+  );
+}
+
+/** The pods {@link isOrphanToDelete} deletes, in input order. */
 export function orphanedPodsToDelete<P extends PodView>(
   pods: readonly P[],
   listedJobUids: ReadonlySet<string>,
 ): P[] {
-  return pods.filter((pod) => {
-    const jobUid = jobUidLabelOf(pod);
-    return (
-      isOrphanedPod(pod) &&
-      pod.metadata.uid !== undefined &&
-      pod.metadata.deletionTimestamp === undefined &&
-      !(jobUid !== undefined && listedJobUids.has(jobUid)) &&
-      NOT_RUNNING_PHASES.has(pod.status?.phase ?? 'Pending')
-    );
-  });
+  return pods.filter((pod) => isOrphanToDelete(pod, listedJobUids));
 }

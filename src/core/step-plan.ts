@@ -264,7 +264,10 @@ export interface StepPlan {
    * without the owner reference the garbage collector deletes it by (src/core/orphaned-pods.ts).
    */
   lostRunSecrets: string[];
-  /** Orphaned pods that no longer run, deleted after the releases (src/core/orphaned-pods.ts). */
+  /**
+   * Orphaned pods that no longer run (src/core/orphaned-pods.ts), deleted before the releases: each delete
+   * goes under the version read, which a release would move on.
+   */
   deletePods: PodRef[];
   move: Move;
   /**

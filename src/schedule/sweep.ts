@@ -1,6 +1,6 @@
 import type { BaseLogger } from 'pino';
 import { type ObjectRef, refKey } from '../core/object-ref.ts';
-import { orphanedPodsToDelete } from '../core/orphaned-pods.ts';
+import { isOrphanToDelete } from '../core/orphaned-pods.ts';
 import { podsToRelease } from '../core/pod-release.ts';
 import type { PodView } from '../core/views.ts';
 import type { EventDedupe, ObjectVersion, RequeueSchedule } from '../settle/ports.ts';
@@ -228,10 +228,7 @@ async function sweep(deps: SweepDeps): Promise<SweepReport> {
   // orphan still held by our finalizer then goes with its release). A pod whose Job is still listed waits
   // for that Job's bookkeeping (src/core/orphaned-pods.ts).
   const listedJobUids = new Set(jobs.flatMap((job) => (job.uid === undefined ? [] : [job.uid])));
-  const orphans = orphanedPodsToDelete(
-    pods.map((pod) => ({ ...pod.view, swept: pod })),
-    listedJobUids,
-  ).map((view) => view.swept);
+  const orphans = pods.filter((pod) => isOrphanToDelete(pod.view, listedJobUids));
   const podsDeleted = await eachCounted(
     deps,
     orphans,

@@ -28,3 +28,15 @@ export async function parkedNode(core: CoreV1Api): Promise<string> {
   }
   return PARKED_NODE;
 }
+
+/**
+ * Binds the pod `name` in `namespace` to the parked Node, as the scheduler would: a bound pod counts as
+ * running on a node (it is waited for, and a deletion of it stays Terminating until the test ends it).
+ */
+export async function bindToParkedNode(core: CoreV1Api, namespace: string, name: string): Promise<void> {
+  await core.createNamespacedPodBinding({
+    namespace,
+    name,
+    body: { metadata: { name }, target: { kind: 'Node', name: await parkedNode(core) } },
+  });
+}

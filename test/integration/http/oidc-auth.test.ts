@@ -2,7 +2,6 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { KubeConfig } from '@kubernetes/client-node';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { composeAppDeps } from '../../../functions/compose.ts';
@@ -13,6 +12,7 @@ import { readConfig } from '../../../src/config.ts';
 import { buildApp } from '../../../src/http/app.ts';
 import { createLogger } from '../../../src/http/logger.ts';
 import type { ReconcileStep } from '../../../src/step/contract.ts';
+import { CONTROLLER_USER, controllerAdapter, impersonatedKubeConfig } from '../../env/impersonation.ts';
 import { testStack } from '../../env/index.ts';
 
 // Issue 16 item 5: the handlers accept the audience-bound ServiceAccount tokens Knative sources send,
@@ -25,27 +25,11 @@ const AUDIENCE = 'captf.captf-system';
 const SOURCE_SA = 'captf-objects-oidc-sources.knative.dev-apiserversource';
 const OTHER_SA = `other-${randomBytes(3).toString('hex')}`;
 const STATIC = randomBytes(24).toString('hex');
-const CONTROLLER = 'system:serviceaccount:captf-system:captf-controller';
 
 const kubectl = async (args: string[]) =>
   (await run(testStack().kubectlPath, ['--kubeconfig', testStack().kubeconfigPath, ...args])).stdout.trim();
 const mint = (sa: string, audience: string) =>
   kubectl(['-n', 'captf-system', 'create', 'token', sa, '--audience', audience, '--duration', '10m']);
-
-/** The admin kubeconfig impersonating `user`, optionally aimed at another server. */
-function kubeConfigAs(user: string, server?: string): KubeConfig {
-  const admin = new KubeConfig();
-  admin.loadFromFile(testStack().kubeconfigPath);
-  const cluster = admin.getCurrentCluster();
-  const current = admin.getCurrentUser();
-  if (cluster === null || current === null) throw new Error('kubeconfig: no current cluster or user');
-  const kc = new KubeConfig();
-  kc.loadFromClusterAndUser(
-    { ...cluster, ...(server ? { server } : {}) },
-    { ...current, impersonateUser: user },
-  );
-  return kc;
-}
 
 let redis: RedisAdapter;
 const apps: FastifyInstance[] = [];
@@ -110,13 +94,7 @@ beforeAll(async () => {
     keyPrefix: `oidc-${randomBytes(3).toString('hex')}`,
   });
   await redis.waitUntilReady(5000);
-  app = appWith(
-    createKubeAdapter({
-      source: { kind: 'loaded', config: kubeConfigAs(CONTROLLER) },
-      clock: systemClock,
-      reporter: { controller: 'captf.io/test', instance: 'oidc' },
-    }),
-  );
+  app = appWith(controllerAdapter('oidc'));
 }, 60_000);
 
 afterAll(async () => {
@@ -158,7 +136,7 @@ describe('handlers auth on the real API server', () => {
   it('the TokenReview cannot be made (API server down): 503 with Retry-After', async () => {
     const down = appWith(
       createKubeAdapter({
-        source: { kind: 'loaded', config: kubeConfigAs(CONTROLLER, 'https://127.0.0.1:1') },
+        source: { kind: 'loaded', config: impersonatedKubeConfig(CONTROLLER_USER, 'https://127.0.0.1:1') },
         clock: systemClock,
         reporter: { controller: 'captf.io/test', instance: 'oidc-down' },
         requestTimeoutMs: 2000,

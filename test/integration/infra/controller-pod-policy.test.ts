@@ -3,11 +3,9 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { KubeConfig } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../../../src/adapters/clock.ts';
-import { createKubeAdapter } from '../../../src/adapters/kube/adapter.ts';
 import { POD_RESULT_FINALIZER } from '../../../src/core/job-labels.ts';
+import { CONTROLLER_USER, controllerAdapter } from '../../env/impersonation.ts';
 import { testStack } from '../../env/index.ts';
 
 // Issue 16 item 4: infra/admission/controller-pod-policy.yaml on the real API server. The controller's
@@ -17,7 +15,6 @@ import { testStack } from '../../env/index.ts';
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..', '..');
 const namespace = `podpolicy-${randomBytes(3).toString('hex')}`;
-const CONTROLLER = 'system:serviceaccount:captf-system:captf-controller';
 const OTHER_FINALIZER = 'example.com/keep';
 /** The labels of one of our Job pods (src/core/job-labels.ts). */
 const OURS = { 'captf.io/managed': 'true', 'captf.io/owner-uid': 'uid-of-its-object' };
@@ -31,7 +28,7 @@ async function kubectl(args: string[], input?: string): Promise<string> {
 /** Runs kubectl as the controller and returns its error text, or '' when it succeeded. */
 async function asControllerError(args: string[]): Promise<string> {
   try {
-    await kubectl(['--as', CONTROLLER, '-n', namespace, ...args]);
+    await kubectl(['--as', CONTROLLER_USER, '-n', namespace, ...args]);
     return '';
   } catch (error) {
     return String((error as { stderr?: string }).stderr ?? error);
@@ -104,22 +101,6 @@ async function deletePolicyEnforced(): Promise<void> {
     await sleep(500);
   }
   throw new Error('controller pod delete policy: not enforced within 60 s');
-}
-
-/** The controller's adapter, its requests made as the controller's ServiceAccount. */
-function controllerAdapter(instance: string) {
-  const admin = new KubeConfig();
-  admin.loadFromFile(testStack().kubeconfigPath);
-  const cluster = admin.getCurrentCluster();
-  const user = admin.getCurrentUser();
-  if (cluster === null || user === null) throw new Error('kubeconfig: no current cluster or user');
-  const kc = new KubeConfig();
-  kc.loadFromClusterAndUser(cluster, { ...user, impersonateUser: CONTROLLER });
-  return createKubeAdapter({
-    source: { kind: 'loaded', config: kc },
-    clock: systemClock,
-    reporter: { controller: 'captf.io/test', instance },
-  });
 }
 
 const podExists = async (name: string) =>

@@ -2,11 +2,9 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { composeAppDeps } from '../../../functions/compose.ts';
 import { systemClock } from '../../../src/adapters/clock.ts';
-import { createKubeAdapter } from '../../../src/adapters/kube/adapter.ts';
 import { createRedisAdapter } from '../../../src/adapters/redis/adapter.ts';
 import { readConfig } from '../../../src/config.ts';
 import { buildApp } from '../../../src/http/app.ts';
@@ -14,6 +12,7 @@ import { createLogger } from '../../../src/http/logger.ts';
 import { kubeWatchSource } from '../../../src/relay/kube-source.ts';
 import { RELAY_RESOURCES } from '../../../src/relay/resources.ts';
 import type { ReconcileStep } from '../../../src/step/contract.ts';
+import { CONTROLLER_USER, controllerAdapter, impersonatedKubeConfig } from '../../env/impersonation.ts';
 import { testStack } from '../../env/index.ts';
 
 // The shipped ClusterRoles against the real API server's authorizer: enough for what the handlers' wiring
@@ -21,7 +20,6 @@ import { testStack } from '../../env/index.ts';
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..', '..');
-const CONTROLLER = 'system:serviceaccount:captf-system:captf-controller';
 const EVENT_SOURCE = 'system:serviceaccount:captf-system:captf-event-source';
 const SECRET_EVENTS = 'system:serviceaccount:captf-system:captf-secret-events';
 
@@ -56,17 +54,6 @@ async function canI(user: string, verb: string, resource: string, namespace = 'd
   const child = kubectl(['create', '-f', '-', '-o', 'jsonpath={.status.allowed}']);
   child.child.stdin?.end(JSON.stringify(review));
   return (await child).stdout.trim() === 'true';
-}
-
-function impersonating(user: string): KubeConfig {
-  const admin = new KubeConfig();
-  admin.loadFromFile(testStack().kubeconfigPath);
-  const cluster = admin.getCurrentCluster();
-  const current = admin.getCurrentUser();
-  if (cluster === null || current === null) throw new Error('kubeconfig: no current cluster or user');
-  const kc = new KubeConfig();
-  kc.loadFromClusterAndUser(cluster, { ...current, impersonateUser: user });
-  return kc;
 }
 
 beforeAll(async () => {
@@ -247,14 +234,14 @@ describe('controller ClusterRole', () => {
     },
   ];
   it.each(allowed)('$id may $name', async ({ verb, resource }) => {
-    expect(await canI(CONTROLLER, verb, resource)).toBe(true);
+    expect(await canI(CONTROLLER_USER, verb, resource)).toBe(true);
   });
   it.each(denied)('$id may not $name', async ({ verb, resource }) => {
-    expect(await canI(CONTROLLER, verb, resource)).toBe(false);
+    expect(await canI(CONTROLLER_USER, verb, resource)).toBe(false);
   });
   it('no-secret-list-cluster: may not list Secrets cluster-wide (issue 16)', async () => {
-    expect(await canI(CONTROLLER, 'list', 'secrets', '')).toBe(false);
-    expect(await canI(CONTROLLER, 'list', 'pods', '')).toBe(true);
+    expect(await canI(CONTROLLER_USER, 'list', 'secrets', '')).toBe(false);
+    expect(await canI(CONTROLLER_USER, 'list', 'pods', '')).toBe(true);
   });
 
   it('the handlers wiring (sweep lists, owner reads, readiness) works bound only to it', async () => {
@@ -277,11 +264,7 @@ describe('controller ClusterRole', () => {
       keyPrefix: `rbac-${randomBytes(3).toString('hex')}`,
     });
     await redis.waitUntilReady(5000);
-    const kube = createKubeAdapter({
-      source: { kind: 'loaded', config: impersonating(CONTROLLER) },
-      clock: systemClock,
-      reporter: { controller: 'captf.io/test', instance: 'rbac' },
-    });
+    const kube = controllerAdapter('rbac');
     const step: ReconcileStep = async (ref) => ({
       ref,
       action: 'none',
@@ -326,7 +309,7 @@ describe('controller ClusterRole', () => {
 
 describe('event-source ClusterRole (ApiServerSource and the relay)', () => {
   it('lists every resource the relay and the ApiServerSource watch', async () => {
-    const source = kubeWatchSource(impersonating(EVENT_SOURCE));
+    const source = kubeWatchSource(impersonatedKubeConfig(EVENT_SOURCE));
     for (const resource of RELAY_RESOURCES) {
       // A CRD applied moments ago may answer 429 "storage is (re)initializing" for a second.
       let listed: { resourceVersion: string } | undefined;

@@ -4,14 +4,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { systemClock } from '../../../src/adapters/clock.ts';
-import { createKubeAdapter } from '../../../src/adapters/kube/adapter.ts';
 import { FINALIZER } from '../../../src/core/preamble.ts';
 import { API_VERSION } from '../../../src/schemas/kinds/api-group.ts';
 import type { TerraformRunPolicySpec } from '../../../src/schemas/kinds/terraform-run-policy.ts';
+import { CONTROLLER_USER, controllerAdapter } from '../../env/impersonation.ts';
 import { testStack } from '../../env/index.ts';
 
 // Issue 16 item 2 on the real API server: infra/admission/run-policy.yaml bounds, per namespace, the module
@@ -34,7 +32,6 @@ const NS = {
   deny: `runpol-deny-${suffix}`,
 };
 const DENY_BINDING = `captf-run-policy-deny-${suffix}`;
-const CONTROLLER = 'system:serviceaccount:captf-system:captf-controller';
 /** May write our kinds and every ConfigMap in NS.a, as a team's own role would let it. */
 const TENANT = 'tenant';
 
@@ -90,22 +87,6 @@ async function stored(resource: string, namespace: string, name: string) {
     spec: Record<string, unknown> & { source: { image: string } };
     status?: Record<string, unknown>;
   };
-}
-
-/** The controller's own Kubernetes adapter, acting as its ServiceAccount (bound by infra/rbac/controller.yaml). */
-function controllerAdapter() {
-  const admin = new KubeConfig();
-  admin.loadFromFile(testStack().kubeconfigPath);
-  const cluster = admin.getCurrentCluster();
-  const user = admin.getCurrentUser();
-  if (cluster === null || user === null) throw new Error('kubeconfig: no current cluster or user');
-  const kc = new KubeConfig();
-  kc.loadFromClusterAndUser(cluster, { ...user, impersonateUser: CONTROLLER });
-  return createKubeAdapter({
-    source: { kind: 'loaded', config: kc },
-    clock: systemClock,
-    reporter: { controller: 'captf.io/test', instance: 'run-policy' },
-  });
 }
 
 /**
@@ -419,7 +400,7 @@ describe('run policy (ValidatingAdmissionPolicy captf-run-policy)', () => {
   });
 
   it('RP22: bounding does not freeze objects admitted before: metadata, unchanged values and the controller pass; a new bad value does not', async () => {
-    const kube = controllerAdapter();
+    const kube = controllerAdapter('run-policy');
     const ref = async () => ({
       namespace: NS.tightened,
       name: 'old',
@@ -455,7 +436,7 @@ describe('run policy (ValidatingAdmissionPolicy captf-run-policy)', () => {
   });
 
   it('RP23: Deny refuses every write of our kinds in a namespace without a TerraformRunPolicy, but never a status write', async () => {
-    const kube = controllerAdapter();
+    const kube = controllerAdapter('run-policy');
     const object = await stored('terraformcluster', NS.deny, 'before-deny');
     const ref = { namespace: NS.deny, name: 'before-deny', resourceVersion: object.metadata.resourceVersion };
     // Status is the status subresource, which the policy does not match.
@@ -520,7 +501,7 @@ describe('TerraformRunPolicy: who may write it, and what it holds', () => {
         '-n',
         NS.a,
         '--as',
-        CONTROLLER,
+        CONTROLLER_USER,
       ]).catch((error: { stdout?: string }) => String(error.stdout));
       expect(answer.trim(), verb).toBe('no');
     }

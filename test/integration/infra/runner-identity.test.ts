@@ -3,15 +3,14 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { KubeConfig } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../../../src/adapters/clock.ts';
-import { createKubeAdapter, type KubeAdapter } from '../../../src/adapters/kube/adapter.ts';
+import type { KubeAdapter } from '../../../src/adapters/kube/adapter.ts';
 import { buildOutputsSecret } from '../../../src/core/outputs-secret.ts';
 import { buildRunnerIdentity, type RunnerIdentity } from '../../../src/core/runner-identity.ts';
 import { nameStateSuffix } from '../../../src/core/state-identity.ts';
 import { ensureOutputsSecret } from '../../../src/step/outputs-secret.ts';
 import { ensureRunnerIdentity } from '../../../src/step/runner-identity.ts';
+import { CONTROLLER_USER, controllerAdapter } from '../../env/impersonation.ts';
 import { testStack } from '../../env/index.ts';
 
 // Issue 16 item 3 on the real API server: the controller's ServiceAccount (impersonated, bound only to the
@@ -22,7 +21,6 @@ import { testStack } from '../../env/index.ts';
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..', '..');
 const namespace = `identity-${randomBytes(3).toString('hex')}`;
-const CONTROLLER = 'system:serviceaccount:captf-system:captf-controller';
 const GROUP = 'infrastructure.cluster.x-k8s.io';
 
 async function kubectl(args: string[], input?: string): Promise<string> {
@@ -63,21 +61,6 @@ async function allowed(user: string, verb: string, resource: string, name?: stri
     (await kubectl(['create', '-f', '-', '-o', 'jsonpath={.status.allowed}'], JSON.stringify(review))) ===
     'true'
   );
-}
-
-function controllerAdapter(): KubeAdapter {
-  const admin = new KubeConfig();
-  admin.loadFromFile(testStack().kubeconfigPath);
-  const cluster = admin.getCurrentCluster();
-  const user = admin.getCurrentUser();
-  if (cluster === null || user === null) throw new Error('kubeconfig: no current cluster or user');
-  const config = new KubeConfig();
-  config.loadFromClusterAndUser(cluster, { ...user, impersonateUser: CONTROLLER });
-  return createKubeAdapter({
-    source: { kind: 'loaded', config },
-    clock: systemClock,
-    reporter: { controller: 'captf.io/controller', instance: 'runner-identity-test' },
-  });
 }
 
 /**
@@ -125,7 +108,7 @@ beforeAll(async () => {
     await kubectl(['apply', '-f', join(root, 'infra', file)]);
   }
   await kubectl(['create', 'namespace', namespace]);
-  controller = controllerAdapter();
+  controller = controllerAdapter('runner-identity-test');
   // The policy (installed with the CRDs) takes effect once the API server compiled it: probe with a write
   // it must refuse.
   const deadline = Date.now() + 60_000;
@@ -135,7 +118,7 @@ beforeAll(async () => {
     metadata: { name: 'probe', namespace },
   });
   for (;;) {
-    const error = await errorAs(CONTROLLER, ['create', '--dry-run=server', '-f', '-'], probe);
+    const error = await errorAs(CONTROLLER_USER, ['create', '--dry-run=server', '-f', '-'], probe);
     if (error.includes('captf-controller-runner-identities')) break;
     if (Date.now() > deadline) throw new Error(`the runner identity policy is not enforced: ${error}`);
     await sleep(500);
@@ -428,7 +411,7 @@ describe('the admission policy holds the controller to runner identities', () =>
       message: 'the controller may only create a free state lock Lease',
     },
   ])('refuses $what', async ({ body, message }) => {
-    expect(await errorAs(CONTROLLER, ['create', '-f', '-'], body)).toContain(message);
+    expect(await errorAs(CONTROLLER_USER, ['create', '-f', '-'], body)).toContain(message);
   });
 
   it('lets the controller delete a state lock Lease (its state is gone, issue 23 item 3) and no other Lease', async () => {
@@ -436,10 +419,10 @@ describe('the admission policy holds the controller to runner identities', () =>
       JSON.stringify({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace } });
     await kubectl(['-n', namespace, 'create', '-f', '-'], lease('lock-tfstate-default-m-m-gone'));
     await kubectl(['-n', namespace, 'create', '-f', '-'], lease('someone-elses'));
-    expect(await errorAs(CONTROLLER, ['delete', 'lease', 'someone-elses'])).toContain(
+    expect(await errorAs(CONTROLLER_USER, ['delete', 'lease', 'someone-elses'])).toContain(
       'the controller may only create a free state lock Lease named lock-tfstate-…, and delete one',
     );
-    expect(await errorAs(CONTROLLER, ['delete', 'lease', 'lock-tfstate-default-m-m-gone'])).toBe('');
+    expect(await errorAs(CONTROLLER_USER, ['delete', 'lease', 'lock-tfstate-default-m-m-gone'])).toBe('');
   });
 
   it("admits a runner Role that also grants get of the object's state encryption key Secret (issue 25 item 3)", async () => {
@@ -452,7 +435,7 @@ describe('the admission policy holds the controller to runner identities', () =>
       },
       { apiGroups: [''], resources: ['secrets'], resourceNames: ['state-key'], verbs: ['get'] },
     ]);
-    expect(await errorAs(CONTROLLER, ['create', '-f', '-'], body)).toBe('');
+    expect(await errorAs(CONTROLLER_USER, ['create', '-f', '-'], body)).toBe('');
   });
 
   it('refuses the controller any Secret update, which it holds only to grant', async () => {
@@ -460,14 +443,19 @@ describe('the admission policy holds the controller to runner identities', () =>
       await kubectl(['-n', namespace, 'get', 'secret', 'tfstate-default-m-m-a', '-o', 'json']),
     ) as { metadata: { labels: Record<string, string> } };
     secret.metadata.labels.taken = 'yes';
-    expect(await errorAs(CONTROLLER, ['replace', '-f', '-'], JSON.stringify(secret))).toContain(
+    expect(await errorAs(CONTROLLER_USER, ['replace', '-f', '-'], JSON.stringify(secret))).toContain(
       'the controller updates no Secret',
     );
   });
 
   it('lets the controller add the clusterctl move label to a state Secret, and nothing more (issue 23 item 6)', async () => {
     const label = (name: string, labels: Record<string, string>) =>
-      errorAs(CONTROLLER, ['label', 'secret', name, ...Object.entries(labels).map(([k, v]) => `${k}=${v}`)]);
+      errorAs(CONTROLLER_USER, [
+        'label',
+        'secret',
+        name,
+        ...Object.entries(labels).map(([k, v]) => `${k}=${v}`),
+      ]);
     const move = 'clusterctl.cluster.x-k8s.io/move';
     // Another label, the move label with a value, or the move label on a Secret that is not a state: refused.
     expect(await label('tfstate-default-m-m-a', { taken: 'yes' })).toContain(
@@ -485,9 +473,9 @@ describe('the admission policy holds the controller to runner identities', () =>
     );
     expect(written.metadata?.labels).toMatchObject({ [move]: '', tfstate: 'true' });
     // Taking it away again is a change of labels too: refused.
-    expect(await errorAs(CONTROLLER, ['label', 'secret', 'tfstate-default-m-m-a', `${move}-`])).toContain(
-      'the controller updates no Secret',
-    );
+    expect(
+      await errorAs(CONTROLLER_USER, ['label', 'secret', 'tfstate-default-m-m-a', `${move}-`]),
+    ).toContain('the controller updates no Secret');
   });
 });
 
@@ -614,7 +602,7 @@ describe('the outputs Secret (issue 24 item 3)', () => {
         { apiGroups: [''], resources: ['secrets'], resourceNames: ['captf-plan-key-m-m-o'], verbs: ['get'] },
       ],
     });
-    expect(await errorAs(CONTROLLER, ['replace', '-f', '-'], body)).toContain(
+    expect(await errorAs(CONTROLLER_USER, ['replace', '-f', '-'], body)).toContain(
       "a runner identity's Role may only get and update named state Secrets",
     );
   });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parkedNode } from '../../env/parked-node.ts';
+import { bindToParkedNode, parkedNode } from '../../env/parked-node.ts';
 import {
   createStepEnv,
   endPod,
@@ -36,11 +36,7 @@ describe('runs', () => {
     const p1 = await podOf(env, job);
     const p1Name = p1.metadata?.name ?? '';
     // Bound to a node that never confirms deletion, so P1 stays Terminating like a real pod in its grace.
-    await env.core.createNamespacedPodBinding({
-      namespace: env.namespace,
-      name: p1Name,
-      body: { metadata: { name: p1Name }, target: { kind: 'Node', name: await parkedNode(env.core) } },
-    });
+    await bindToParkedNode(env.core, env.namespace, p1Name);
     await runPod(env, p1);
     const p2 = await env.core.createNamespacedPod({
       namespace: env.namespace,

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VARIABLES_SECRET_LABELS } from '../../../src/core/variables-opt-in.ts';
 import { kubectlFor } from '../../../src/local/kubectl.ts';
 import { testStack } from '../../env/index.ts';
-import { parkedNode } from '../../env/parked-node.ts';
+import { bindToParkedNode, parkedNode } from '../../env/parked-node.ts';
 import {
   containerWaiting,
   createObject,
@@ -342,11 +342,7 @@ describe('issue 10 defect classes', () => {
     const running = await startedObject(env, 'TerraformMachine', 'm-deleted-running');
     const pod = await podOf(env, running.job);
     const podName = pod.metadata?.name ?? '';
-    await env.core.createNamespacedPodBinding({
-      namespace: env.namespace,
-      name: podName,
-      body: { metadata: { name: podName }, target: { kind: 'Node', name: await parkedNode(env.core) } },
-    });
+    await bindToParkedNode(env.core, env.namespace, podName);
     await runPod(env, pod);
     await env.batch.deleteNamespacedJob({
       namespace: env.namespace,

@@ -8,7 +8,7 @@ import { namedLease } from '../../../src/schedule/single-holder-lease.ts';
 import { runSweepIfDue } from '../../../src/schedule/sweep.ts';
 import { NO_DEPENDENTS } from '../../../src/settle/ports.ts';
 import { createSettle } from '../../../src/settle/settle.ts';
-import { parkedNode } from '../../env/parked-node.ts';
+import { bindToParkedNode } from '../../env/parked-node.ts';
 import {
   createObject,
   createStepEnv,
@@ -276,13 +276,7 @@ describe('pod result finalizer', () => {
     const pod = await podOf(env, job);
     const name = pod.metadata?.name ?? '';
     // Bound to a node (the test plays its kubelet): a pod that runs is waited for, never deleted.
-    await env.core.createNamespacedBinding({
-      namespace: env.namespace,
-      body: {
-        metadata: { name },
-        target: { apiVersion: 'v1', kind: 'Node', name: await parkedNode(env.core) },
-      },
-    });
+    await bindToParkedNode(env.core, env.namespace, name);
     await runPod(env, pod);
     expect(await readSecret(runSecretName(job))).toBeDefined();
     await deleteOrphaning(job, name);

@@ -5,6 +5,7 @@ import {
   objectsNeedingBookkeeping,
   runSweepIfDue,
   type SweepListers,
+  type SweepPods,
   type SweptJob,
   type SweptObject,
   type SweptPod,
@@ -233,9 +234,27 @@ describe('sweep', () => {
     expect(schedule.dueAt(c('unversioned'))).toBe(T0 + 600_000);
   });
 
-  it('a refused pod release is logged and skipped: the other releases and every requeue still happen', async () => {
+  /** One sweep with the lease, over `pods` and `sweptListers`; what it reported, warned and scheduled. */
+  async function sweepWithPods(pods: SweepPods, sweptListers: SweepListers = listers()) {
     const schedule = new MemorySchedule();
     const warnings: string[] = [];
+    const report = await runSweepIfDue({
+      lease: lease(false),
+      holder: 'i1',
+      listers: sweptListers,
+      pods,
+      settle: memorySettle(recordingStep().step, schedule),
+      schedule,
+      dedupe: allSeen,
+      clock: () => T0,
+      logger: { ...silent, warn: (_fields: unknown, msg?: string) => void warnings.push(msg ?? '') },
+      periodMs: 600_000,
+      concurrency: 2,
+    });
+    return { report, warnings, schedule };
+  }
+
+  it('a refused pod release is logged and skipped: the other releases and every requeue still happen', async () => {
     const released: string[] = [];
     const heldBy = (name: string): SweptPod => ({
       namespace: 'ns',
@@ -249,27 +268,15 @@ describe('sweep', () => {
         },
       },
     });
-    const report = await runSweepIfDue({
-      lease: lease(false),
-      holder: 'i1',
-      listers: listers(),
-      pods: {
-        listPods: async () => [heldBy('refused'), heldBy('p2')],
-        releasePod: async (pod) => {
-          if (pod.name === 'refused') throw new Error('patch pods: Forbidden');
-          released.push(pod.name);
-        },
-        deletePod: async () => {
-          throw new Error('no pod here is orphaned');
-        },
+    const { report, warnings, schedule } = await sweepWithPods({
+      listPods: async () => [heldBy('refused'), heldBy('p2')],
+      releasePod: async (pod) => {
+        if (pod.name === 'refused') throw new Error('patch pods: Forbidden');
+        released.push(pod.name);
       },
-      settle: memorySettle(recordingStep().step, schedule),
-      schedule,
-      dedupe: allSeen,
-      clock: () => T0,
-      logger: { ...silent, warn: (_fields: unknown, msg?: string) => void warnings.push(msg ?? '') },
-      periodMs: 600_000,
-      concurrency: 2,
+      deletePod: async () => {
+        throw new Error('no pod here is orphaned');
+      },
     });
     expect(report).toMatchObject({ state: 'ran', podsReleased: 1, podsDeleted: 0, requeued: 2 });
     expect(released).toEqual(['p2']);
@@ -278,8 +285,6 @@ describe('sweep', () => {
   });
 
   it('orphaned pods that ended or never started are deleted (a refused one is logged); a running one, the owned ones and those of a listed Job stay', async () => {
-    const schedule = new MemorySchedule();
-    const warnings: string[] = [];
     const deleted: string[] = [];
     const ownedBy = [{ kind: 'Job', name: 'j', uid: 'uid-j', controller: true }];
     const pod = (
@@ -306,11 +311,8 @@ describe('sweep', () => {
         status: { phase },
       },
     });
-    const report = await runSweepIfDue({
-      lease: lease(false),
-      holder: 'i1',
-      listers: listers({ listJobs: async () => [{ ...job('j1', 'a', true, true), uid: 'uid-listed' }] }),
-      pods: {
+    const { report, warnings } = await sweepWithPods(
+      {
         listPods: async () => [
           pod('ended', 'Succeeded', { node: 'n1' }),
           pod('failed-refused', 'Failed', { node: 'n1' }),
@@ -331,14 +333,8 @@ describe('sweep', () => {
           return swept.name !== 'gone-already';
         },
       },
-      settle: memorySettle(recordingStep().step, schedule),
-      schedule,
-      dedupe: allSeen,
-      clock: () => T0,
-      logger: { ...silent, warn: (_fields: unknown, msg?: string) => void warnings.push(msg ?? '') },
-      periodMs: 600_000,
-      concurrency: 2,
-    });
+      listers({ listJobs: async () => [{ ...job('j1', 'a', true, true), uid: 'uid-listed' }] }),
+    );
     expect(report).toMatchObject({ state: 'ran', podsReleased: 0, podsDeleted: 2 });
     expect(deleted).toEqual([
       'ended@uid-ended',
