@@ -27,6 +27,12 @@ export const ANNOTATIONS = {
   /** When the Job finished, as bookkeeping saw it (RFC 3339). */
   finishedAt: 'captf.io/finished-at',
   /**
+   * When the run started (RFC 3339), on its run log Secret: the runner's start, or the `source` container's
+   * when the controller kept the log from the pod. The Secret is made as the run ends, so its creation is no
+   * start (src/core/run-history.ts).
+   */
+  startedAt: 'captf.io/started-at',
+  /**
    * The state suffix the Job runs with (src/core/state-identity.ts): a step that created the Job but died
    * (or lost a Conflict) before its status write recorded `status.stateSuffix` finds it here.
    */

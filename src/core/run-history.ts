@@ -18,7 +18,10 @@ export interface RunRow {
   job: string;
   op: string;
   attempt: number;
-  /** When the run started (the Job's creation, else the Secret's), ms since the epoch. */
+  /**
+   * When the run started, ms since the epoch: the Job's creation; for a gone Job, its log's
+   * `captf.io/started-at` (else the status's lastRun, else the log's creation).
+   */
   startedAtMs: number;
   finishedAtMs?: number;
   /** `Running`, `Pending`, the bookkept outcome (`Succeeded`, `Failed…` evidence) or `Complete`/`Failed`. */
@@ -77,6 +80,20 @@ function keptRunFinishedMs(
 }
 
 /**
+ * When a run whose Job is gone started: its log Secret's `captf.io/started-at`, else the object's
+ * `status.lastRun` when it is that run, else the Secret's creation (a log from before the annotation: as it is
+ * made when the run ends, that is its finish, the nearest time known).
+ */
+function keptRunStartedMs(job: string, secret: RunLogView, lastRun: LastRunView | undefined): number {
+  return (
+    timestampMs(secret.metadata.annotations?.[ANNOTATIONS.startedAt]) ??
+    (lastRun?.job === job ? timestampMs(lastRun.startedAt) : undefined) ??
+    timestampMs(secret.metadata.creationTimestamp) ??
+    0
+  );
+}
+
+/**
  * Merges an object's Jobs with its run-log Secrets (both listed by its owner UID label), newest first
  * (pure). A Job and its Secret make one row; a Secret whose Job is gone makes a row of its own, with the
  * result the object's `status.lastRun` records when it is that run, else `(job gone)`; the run
@@ -115,7 +132,7 @@ export function runHistory(
       job,
       op: labels[LABELS.op] ?? '?',
       attempt: Number.parseInt(labels[LABELS.attempt] ?? '0', 10) || 0,
-      startedAtMs: timestampMs(secret.metadata.creationTimestamp) ?? 0,
+      startedAtMs: keptRunStartedMs(job, secret, lastRun),
       ...(finishedAtMs === undefined ? {} : { finishedAtMs }),
       result: lastRun?.job === job && lastRun.result !== undefined ? lastRunResult(lastRun) : '(job gone)',
       jobExists: false,

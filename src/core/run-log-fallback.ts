@@ -9,7 +9,7 @@ import {
   type RunLogSecretManifest,
   runLogTarget,
 } from './run-log.ts';
-import type { JobView, PodView } from './views.ts';
+import { type JobView, type PodView, timestampMs } from './views.ts';
 
 /**
  * The run log of a killed runner (DESIGN.md section 7): a runner killed before it exits (OOM, a deadline past
@@ -36,6 +36,8 @@ export interface PodLogFallback {
   limitBytes: number;
   /** The run's classified finish (RFC 3339), kept as `captf.io/finished-at`. */
   finishedAt: string;
+  /** When the `source` container started (RFC 3339), kept as `captf.io/started-at`; absent when unknown. */
+  startedAt?: string;
   job: { name: string; namespace: string; labels: Record<string, string>; ownerReferences: OwnerRef[] };
 }
 
@@ -55,14 +57,29 @@ export interface KilledRunInput {
   };
 }
 
+function sourceStatus(pod: PodView) {
+  return pod.status?.containerStatuses?.find((c) => c.name === 'source');
+}
+
 /** Whether the pod's `source` container ever ran: a log exists only then. */
 function sourceRan(pod: PodView): boolean {
-  const source = pod.status?.containerStatuses?.find((c) => c.name === 'source');
+  const source = sourceStatus(pod);
   return (
     source?.state?.running !== undefined ||
     hasStartTime(source?.state?.terminated?.startedAt) ||
     hasStartTime(source?.lastState?.terminated?.startedAt)
   );
+}
+
+/** When the `source` container first started, as RFC 3339; undefined when the pod does not say. */
+function sourceStartedAt(pod: PodView): string | undefined {
+  const source = sourceStatus(pod);
+  const ms = timestampMs(
+    source?.lastState?.terminated?.startedAt ??
+      source?.state?.terminated?.startedAt ??
+      source?.state?.running?.startedAt,
+  );
+  return ms === undefined ? undefined : new Date(ms).toISOString();
 }
 
 /**
@@ -89,12 +106,14 @@ export function podLogFallback(input: KilledRunInput): PodLogFallback | undefine
       : [],
   );
   if (ownerReferences.length === 0 || job.metadata.namespace === undefined) return undefined;
+  const startedAt = sourceStartedAt(pod);
   return {
     pod: pod.metadata.name,
     container: 'source',
     tailLines: POD_LOG_TAIL_LINES,
     limitBytes: POD_LOG_LIMIT_BYTES,
     finishedAt: classification.finishedAt.toISOString(),
+    ...(startedAt === undefined ? {} : { startedAt }),
     job: {
       name: job.metadata.name,
       namespace: job.metadata.namespace,
@@ -119,7 +138,12 @@ export function podLogSecret(
   if (target === undefined) return undefined;
   const cut = Buffer.byteLength(text, 'utf8') >= fallback.limitBytes;
   const whole = cut ? text.slice(0, text.lastIndexOf('\n') + 1) : text;
-  const secret = buildRunLogSecret(target, { text: redactor.redact(whole), droppedBytes: 0 }, false);
+  const secret = buildRunLogSecret(
+    target,
+    { text: redactor.redact(whole), droppedBytes: 0 },
+    false,
+    fallback.startedAt,
+  );
   secret.metadata.annotations[RUN_LOG_ANNOTATIONS.source] = POD_LOG_SOURCE;
   secret.metadata.annotations[ANNOTATIONS.finishedAt] = fallback.finishedAt;
   return secret;

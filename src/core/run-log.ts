@@ -1,4 +1,4 @@
-import { LABELS } from './job-labels.ts';
+import { ANNOTATIONS, LABELS } from './job-labels.ts';
 import type { OwnerReference } from './job-manifest.ts';
 
 /**
@@ -101,8 +101,14 @@ export interface RunLogSecretManifest {
  * The run log Secret of `target` holding the tail of `log.text` (already redacted), at most
  * RUN_LOG_MAX_BYTES; `log.droppedBytes` counts what was dropped before it (a bounded buffer). `complete` is
  * false when the log is known to hold less than the run printed (a reader other than the runner wrote it).
+ * `startedAt` (RFC 3339), when the run started, is kept as `captf.io/started-at`.
  */
-export function buildRunLogSecret(target: RunLogTarget, log: Tail, complete: boolean): RunLogSecretManifest {
+export function buildRunLogSecret(
+  target: RunLogTarget,
+  log: Tail,
+  complete: boolean,
+  startedAt?: string,
+): RunLogSecretManifest {
   const tail = tailUtf8(log.text, RUN_LOG_MAX_BYTES);
   return {
     apiVersion: 'v1',
@@ -113,6 +119,7 @@ export function buildRunLogSecret(target: RunLogTarget, log: Tail, complete: boo
       annotations: {
         [RUN_LOG_ANNOTATIONS.truncatedBytes]: String(log.droppedBytes + tail.droppedBytes),
         [RUN_LOG_ANNOTATIONS.complete]: String(complete),
+        ...(startedAt === undefined ? {} : { [ANNOTATIONS.startedAt]: startedAt }),
       },
     },
     data: { [RUN_LOG_KEY]: Buffer.from(tail.text, 'utf8').toString('base64') },

@@ -106,12 +106,14 @@ function round(seconds: number): number {
  * named it, the run log Secret is written, the result line in it.
  */
 export async function runOp(options: RunOptions, deps: RunDeps): Promise<RunnerResult> {
+  // Wall-clock time, kept on the run log: the history's start of a run whose Job is gone.
+  const startedAt = new Date().toISOString();
   const setUp: SetUp = {};
   try {
     return await runSteps(options, deps, setUp);
   } finally {
     await setUp.proxy?.close();
-    if (setUp.runLog !== undefined) await storeRunLog(setUp.runLog, options, deps);
+    if (setUp.runLog !== undefined) await storeRunLog(setUp.runLog, startedAt, options, deps);
   }
 }
 
@@ -126,8 +128,13 @@ interface SetUp {
  * Writes the run log Secret (src/core/run-log.ts) as the run's last act, its result line included. A
  * failed write changes no result: it is said in the pod log, and the run's outcome stays what it was.
  */
-async function storeRunLog(target: RunLogTarget, options: RunOptions, deps: RunDeps): Promise<void> {
-  const secret = buildRunLogSecret(target, deps.log.written(), true);
+async function storeRunLog(
+  target: RunLogTarget,
+  startedAt: string,
+  options: RunOptions,
+  deps: RunDeps,
+): Promise<void> {
+  const secret = buildRunLogSecret(target, deps.log.written(), true, startedAt);
   const written = await writeRunLog(secret, options.serviceAccountDir, deps.env);
   if (written.ok) deps.log.info(`run log Secret ${target.name}: ${written.bytes} bytes written`);
   else deps.log.error(`run log not kept: ${written.message}`);

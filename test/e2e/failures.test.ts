@@ -442,7 +442,12 @@ describe.concurrent('runs that go wrong, on the real stack', () => {
         'captf.io/log-source': 'pod-log',
         'captf.io/log-complete': 'false',
       });
-      expect(Date.parse(secret.metadata.annotations['captf.io/finished-at'] ?? '')).toBeGreaterThan(0);
+      const finishedAt = Date.parse(secret.metadata.annotations['captf.io/finished-at'] ?? '');
+      expect(finishedAt).toBeGreaterThan(0);
+      // The source container's start, from the pod: before its finish.
+      const startedAt = Date.parse(secret.metadata.annotations['captf.io/started-at'] ?? '');
+      expect(startedAt).toBeGreaterThan(0);
+      expect(startedAt).toBeLessThan(finishedAt);
       const log = Buffer.from(secret.data.log, 'base64').toString('utf8');
       expect(log).toContain('captf-runner: step ');
       expect(log).toContain('terraform_data.busy[0]: Provisioning with');

@@ -219,6 +219,10 @@ describe('run logs after the pod', () => {
       'captf.io/log-truncated-bytes': '0',
       'captf.io/log-complete': 'true',
     });
+    // The run's start, for the history once the Job is gone: before the Secret, made as the run ended.
+    const startedAt = Date.parse(secret?.metadata?.annotations?.['captf.io/started-at'] ?? '');
+    expect(startedAt).toBeGreaterThan(0);
+    expect(startedAt).toBeLessThanOrEqual(secret?.metadata?.creationTimestamp?.getTime() ?? 0);
     const log = logText(secret);
     for (const step of ['init', 'validate', 'plan']) expect(log).toContain(`captf-runner: step ${step}: `);
     expect(log).toContain('refused token [redacted] with bootstrap [redacted]');

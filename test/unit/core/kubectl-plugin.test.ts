@@ -152,6 +152,47 @@ describe('run history', () => {
     expect(row?.finishedAtMs).toBe(finished === undefined ? undefined : Date.parse(finished));
   });
 
+  it.each<{
+    id: string;
+    name: string;
+    annotations: Record<string, string>;
+    lastRun: LastRunView;
+    started: string;
+  }>([
+    {
+      id: 'S1',
+      name: "a gone Job's log names its run's start: STARTED is that, not the log's creation (made at the end)",
+      annotations: { 'captf.io/started-at': '2026-01-02T00:00:10Z' },
+      lastRun: { job: 'j-gone', startedAt: '2026-01-02T00:00:05Z' },
+      started: '2026-01-02T00:00:10Z',
+    },
+    {
+      id: 'S2',
+      name: "a log without it (an older runner's): the status's lastRun start when it is that run",
+      annotations: {},
+      lastRun: { job: 'j-gone', startedAt: '2026-01-02T00:00:05Z' },
+      started: '2026-01-02T00:00:05Z',
+    },
+    {
+      id: 'S3',
+      name: "neither: the log's creation, the nearest time known",
+      annotations: {},
+      lastRun: { job: 'j-other', startedAt: '2026-01-02T00:00:05Z' },
+      started: '2026-01-02T00:02:00Z',
+    },
+  ])('$id $name', ({ annotations, lastRun, started }) => {
+    const secret: RunLogView = {
+      metadata: {
+        name: 'captf-log-j-gone',
+        creationTimestamp: '2026-01-02T00:02:00Z',
+        labels: { 'captf.io/job': 'j-gone', 'captf.io/op': 'apply', 'captf.io/attempt': '1' },
+        annotations,
+      },
+    };
+    const [row] = runHistory([], [secret], lastRun);
+    expect(row?.startedAtMs).toBe(Date.parse(started));
+  });
+
   it('the kept log header says when the log was cut or is incomplete', () => {
     expect(runLogHeader('j', {})).toBe('# log of j, kept after its pod (complete)');
     expect(

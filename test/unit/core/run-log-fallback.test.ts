@@ -113,6 +113,8 @@ describe('podLogFallback: a killed runner left no log (DESIGN.md section 7)', ()
       annotations: {
         'captf.io/log-source': 'pod-log',
         'captf.io/finished-at': finishedAt.toISOString(),
+        // The run's start is the source container's, not the Secret's creation (made after the run).
+        'captf.io/started-at': '2026-01-01T00:00:00.000Z',
         'captf.io/log-complete': 'false',
       },
       ownerReferences: [{ kind: 'TerraformMachine', uid: 'obj', blockOwnerDeletion: false }],

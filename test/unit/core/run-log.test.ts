@@ -100,12 +100,18 @@ describe('the run log Secret', () => {
   it('L3 holds the whole log when it fits, complete, nothing truncated', () => {
     const target = runLogTarget(JOB);
     if (target === undefined) throw new Error('no target');
-    const secret = buildRunLogSecret(target, { text: 'line 1\nline 2\n', droppedBytes: 0 }, true);
+    const secret = buildRunLogSecret(
+      target,
+      { text: 'line 1\nline 2\n', droppedBytes: 0 },
+      true,
+      '2026-01-01T00:00:00.000Z',
+    );
     expect(secret.type).toBe('captf.io/run-log');
     expect(Buffer.from(secret.data.log, 'base64').toString('utf8')).toBe('line 1\nline 2\n');
     expect(secret.metadata.annotations).toEqual({
       'captf.io/log-truncated-bytes': '0',
       'captf.io/log-complete': 'true',
+      'captf.io/started-at': '2026-01-01T00:00:00.000Z',
     });
   });
 
