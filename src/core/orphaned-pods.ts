@@ -1,5 +1,8 @@
 import { LABELS } from './job-labels.ts';
-import type { PodView } from './views.ts';
+import type { MetaView, PodView } from './views.ts';
+
+/** What the ownership rules read of a pod. */
+type PodOwnership = { metadata: Pick<MetaView, 'labels' | 'ownerReferences'> };
 
 /**
  * What a Job of ours deleted with orphaning leaves (DESIGN.md section 7): `propagationPolicy: Orphan`,
@@ -18,7 +21,7 @@ import type { PodView } from './views.ts';
 const JOB_UID_LABELS = ['batch.kubernetes.io/controller-uid', 'controller-uid'] as const;
 
 /** The UID of the Job that made the pod, from the Job controller's label; undefined when it has none. */
-export function jobUidLabelOf(pod: Pick<PodView, 'metadata'>): string | undefined {
+export function jobUidLabelOf(pod: PodOwnership): string | undefined {
   const labels = pod.metadata.labels ?? {};
   for (const key of JOB_UID_LABELS) if (labels[key] !== undefined) return labels[key];
   return undefined;
@@ -29,13 +32,24 @@ export function jobUidLabelOf(pod: Pick<PodView, 'metadata'>): string | undefine
  * that no controller owns any more: its Job was deleted with orphaning (the Job controller sets itself as the
  * controlling owner of every pod it creates). A pod some other controller owns is never ours to delete.
  */
-export function isOrphanedPod(pod: Pick<PodView, 'metadata'>): boolean {
+export function isOrphanedPod(pod: PodOwnership): boolean {
   const { labels, ownerReferences } = pod.metadata;
   return (
     labels?.[LABELS.managed] === 'true' &&
     labels[LABELS.ownerUid] !== undefined &&
     !(ownerReferences ?? []).some((owner) => owner.controller === true)
   );
+}
+
+/**
+ * The UID of the Job a pod is one of (one home for it: the step's reads, the result finalizer's release):
+ * the Job that owns it, or, once that Job was deleted with orphaning, the one the Job controller's label
+ * names on a pod of ours no controller owns. Undefined for a pod of no Job.
+ */
+export function jobUidOfPod(pod: PodOwnership): string | undefined {
+  const owner = pod.metadata.ownerReferences?.find((ref) => ref.kind === 'Job')?.uid;
+  if (owner !== undefined) return owner;
+  return isOrphanedPod(pod) ? jobUidLabelOf(pod) : undefined;
 }
 
 /** Phases in which the pod's `source` container, and so OpenTofu, does not run: never started, or ended. */

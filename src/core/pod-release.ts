@@ -1,4 +1,6 @@
 import { LABELS, POD_RESULT_FINALIZER } from './job-labels.ts';
+import { jobUidOfPod } from './orphaned-pods.ts';
+import type { MetaView } from './views.ts';
 
 /**
  * When our pod finalizer (`captf.io/result`, src/core/job-labels.ts) may go: once nothing will read the
@@ -7,15 +9,12 @@ import { LABELS, POD_RESULT_FINALIZER } from './job-labels.ts';
  * that says it is being deleted releases it (issue 23 item 2), not the next sweep.
  */
 
-/** A pod as the rule reads it (client-node's V1Pod fits). */
+/**
+ * A pod as the rule reads it (src/core/views.ts PodView): its `deletionTimestamp` is set once it was deleted
+ * (drain, deadline, garbage collection), when only our finalizer may hold it.
+ */
 export interface ReleasePodView {
-  metadata?: {
-    name?: string;
-    /** Set once the pod was deleted (drain, deadline, garbage collection): only our finalizer may hold it. */
-    deletionTimestamp?: unknown;
-    finalizers?: readonly string[];
-    ownerReferences?: readonly { kind: string; uid: string }[];
-  };
+  metadata: Pick<MetaView, 'name' | 'labels' | 'ownerReferences' | 'finalizers' | 'deletionTimestamp'>;
 }
 
 /** One Job, as listed after the pods (so a pod whose Job is missing from the list really lost it). */
@@ -52,15 +51,10 @@ export interface PodReleaseInput {
   ownerGone?: boolean;
 }
 
-/** The UID of the Job that controls the pod; undefined once the Job was deleted with orphaning. */
-function jobUidOf(pod: ReleasePodView): string | undefined {
-  return pod.metadata?.ownerReferences?.find((owner) => owner.kind === 'Job')?.uid;
-}
-
 /**
  * Whether one pod's finalizer goes, first match wins: no finalizer of ours → keep (nothing to do); its
- * owner object leaving our care → release; its Job gone or orphaned it → release; pruned → release;
- * bookkept → release once the pod is being deleted (a live one waits for its Job to go); the Job being
+ * owner object leaving our care → release; its Job (its owner, or for an orphaned pod of ours the one its Job
+ * UID label names, src/core/orphaned-pods.ts) not listed → release; pruned → release; bookkept → release once the pod is being deleted (a live one waits for its Job to go); the Job being
  * deleted before it finished → release; otherwise its result is still to be read → keep.
  */
 export function decidePodRelease(
@@ -69,18 +63,20 @@ export function decidePodRelease(
   pruning: ReadonlySet<string> = new Set(),
   ownerGone = false,
 ): PodReleaseDecision {
-  if (!(pod.metadata?.finalizers ?? []).includes(POD_RESULT_FINALIZER))
+  if (!(pod.metadata.finalizers ?? []).includes(POD_RESULT_FINALIZER))
     return { kind: 'keep', reason: 'NoFinalizer' };
   // The finalize step bookkept every Job first (rule 0 waits for running ones); nothing reads these again.
   if (ownerGone) return { kind: 'release', reason: 'OwnerGone' };
-  const uid = jobUidOf(pod);
+  // Its Job's, also once that Job was deleted with orphaning while it is still listed (its bookkeeping may
+  // still read the result, src/core/orphaned-pods.ts).
+  const uid = jobUidOfPod(pod);
   const job = uid === undefined ? undefined : jobs.get(uid);
   if (uid === undefined || job === undefined) return { kind: 'release', reason: 'JobGone' };
   if (pruning.has(uid)) return { kind: 'release', reason: 'JobPruned' };
   // A live pod of a bookkept Job costs nothing held: it is released with its Job (pruned or gone), which
   // saves a write per run on the bookkeeping step.
   if (job.bookkept)
-    return pod.metadata?.deletionTimestamp === undefined
+    return pod.metadata.deletionTimestamp === undefined
       ? { kind: 'keep', reason: 'NotDeleted' }
       : { kind: 'release', reason: 'JobBookkept' };
   // A Job deleted before it finished has no result to book (the step reports it interrupted, section 4);

@@ -1,6 +1,6 @@
 import type { TargetStatus } from '../schemas/kinds/target.ts';
 import { carriesBlockMove } from './block-move.ts';
-import { isOrphanedPod, jobUidLabelOf } from './orphaned-pods.ts';
+import { jobUidOfPod } from './orphaned-pods.ts';
 import type { JobView, PodView } from './views.ts';
 
 /**
@@ -16,11 +16,7 @@ import type { JobView, PodView } from './views.ts';
 export function podsOfJob<P extends PodView>(job: JobView, pods: readonly P[]): P[] {
   const uid = job.metadata.uid;
   if (uid === undefined) return [];
-  return pods.filter(
-    (pod) =>
-      pod.metadata.ownerReferences?.some((owner) => owner.kind === 'Job' && owner.uid === uid) ||
-      (isOrphanedPod(pod) && jobUidLabelOf(pod) === uid),
-  );
+  return pods.filter((pod) => jobUidOfPod(pod) === uid);
 }
 
 /**

@@ -24,9 +24,24 @@ function podOf(
       name: `pod-of-${jobUid ?? 'none'}`,
       ...(deleted ? { deletionTimestamp: '2026-11-29T12:05:00Z' } : {}),
       finalizers,
-      ownerReferences: jobUid === undefined ? [] : [{ kind: 'Job', uid: jobUid }],
+      ownerReferences: jobUid === undefined ? [] : [{ kind: 'Job', name: `job-${jobUid}`, uid: jobUid }],
     },
   } satisfies ReleasePodView;
+}
+
+/** A deleted pod of ours whose Job `jobUid` was deleted with orphaning: no owner, the Job controller's label. */
+function orphanOf(jobUid: string): ReleasePodView {
+  const { metadata } = podOf(undefined);
+  return {
+    metadata: {
+      ...metadata,
+      labels: {
+        'captf.io/managed': 'true',
+        'captf.io/owner-uid': 'obj-uid',
+        'batch.kubernetes.io/controller-uid': jobUid,
+      },
+    },
+  };
 }
 
 const job = (uid: string, fields: Partial<Omit<ReleaseJobView, 'uid'>> = {}): ReleaseJobView => ({
@@ -95,6 +110,20 @@ const rows: Row[] = [
     name: 'a pod orphaned by its Job (no Job owner reference) is released',
     pod: podOf(undefined),
     jobs: [job('j1')],
+    expected: { kind: 'release', reason: 'JobGone' },
+  },
+  {
+    id: 'R6b',
+    name: 'a pod of ours orphaned while its finished Job is still listed keeps its result for that Job (its UID label)',
+    pod: orphanOf('j1'),
+    jobs: [job('j1', { finished: true })],
+    expected: { kind: 'keep', reason: 'AwaitingBookkeeping' },
+  },
+  {
+    id: 'R6c',
+    name: 'an orphaned pod of ours whose Job is gone as well is released',
+    pod: orphanOf('j-deleted'),
+    jobs: [job('j1', { finished: true })],
     expected: { kind: 'release', reason: 'JobGone' },
   },
   {
