@@ -1,6 +1,16 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, copyFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { build, type Metafile } from 'esbuild';
 import { parseDocument } from 'yaml';
@@ -29,17 +39,25 @@ export const BUNDLES = {
     entry: 'functions/kubectl-captf.ts',
     outfile: 'dist/plugin/kubectl-captf',
     executable: true,
-    krewManifest: 'infra/krew/captf.yaml',
+    krew: { manifest: 'infra/krew/captf.yaml', dir: 'dist/krew' },
   },
 } as const satisfies Record<string, BundleSpec>;
 
-/** One bundle: its entry and output; an executable gets a shebang, a krew manifest gets a release copy. */
+/** One bundle: its entry and output; an executable gets a shebang, a krew release gets packed. */
 interface BundleSpec {
   entry: string;
   outfile: string;
   executable?: boolean;
-  /** The krew manifest template (infra/krew/captf.yaml): see {@link packKrewRelease}. */
-  krewManifest?: string;
+  /** The krew manifest template (infra/krew/captf.yaml) and where the release goes: {@link packKrewRelease}. */
+  krew?: KrewRelease;
+}
+
+/** Where a krew release of an executable bundle comes from and goes. */
+interface KrewRelease {
+  /** The manifest template, relative to the repository root. */
+  manifest: string;
+  /** The release's directory, relative to the repository root. */
+  dir: string;
 }
 export type BundleName = keyof typeof BUNDLES;
 export const BUNDLE_NAMES = Object.keys(BUNDLES) as BundleName[];
@@ -121,23 +139,35 @@ export async function buildBundle(name: BundleName, root = ROOT): Promise<number
   const executable = bundle.executable === true;
   const metafile = await bundleEntry(entry, outfile, { root, minify: true, executable });
   if (executable) chmodSync(join(root, outfile), 0o755);
-  if (bundle.krewManifest !== undefined) packKrewRelease(root, outfile, bundle.krewManifest);
+  if (bundle.krew !== undefined) packKrewRelease(root, outfile, bundle.krew);
   mkdirSync(dirname(metaPath(root, name)), { recursive: true });
   writeFileSync(metaPath(root, name), JSON.stringify(metafile));
   return statSync(join(root, outfile)).size;
 }
 
 /**
- * Packs an executable bundle as krew installs it: `<outfile>.tar.gz` holding the executable and the
- * LICENSE, and beside it the manifest `template` with the package version, the archive's sha256 and its
- * address (`CAPTF_PLUGIN_URI`, else the archive's file name, for `kubectl krew install --archive`).
+ * Packs an executable bundle as krew installs it, in `release.dir`: `<name>.tar.gz` holding the executable,
+ * the LICENSE and `LEGAL.txt` (the bundled packages' licence comments, which esbuild wrote beside the
+ * executable), and the manifest from `release.manifest` with the package version, the archive's sha256 and
+ * its address (`CAPTF_PLUGIN_URI`, else the archive's file name, for `kubectl krew install --archive`).
+ * The executable's own directory keeps the executable alone: kubectl takes every `kubectl-*` file on PATH
+ * for a plugin, and `kubectl plugin list` fails on one that is not executable (an archive, a text file).
  */
-export function packKrewRelease(root: string, outfile: string, template: string): void {
-  const dir = dirname(join(root, outfile));
-  const archive = `${join(root, outfile)}.tar.gz`;
+export function packKrewRelease(root: string, outfile: string, release: KrewRelease): void {
+  const binDir = dirname(join(root, outfile));
+  const dir = join(root, release.dir);
+  const name = basename(outfile);
+  mkdirSync(dir, { recursive: true });
+  // What a build before this layout packed beside the executable.
+  for (const stale of [`${name}.tar.gz`, 'captf.yaml', 'LICENSE'])
+    rmSync(join(binDir, stale), { force: true });
+  const legal = `${join(root, outfile)}.LEGAL.txt`;
+  if (existsSync(legal)) renameSync(legal, join(dir, 'LEGAL.txt'));
+  else writeFileSync(join(dir, 'LEGAL.txt'), 'No bundled package carries a licence comment.\n');
   copyFileSync(join(root, 'LICENSE'), join(dir, 'LICENSE'));
-  execFileSync('tar', ['-czf', archive, '-C', dir, basename(outfile), 'LICENSE']);
-  const manifest = parseDocument(readFileSync(join(root, template), 'utf8'));
+  const archive = join(dir, `${name}.tar.gz`);
+  execFileSync('tar', ['-czf', archive, '-C', binDir, name, '-C', dir, 'LICENSE', 'LEGAL.txt']);
+  const manifest = parseDocument(readFileSync(join(root, release.manifest), 'utf8'));
   const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string })
     .version;
   manifest.setIn(['spec', 'version'], `v${version}`);
@@ -146,7 +176,7 @@ export function packKrewRelease(root: string, outfile: string, template: string)
     ['spec', 'platforms', 0, 'sha256'],
     createHash('sha256').update(readFileSync(archive)).digest('hex'),
   );
-  writeFileSync(join(dir, basename(template)), manifest.toString());
+  writeFileSync(join(dir, basename(release.manifest)), manifest.toString());
 }
 
 /** Builds the stale bundles among `names`; `log` gets one line per build. Throws on a build error. */

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -34,6 +34,10 @@ const MINUTE = 60_000;
 const CANARY = 'tok-123-canary';
 const repoRoot = join(import.meta.dirname, '..', '..');
 const exec = promisify(execFile);
+
+/** The krew release the build packs (functions/bundle.ts `packKrewRelease`). */
+const krewDir = join(repoRoot, BUNDLES.plugin.krew.dir);
+const krewArchive = join(krewDir, 'kubectl-captf.tar.gz');
 
 let run: E2eRun;
 let pluginDir: string;
@@ -89,7 +93,7 @@ beforeAll(async () => {
   await ensureBundlesBuilt(['plugin'], () => undefined);
   // Installed as krew installs it: the release archive unpacked into a directory on PATH.
   pluginDir = mkdtempSync(join(tmpdir(), 'captf-plugin-path-'));
-  await exec('tar', ['-xzf', `${join(repoRoot, BUNDLES.plugin.outfile)}.tar.gz`, '-C', pluginDir]);
+  await exec('tar', ['-xzf', krewArchive, '-C', pluginDir]);
   shell = runbookShell(MINUTE, [pluginDir, dirname(process.execPath)]);
   run = await startE2eRun('plugin');
   await run.kubectl.run(
@@ -121,8 +125,7 @@ afterAll(async () => {
 
 describe('kubectl captf against the local run', () => {
   it('the krew manifest names the release archive by its digest, and its bin is the executable inside', () => {
-    const outfile = join(repoRoot, BUNDLES.plugin.outfile);
-    const manifest = parse(readFileSync(join(dirname(outfile), 'captf.yaml'), 'utf8')) as {
+    const manifest = parse(readFileSync(join(krewDir, 'captf.yaml'), 'utf8')) as {
       apiVersion: string;
       kind: string;
       metadata: { name: string };
@@ -134,14 +137,14 @@ describe('kubectl captf against the local run', () => {
       metadata: { name: 'captf' },
     });
     const platform = manifest.spec.platforms[0];
-    expect(platform?.sha256).toBe(
-      createHash('sha256')
-        .update(readFileSync(`${outfile}.tar.gz`))
-        .digest('hex'),
-    );
+    expect(platform?.sha256).toBe(createHash('sha256').update(readFileSync(krewArchive)).digest('hex'));
     expect(platform?.bin).toBe('kubectl-captf');
-    expect(platform?.files.map((f) => f.from)).toContain('kubectl-captf');
+    // Every file the manifest installs is in the archive (krew refuses a `from` that matches nothing).
+    expect(platform?.files.map((f) => f.from).sort()).toEqual(readdirSync(pluginDir).sort());
     expect(statSync(join(pluginDir, 'kubectl-captf')).mode & 0o111).not.toBe(0);
+    // The build's own directory, which npm start's banner puts on PATH, holds the executable alone: kubectl
+    // takes every kubectl-* file there for a plugin (and its `plugin list` fails on one not executable).
+    expect(readdirSync(dirname(join(repoRoot, BUNDLES.plugin.outfile)))).toEqual(['kubectl-captf']);
   });
 
   it('kubectl finds the plugin on PATH; status shows the live table', async () => {
@@ -321,6 +324,8 @@ describe('kubectl captf against the local run', () => {
       return line;
     };
     const pathLine = bannerLine('export PATH=');
+    // With the banner's PATH, kubectl lists the plugin and nothing it would warn about (it exits 1 then).
+    expect(await pasted(pathLine, 'kubectl plugin list')).toContain(join(repoRoot, BUNDLES.plugin.outfile));
     expect(await doc('The pending plan', 0, { NAME: 'm-b' })).toContain(`--digest ${digest}`);
     expect(await pasted(pathLine, bannerLine('kubectl captf plan terraformmachine/m-b'))).toContain(
       `TerraformPlan ${planName}  phase Pending`,
