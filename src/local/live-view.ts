@@ -171,6 +171,12 @@ export interface LiveViewOptions {
   footer?: (objects: readonly ObjectView[]) => string[];
 }
 
+/** Whether a kubectl call failed because its process was killed by a signal (src/local/kubectl.ts `cause`). */
+function killedBySignal(error: unknown): boolean {
+  const cause = (error as { cause?: { signal?: unknown } } | undefined)?.cause;
+  return typeof cause?.signal === 'string';
+}
+
 /** Polls and prints the view whenever it changed, until `signal` aborts. Read errors are shown, not thrown. */
 export async function runLiveView(options: LiveViewOptions): Promise<void> {
   const { kubectl, namespace, out, signal } = options;
@@ -185,6 +191,12 @@ export async function runLiveView(options: LiveViewOptions): Promise<void> {
       const jobs = await listJson<JobView>(kubectl, namespace, 'jobs.batch');
       lines = [...renderView(objects, jobs), ...(options.footer?.(objects) ?? [])];
     } catch (error) {
+      // Ctrl-C reaches the whole process group, so the kubectl of this poll may die of it before the stop
+      // aborts the view: a stop, not a read failure to show.
+      if (signal.aborted || killedBySignal(error)) {
+        await sleep(options.intervalMs ?? 1000, undefined, { signal }).catch(() => undefined);
+        continue;
+      }
       lines = [`(cannot read the namespace ${namespace}: ${(error as Error).message.split('\n')[0]})`];
     }
     const text = lines.join('\n');

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { type ObjectView, renderView } from '../../../src/local/live-view.ts';
+import type { Kubectl } from '../../../src/local/kubectl.ts';
+import { type ObjectView, renderView, runLiveView } from '../../../src/local/live-view.ts';
 
 const ready = { type: 'Ready', status: 'True', reason: 'Provisioned' };
 
@@ -55,5 +56,34 @@ describe('the live view', () => {
       ['m-a-apply-1', 'Complete', '30s'],
       ['m-a-apply-2', 'Running'],
     ]);
+  });
+
+  it.each([
+    { failure: 'a read that fails', cause: { code: 1 }, shown: true },
+    {
+      failure: 'a kubectl killed by the Ctrl-C that stops the run',
+      cause: { signal: 'SIGINT' },
+      shown: false,
+    },
+  ])('$failure: shown in the view is $shown', async ({ cause, shown }) => {
+    const controller = new AbortController();
+    let calls = 0;
+    const kubectl: Kubectl = {
+      run: async () => {
+        // A poll reads the three kinds at once: the second poll is the stop's.
+        calls += 1;
+        if (calls > 3) controller.abort();
+        throw new Error('kubectl get terraformclusters: Command failed', { cause });
+      },
+    };
+    const written: string[] = [];
+    const out = {
+      isTTY: false,
+      write: (text: string) => written.push(text),
+    } as unknown as NodeJS.WriteStream;
+    await runLiveView({ kubectl, namespace: 'team-a', out, signal: controller.signal, intervalMs: 1 });
+    expect(
+      written.join('').includes('(cannot read the namespace team-a: kubectl get terraformclusters'),
+    ).toBe(shown);
   });
 });
