@@ -83,16 +83,21 @@ function mtimeMs(path: string): number | undefined {
 
 /** Why bundle `name` needs a build, or undefined when it is current. */
 export function bundleBuildReason(name: BundleName, root = ROOT): string | undefined {
-  const { outfile } = BUNDLES[name];
+  const bundle: BundleSpec = BUNDLES[name];
+  const { outfile } = bundle;
   const builtMs = mtimeMs(join(root, outfile));
   if (builtMs === undefined) return `${outfile} is missing`;
+  // A krew release is packed from the template, the LICENSE and the package version too.
+  const release = bundle.krew === undefined ? [] : [bundle.krew.manifest, 'LICENSE', 'package.json'];
+  for (const packed of bundle.krew === undefined ? [] : krewFiles(bundle.outfile, bundle.krew))
+    if (mtimeMs(join(root, packed)) === undefined) return `${packed} is missing`;
   let inputs: string[];
   try {
     inputs = Object.keys((JSON.parse(readFileSync(metaPath(root, name), 'utf8')) as Metafile).inputs);
   } catch {
     return `${outfile} has no build record`;
   }
-  for (const input of [...inputs, 'functions/bundle.ts']) {
+  for (const input of [...inputs, ...release, 'functions/bundle.ts']) {
     const inputMs = mtimeMs(join(root, input));
     if (inputMs === undefined) return `${input} is gone`;
     if (inputMs > builtMs) return `${input} is newer than ${outfile}`;
@@ -143,6 +148,11 @@ export async function buildBundle(name: BundleName, root = ROOT): Promise<number
   mkdirSync(dirname(metaPath(root, name)), { recursive: true });
   writeFileSync(metaPath(root, name), JSON.stringify(metafile));
   return statSync(join(root, outfile)).size;
+}
+
+/** The krew release's archive and manifest, relative to the repository root. */
+function krewFiles(outfile: string, release: KrewRelease): string[] {
+  return [join(release.dir, `${basename(outfile)}.tar.gz`), join(release.dir, basename(release.manifest))];
 }
 
 /**

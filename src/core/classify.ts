@@ -300,7 +300,7 @@ export interface ClassifyInput {
   /** The kind of the Job's object: which contract outputs its CRD records (all when absent). */
   kind?: TargetKind;
   job: JobView;
-  /** Every pod of the Job (label `job-name`), in any order. */
+  /** Every pod of the Job (src/core/pods.ts `podsOfJob`: by the Job's UID), in any order. */
   pods: readonly PodView[];
   /**
    * The controller saw the pull trouble while the Job ran (`status.waitReason: ImagePullBackOff`). It is

@@ -53,9 +53,10 @@ export interface PodReleaseInput {
 
 /**
  * Whether one pod's finalizer goes, first match wins: no finalizer of ours → keep (nothing to do); its
- * owner object leaving our care → release; its Job (its owner, or for an orphaned pod of ours the one its Job
- * UID label names, src/core/orphaned-pods.ts) not listed → release; pruned → release; bookkept → release once the pod is being deleted (a live one waits for its Job to go); the Job being
- * deleted before it finished → release; otherwise its result is still to be read → keep.
+ * owner object leaving our care → release; its Job (its owner, or for an orphaned pod of ours the one its
+ * Job UID label names, src/core/orphaned-pods.ts) not listed → release; pruned → release; bookkept →
+ * release once the pod is being deleted (a live one waits for its Job to go); the Job being deleted before
+ * it finished → release; otherwise its result is still to be read → keep.
  */
 export function decidePodRelease(
   pod: ReleasePodView,

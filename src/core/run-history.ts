@@ -19,8 +19,8 @@ export interface RunRow {
   op: string;
   attempt: number;
   /**
-   * When the run started, ms since the epoch: the Job's creation; for a gone Job, its log's
-   * `captf.io/started-at` (else the status's lastRun, else the log's creation).
+   * When the run started, ms since the epoch: the Job's creation; for a gone Job, the status's lastRun when
+   * it is that run, else its log's `captf.io/started-at` (else its finish, the nearest time known).
    */
   startedAtMs: number;
   finishedAtMs?: number;
@@ -80,14 +80,18 @@ function keptRunFinishedMs(
 }
 
 /**
- * When a run whose Job is gone started: its log Secret's `captf.io/started-at`, else the object's
- * `status.lastRun` when it is that run, else the Secret's creation (a log from before the annotation: as it is
- * made when the run ends, that is its finish, the nearest time known).
+ * When a run whose Job is gone started: the object's `status.lastRun` when it is that run (the Job's start,
+ * on the API server's clock like the finish), else its log Secret's `captf.io/started-at` (the runner's
+ * start, or the `source` container's on a log kept from the pod), else, for a log from before that
+ * annotation, its finish, the nearest time known: `captf.io/finished-at` on a log kept from the pod (made
+ * at bookkeeping, after the finish), else the Secret's creation (the runner makes it as it exits).
  */
 function keptRunStartedMs(job: string, secret: RunLogView, lastRun: LastRunView | undefined): number {
+  const annotations = secret.metadata.annotations ?? {};
   return (
-    timestampMs(secret.metadata.annotations?.[ANNOTATIONS.startedAt]) ??
     (lastRun?.job === job ? timestampMs(lastRun.startedAt) : undefined) ??
+    timestampMs(annotations[ANNOTATIONS.startedAt]) ??
+    timestampMs(annotations[ANNOTATIONS.finishedAt]) ??
     timestampMs(secret.metadata.creationTimestamp) ??
     0
   );

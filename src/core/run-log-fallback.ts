@@ -9,7 +9,7 @@ import {
   type RunLogSecretManifest,
   runLogTarget,
 } from './run-log.ts';
-import { type JobView, type PodView, timestampMs } from './views.ts';
+import { type ContainerStatusView, type JobView, type PodView, timestampMs } from './views.ts';
 
 /**
  * The run log of a killed runner (DESIGN.md section 7): a runner killed before it exits (OOM, a deadline past
@@ -57,7 +57,8 @@ export interface KilledRunInput {
   };
 }
 
-function sourceStatus(pod: PodView) {
+/** The status of the pod's `source` container (the runner), once the kubelet reported it. */
+function sourceStatus(pod: PodView): ContainerStatusView | undefined {
   return pod.status?.containerStatuses?.find((c) => c.name === 'source');
 }
 

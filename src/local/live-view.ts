@@ -171,10 +171,13 @@ export interface LiveViewOptions {
   footer?: (objects: readonly ObjectView[]) => string[];
 }
 
-/** Whether a kubectl call failed because its process was killed by a signal (src/local/kubectl.ts `cause`). */
-function killedBySignal(error: unknown): boolean {
-  const cause = (error as { cause?: { signal?: unknown } } | undefined)?.cause;
-  return typeof cause?.signal === 'string';
+/**
+ * Whether a kubectl call failed because its process got the signal that stops the local run (SIGINT from
+ * Ctrl-C, SIGTERM), src/local/kubectl.ts `cause`; a kubectl killed otherwise (the OOM killer) is a failure.
+ */
+function stoppedBySignal(error: unknown): boolean {
+  const signal = (error as { cause?: { signal?: unknown } } | undefined)?.cause?.signal;
+  return signal === 'SIGINT' || signal === 'SIGTERM';
 }
 
 /** Polls and prints the view whenever it changed, until `signal` aborts. Read errors are shown, not thrown. */
@@ -193,7 +196,7 @@ export async function runLiveView(options: LiveViewOptions): Promise<void> {
     } catch (error) {
       // Ctrl-C reaches the whole process group, so the kubectl of this poll may die of it before the stop
       // aborts the view: a stop, not a read failure to show.
-      if (signal.aborted || killedBySignal(error)) {
+      if (signal.aborted || stoppedBySignal(error)) {
         await sleep(options.intervalMs ?? 1000, undefined, { signal }).catch(() => undefined);
         continue;
       }

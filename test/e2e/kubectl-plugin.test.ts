@@ -324,8 +324,11 @@ describe('kubectl captf against the local run', () => {
       return line;
     };
     const pathLine = bannerLine('export PATH=');
-    // With the banner's PATH, kubectl lists the plugin and nothing it would warn about (it exits 1 then).
-    expect(await pasted(pathLine, 'kubectl plugin list')).toContain(join(repoRoot, BUNDLES.plugin.outfile));
+    // With the banner's PATH, kubectl lists the plugin and nothing it would warn about (it exits 1 then);
+    // over a bare system PATH, so a plugin installed on this machine (npm link) shadows nothing.
+    expect(await pasted('export PATH=/usr/bin:/bin', pathLine, 'kubectl plugin list')).toContain(
+      join(repoRoot, BUNDLES.plugin.outfile),
+    );
     expect(await doc('The pending plan', 0, { NAME: 'm-b' })).toContain(`--digest ${digest}`);
     expect(await pasted(pathLine, bannerLine('kubectl captf plan terraformmachine/m-b'))).toContain(
       `TerraformPlan ${planName}  phase Pending`,

@@ -161,21 +161,28 @@ describe('run history', () => {
   }>([
     {
       id: 'S1',
-      name: "a gone Job's log names its run's start: STARTED is that, not the log's creation (made at the end)",
+      name: "the status's lastRun, when it is that run: the Job's start, on the finish's clock",
       annotations: { 'captf.io/started-at': '2026-01-02T00:00:10Z' },
-      lastRun: { job: 'j-gone', startedAt: '2026-01-02T00:00:05Z' },
-      started: '2026-01-02T00:00:10Z',
-    },
-    {
-      id: 'S2',
-      name: "a log without it (an older runner's): the status's lastRun start when it is that run",
-      annotations: {},
       lastRun: { job: 'j-gone', startedAt: '2026-01-02T00:00:05Z' },
       started: '2026-01-02T00:00:05Z',
     },
     {
+      id: 'S2',
+      name: "else the log's start: not its creation, made as the run ended",
+      annotations: { 'captf.io/started-at': '2026-01-02T00:00:10Z' },
+      lastRun: { job: 'j-other', startedAt: '2026-01-02T00:00:05Z' },
+      started: '2026-01-02T00:00:10Z',
+    },
+    {
       id: 'S3',
-      name: "neither: the log's creation, the nearest time known",
+      name: 'a log kept from the pod before that annotation: its finish, not its creation (made at bookkeeping)',
+      annotations: { 'captf.io/log-source': 'pod-log', 'captf.io/finished-at': '2026-01-02T00:01:30Z' },
+      lastRun: { job: 'j-other', startedAt: '2026-01-02T00:00:05Z' },
+      started: '2026-01-02T00:01:30Z',
+    },
+    {
+      id: 'S4',
+      name: "a runner's log before that annotation: its creation, the run's end, the nearest time known",
       annotations: {},
       lastRun: { job: 'j-other', startedAt: '2026-01-02T00:00:05Z' },
       started: '2026-01-02T00:02:00Z',

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { isOrphanedPod, jobUidLabelOf, orphanedPodsToDelete } from '../../../src/core/orphaned-pods.ts';
+import {
+  isOrphanedPod,
+  jobUidLabelOf,
+  jobUidOfPod,
+  orphanedPodsToDelete,
+} from '../../../src/core/orphaned-pods.ts';
 import { podsOfJob } from '../../../src/core/pods.ts';
 import type { JobView, PodView } from '../../../src/core/views.ts';
 
@@ -61,6 +66,26 @@ describe('isOrphanedPod', () => {
     expect(jobUidLabelOf(podOf('p', {}))).toBe(JOB_UID);
     expect(jobUidLabelOf(podOf('p', { labels: { ...OURS, 'controller-uid': 'old' } }))).toBe('old');
     expect(jobUidLabelOf(podOf('p', { labels: OURS }))).toBeUndefined();
+  });
+});
+
+describe('jobUidOfPod: the one answer to which Job a pod is one of', () => {
+  it.each([
+    {
+      name: 'owned by its Job: the owner, whatever the label says',
+      shape: { owner: 'job', labels: { ...OURS, 'batch.kubernetes.io/controller-uid': 'stale' } },
+      uid: JOB_UID,
+    },
+    { name: 'ours and orphaned: the Job its label names', shape: { owner: 'none' }, uid: JOB_UID },
+    { name: 'another controller owns it: no Job', shape: { owner: 'other' }, uid: undefined },
+    {
+      name: 'orphaned but not ours: no Job',
+      shape: { labels: { 'batch.kubernetes.io/controller-uid': JOB_UID } },
+      uid: undefined,
+    },
+    { name: 'ours, orphaned, without the label: no Job', shape: { labels: OURS }, uid: undefined },
+  ] as { name: string; shape: Shape; uid: string | undefined }[])('$name', ({ shape, uid }) => {
+    expect(jobUidOfPod(podOf('p', shape))).toBe(uid);
   });
 });
 

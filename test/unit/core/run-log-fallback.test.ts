@@ -98,6 +98,38 @@ describe('podLogFallback: a killed runner left no log (DESIGN.md section 7)', ()
       });
   });
 
+  it.each([
+    {
+      id: 'F8',
+      name: 'a source container still running when read',
+      source: { name: 'source', state: { running: { startedAt: '2026-01-01T00:00:07Z' } } },
+      startedAt: '2026-01-01T00:00:07.000Z',
+    },
+    {
+      id: 'F9',
+      name: 'a restarted one: its first start',
+      source: {
+        name: 'source',
+        state: { terminated: { exitCode: 137, startedAt: '2026-01-01T00:01:00Z' } },
+        lastState: { terminated: { exitCode: 1, startedAt: '2026-01-01T00:00:03Z' } },
+      },
+      startedAt: '2026-01-01T00:00:03.000Z',
+    },
+    {
+      id: 'F10',
+      name: 'a null start of the last state does not hide the current one',
+      source: {
+        name: 'source',
+        state: { terminated: { exitCode: 137, startedAt: '2026-01-01T00:00:04Z' } },
+        lastState: { terminated: { exitCode: 0, startedAt: null } },
+      },
+      startedAt: '2026-01-01T00:00:04.000Z',
+    },
+  ])("$id the run's start from $name", ({ source, startedAt }) => {
+    const pod: PodView = { ...killedPod, status: { phase: 'Failed', containerStatuses: [source] } };
+    expect(podLogFallback({ job, pods: [pod], classification: failed })?.startedAt).toBe(startedAt);
+  });
+
   it('F7 the Secret: redacted, marked as from the pod log with its finish, owned by the object; a cut read ends on a whole line', () => {
     const fallback = podLogFallback({ job, pods: [killedPod], classification: failed });
     if (!fallback) throw new Error('no fallback');

@@ -65,6 +65,7 @@ describe('the live view', () => {
       cause: { signal: 'SIGINT' },
       shown: false,
     },
+    { failure: 'a kubectl killed otherwise (the OOM killer)', cause: { signal: 'SIGKILL' }, shown: true },
   ])('$failure: shown in the view is $shown', async ({ cause, shown }) => {
     const controller = new AbortController();
     let calls = 0;
