@@ -56,6 +56,11 @@ export interface WatchLoopStats {
   gone: number;
 }
 
+/** Whether a list failed with HTTP 429 (client-node's ApiException `code`). */
+function tooManyRequests(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === 429;
+}
+
 /** Runs until `signal` aborts. */
 export async function runWatchLoop(options: WatchLoopOptions): Promise<WatchLoopStats> {
   const { resource, source, signal, logger } = options;
@@ -78,10 +83,12 @@ export async function runWatchLoop(options: WatchLoopOptions): Promise<WatchLoop
         await relist(list.items, known, options.emit);
         failures = 0;
       } catch (error) {
-        logger.warn(
-          { err: error, kind: resource.kind, namespace: resource.namespace },
-          'relay list: failed; retrying',
-        );
+        const context = { err: error, kind: resource.kind, namespace: resource.namespace };
+        // The API server answers 429 while a resource's storage initialises (a CRD just installed, a
+        // restart): expected once, so only a second failure in a row is a warning.
+        if (failures === 0 && tooManyRequests(error))
+          logger.info(context, 'relay list: the API server is not ready for it yet (429); retrying');
+        else logger.warn(context, 'relay list: failed; retrying');
         await backoff();
         continue;
       }
