@@ -65,12 +65,6 @@ const FIRST_APPLY_ONLY: Failpoint[] = ['after-finalizer-patch', 'after-contract-
  */
 const SELDOM: Failpoint[] = [...FIRST_APPLY_ONLY, 'after-plan-write'];
 
-/**
- * Machines created only when a first-apply-only point was still unhit after the first applies: their first
- * applies reach it again, armed on every handler (see `armEverywhere`).
- */
-const LATE = ['fm-late-1', 'fm-late-2'];
-
 let workDir: string;
 let redis: LocalRedis;
 let proxy: ApiProxy;
@@ -80,11 +74,11 @@ let arming = false;
 /** The point each handler slot is armed with now. */
 const armedBy = new Map<number, Failpoint>();
 /**
- * Points armed on every handler (spread over them when several) while unhit: the first-apply-only points
- * after first applies that missed the one handler holding each (the round-robin balancer and the fixed order
- * of a run's events can send every bookkeeping step of a round past one handler; seen once in a full run).
+ * A point armed on every handler while unhit: a first-apply-only point the first applies did not reach on
+ * the one handler holding it (the round-robin balancer and the fixed order of a run's events can send every
+ * such step of a round past one handler; seen once in a full run).
  */
-let armEverywhere: Failpoint[] = [];
+let armEverywhere: Failpoint | undefined;
 
 const scope = (): E2eScope => ({
   namespace: fleet.namespace,
@@ -99,11 +93,9 @@ function failpointEnv(index: number): Record<string, string> {
   const spent = [...deaths.values()].reduce((sum, n) => sum + n, 0);
   const allHit = REACHABLE.every((p) => deaths.has(p));
   if (!arming || (allHit && spent >= DEATH_BUDGET)) return {};
-  const forced = armEverywhere.filter((p) => !deaths.has(p));
-  if (forced.length > 0) {
-    const point = forced[index % forced.length] as Failpoint;
-    armedBy.set(index, point);
-    return { CAPTF_FAILPOINTS: `${point}@1`, CAPTF_FAILPOINT_MODE: 'exit' };
+  if (armEverywhere !== undefined && !deaths.has(armEverywhere)) {
+    armedBy.set(index, armEverywhere);
+    return { CAPTF_FAILPOINTS: `${armEverywhere}@1`, CAPTF_FAILPOINT_MODE: 'exit' };
   }
   const holders = (p: Failpoint) => [...armedBy.values()].filter((q) => q === p).length;
   const early = (p: Failpoint) => (FIRST_APPLY_ONLY.includes(p) ? 0 : 1);
@@ -315,17 +307,20 @@ describe('faults on a fleet of handlers during real runs', () => {
       await apply(ALL.map((name) => machineOf(name, 1)));
       await stepRunning();
       await waitConverged('failpoints, first applies', 5 * MINUTE);
+      // Each such point the first applies missed: armed on every handler, the first apply of a fresh
+      // machine reaches it whichever handler takes that step.
       const missed = FIRST_APPLY_ONLY.filter((p) => !fleet.deaths().has(p));
-      if (missed.length > 0) {
-        console.log(`[faults-fleet] first applies missed ${missed.join(', ')}: armed on every handler`);
-        armEverywhere = missed;
+      for (const point of missed) {
+        console.log(`[faults-fleet] the first applies missed ${point}: armed on every handler`);
+        armEverywhere = point;
         await fleet.restartHandlers();
-        await apply(LATE.map((name) => machineOf(name, 1)));
-        await waitConverged('failpoints, late first applies', 5 * MINUTE, LATE);
-        armEverywhere = [];
-        // The handlers that outlived it still hold it: the rounds begin with every handler armed afresh.
-        await fleet.restartHandlers();
+        const late = `fm-late-${point.replace('after-', '')}`;
+        await apply([machineOf(late, 1)]);
+        await waitConverged(`failpoints, ${point} on every handler`, 5 * MINUTE, [late]);
       }
+      armEverywhere = undefined;
+      // The handlers that outlived it still hold it: the rounds begin with every handler armed afresh.
+      if (missed.length > 0) await fleet.restartHandlers();
       // Second applies: bookkeeping prunes the first (history limit 1): after-prune-delete. More rounds
       // while points are left unhit, each starting with every handler re-armed: a handler that did not die
       // keeps its point, so a point no live handler holds would otherwise wait for a death to be armed.
