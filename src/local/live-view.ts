@@ -186,7 +186,8 @@ export async function runLiveView(options: LiveViewOptions): Promise<void> {
   let previous = '';
   let printedLines = 0;
   while (!signal.aborted) {
-    let lines: string[];
+    // Undefined: nothing to show this time.
+    let lines: string[] | undefined;
     try {
       const objects = (
         await Promise.all(KINDS.map((kind) => listJson<ObjectView>(kubectl, namespace, kind)))
@@ -196,14 +197,11 @@ export async function runLiveView(options: LiveViewOptions): Promise<void> {
     } catch (error) {
       // Ctrl-C reaches the whole process group, so the kubectl of this poll may die of it before the stop
       // aborts the view: a stop, not a read failure to show.
-      if (signal.aborted || stoppedBySignal(error)) {
-        await sleep(options.intervalMs ?? 1000, undefined, { signal }).catch(() => undefined);
-        continue;
-      }
-      lines = [`(cannot read the namespace ${namespace}: ${(error as Error).message.split('\n')[0]})`];
+      if (!signal.aborted && !stoppedBySignal(error))
+        lines = [`(cannot read the namespace ${namespace}: ${(error as Error).message.split('\n')[0]})`];
     }
-    const text = lines.join('\n');
-    if (text !== previous) {
+    const text = lines?.join('\n') ?? previous;
+    if (lines !== undefined && text !== previous) {
       previous = text;
       const stamp = new Date().toISOString().slice(11, 19);
       const block = [`── ${stamp} namespace ${namespace} ──`, ...lines];

@@ -48,6 +48,18 @@ const job = (name: string, op: string, attempt: number, created: string, extra: 
   },
 });
 
+/** The kept log of run `j-gone` (apply, attempt 1), whose Job is gone, created at 00:02:00. */
+function keptLogOfGoneJob(annotations: Record<string, string>): RunLogView {
+  return {
+    metadata: {
+      name: 'captf-log-j-gone',
+      creationTimestamp: '2026-01-02T00:02:00Z',
+      labels: { 'captf.io/job': 'j-gone', 'captf.io/op': 'apply', 'captf.io/attempt': '1' },
+      annotations,
+    },
+  };
+}
+
 describe('run history', () => {
   const jobs = [
     job('j-apply-1', 'apply', 1, '2026-01-01T00:00:00Z', {
@@ -140,15 +152,7 @@ describe('run history', () => {
     },
   ];
   it.each(rows)('$id $name', ({ annotations, lastRun, finished }) => {
-    const secret: RunLogView = {
-      metadata: {
-        name: 'captf-log-j-gone',
-        creationTimestamp: '2026-01-02T00:02:00Z',
-        labels: { 'captf.io/job': 'j-gone', 'captf.io/op': 'apply', 'captf.io/attempt': '1' },
-        annotations,
-      },
-    };
-    const [row] = runHistory([], [secret], lastRun);
+    const [row] = runHistory([], [keptLogOfGoneJob(annotations)], lastRun);
     expect(row?.finishedAtMs).toBe(finished === undefined ? undefined : Date.parse(finished));
   });
 
@@ -188,15 +192,7 @@ describe('run history', () => {
       started: '2026-01-02T00:02:00Z',
     },
   ])('$id $name', ({ annotations, lastRun, started }) => {
-    const secret: RunLogView = {
-      metadata: {
-        name: 'captf-log-j-gone',
-        creationTimestamp: '2026-01-02T00:02:00Z',
-        labels: { 'captf.io/job': 'j-gone', 'captf.io/op': 'apply', 'captf.io/attempt': '1' },
-        annotations,
-      },
-    };
-    const [row] = runHistory([], [secret], lastRun);
+    const [row] = runHistory([], [keptLogOfGoneJob(annotations)], lastRun);
     expect(row?.startedAtMs).toBe(Date.parse(started));
   });
 
