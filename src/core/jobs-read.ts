@@ -1,5 +1,7 @@
 import type { TargetStatus } from '../schemas/kinds/target.ts';
 import { carriesBlockMove } from './block-move.ts';
+import { type PreambleMeta, preamble } from './preamble.ts';
+import { suffixKnownWithoutJobs } from './state-identity.ts';
 import type { Planned } from './step-plan.ts';
 
 /**
@@ -13,7 +15,7 @@ import type { Planned } from './step-plan.ts';
 
 /** What {@link jobsListSkippable} reads of the object. */
 export interface JobsEvidence {
-  meta: { annotations?: Readonly<Record<string, string>>; deletionTimestamp?: string };
+  meta: PreambleMeta;
   status: Pick<TargetStatus, 'activeJob' | 'attempts' | 'stateSuffix' | 'waitReason'>;
   /** Paths of status fields that do not parse (nothing is planned from such a status). */
   statusUnreadable?: readonly string[];
@@ -31,10 +33,12 @@ export interface JobsEvidence {
  * which every other decision is; its end's event and the sweep (DESIGN.md section 8, which lists every Job)
  * step the object with its Jobs listed (`StepOptions.listJobs`), so no result is lost; and no Job is ever
  * started from an unlisted snapshot. Pruning a retained Job past a lowered history limit waits for the
- * object's next listed step.
+ * object's next listed step. An object without our finalizer is planned by the preamble alone
+ * ({@link preambleWithoutJobs}).
  */
 export function jobsListSkippable(object: JobsEvidence): boolean {
   const { status } = object;
+  if (preamble(object.meta).kind !== 'proceed') return preambleWithoutJobs(object);
   return (
     !carriesBlockMove(object.meta.annotations) &&
     status.activeJob === undefined &&
@@ -42,6 +46,17 @@ export function jobsListSkippable(object: JobsEvidence): boolean {
     object.statusUnreadable === undefined &&
     (idleWithoutJobs(status) || status.waitReason !== undefined)
   );
+}
+
+/**
+ * Whether the preamble's plan (an object without our finalizer: it is added, or nothing is done; DESIGN.md
+ * section 5 step 2) may be made without the Job list: it decides nothing from the Jobs, and the one thing it
+ * takes from them, the state suffix its runner setup names (src/core/runner-setup.ts), is the one the Jobs
+ * would give ({@link suffixKnownWithoutJobs}) when the status parses. The usual case is an object's very first
+ * step (issue 22: a new object's first step costs no Job list).
+ */
+function preambleWithoutJobs(object: JobsEvidence): boolean {
+  return object.statusUnreadable === undefined && suffixKnownWithoutJobs(object.status);
 }
 
 /**

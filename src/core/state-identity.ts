@@ -61,6 +61,16 @@ export function stateSuffixOf(object: {
 }
 
 /**
+ * Whether {@link stateSuffixOf} answers the same whatever the object's Jobs carry, so a step may name the
+ * suffix without listing them: the status records it, or records no run at all. A Job of an object whose
+ * status shows no run (its start's status write lost) was started from that same status with no Job before
+ * it, so it carries {@link nameStateSuffix}, which is what this status gives. Pure.
+ */
+export function suffixKnownWithoutJobs(status: TargetStatus): boolean {
+  return status.stateSuffix !== undefined || !ranBeforeSuffixWasRecorded(status);
+}
+
+/**
  * The suffix `status.stateSuffix` should record when it records none yet but a Job of the object carries
  * one (its start's status write was lost); undefined otherwise.
  */

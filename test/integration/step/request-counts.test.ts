@@ -67,13 +67,13 @@ async function readyCluster(name: string): Promise<Record<string, string>> {
 }
 
 /**
- * The object's first step: get object, list Jobs, patch the object's metadata (our finalizer); then, for the
- * first Job, the plan key Secret and the runner identity (src/core/runner-setup.ts), with no read of it
- * first (the object is new): the ServiceAccount, the state Secret, the Lease, the Role and the RoleBinding.
+ * The object's first step: get object (no Job list: without our finalizer the preamble decides, from the
+ * object alone, src/core/jobs-read.ts), patch the object's metadata (our finalizer); then, for the first Job,
+ * the plan key Secret and the runner identity (src/core/runner-setup.ts), with no read of it first (the
+ * object is new): the ServiceAccount, the state Secret, the Lease, the Role and the RoleBinding.
  */
 const FINALIZER_STEP = {
   'get terraformmachines': 1,
-  'list jobs': 1,
   'patch terraformmachines': 1,
   'create secrets': 2,
   'create serviceaccounts': 1,

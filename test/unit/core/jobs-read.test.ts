@@ -4,6 +4,7 @@ import { type JobsEvidence, jobsListSkippable } from '../../../src/core/jobs-rea
 import { clusterOperationMessage } from '../../../src/core/planner/cluster-operation.ts';
 import { heldOutcome } from '../../../src/core/planner/start.ts';
 import { planStep } from '../../../src/core/planner.ts';
+import { FINALIZER, MANAGED_BY_ANNOTATION } from '../../../src/core/preamble.ts';
 import type { Snapshot } from '../../../src/core/snapshot.ts';
 import type { StepOutcome } from '../../../src/core/step-outcome.ts';
 import type { PlanFacts } from '../../../src/core/step-plan.ts';
@@ -22,18 +23,19 @@ const atRest: TargetStatus = {
   appliedInputsHash: 'h1',
   lastRun: { op: 'apply', result: 'succeeded' } as never,
 };
-const evidence: JobsEvidence = { meta: {}, status: atRest };
+const ours = { finalizers: [FINALIZER] };
+const evidence: JobsEvidence = { meta: ours, status: atRest };
 
 describe('jobsListSkippable', () => {
   it('JR1 an object that shows nothing runs, its retries and state suffix recorded, is planned unlisted', () => {
     expect(jobsListSkippable(evidence)).toBe(true);
-    expect(jobsListSkippable({ meta: { annotations: { other: '' } }, status: atRest })).toBe(true);
+    expect(jobsListSkippable({ meta: { ...ours, annotations: { other: '' } }, status: atRest })).toBe(true);
   });
 
   const listed: [string, JobsEvidence][] = [
     [
       'the block-move annotation (a Job may run)',
-      { ...evidence, meta: { annotations: { [BLOCK_MOVE_ANNOTATION]: '' } } },
+      { ...evidence, meta: { ...ours, annotations: { [BLOCK_MOVE_ANNOTATION]: '' } } },
     ],
     [
       'status.activeJob',
@@ -42,7 +44,10 @@ describe('jobsListSkippable', () => {
         status: { ...atRest, activeJob: { name: 'j', op: 'apply', attempt: 2, startedAt: iso(0) } },
       },
     ],
-    ['a deletion (the finalize reads the Jobs)', { ...evidence, meta: { deletionTimestamp: iso(0) } }],
+    [
+      'a deletion (the finalize reads the Jobs)',
+      { ...evidence, meta: { ...ours, deletionTimestamp: iso(0) } },
+    ],
     ['a status that does not parse', { ...evidence, statusUnreadable: ['status.lastRun'] }],
     [
       'no stored retry state (it would come from the records), and no wait recorded',
@@ -68,7 +73,36 @@ describe('jobsListSkippable', () => {
   });
 
   it('JR7 an object that never ran and records a wait is planned unlisted (its retries and suffix absent)', () => {
-    expect(jobsListSkippable({ meta: {}, status: { waitReason: 'WaitingForDependencies' } })).toBe(true);
+    expect(jobsListSkippable({ meta: ours, status: { waitReason: 'WaitingForDependencies' } })).toBe(true);
+  });
+
+  // The preamble (an object without our finalizer) decides nothing from the Jobs; its runner setup names
+  // the state suffix, which a Job could carry only when the status shows runs and records none.
+  const preambleSteps: [string, JobsEvidence, boolean][] = [
+    ["a new object's first step (an empty status)", { meta: {}, status: {} }, true],
+    ['our finalizer removed by hand, the suffix recorded', { meta: {}, status: atRest }, true],
+    [
+      'externally managed, a Job running',
+      {
+        meta: { ...ours, annotations: { [MANAGED_BY_ANNOTATION]: 'x', [BLOCK_MOVE_ANNOTATION]: '' } },
+        status: atRest,
+      },
+      true,
+    ],
+    ['deleting without our finalizer', { meta: { deletionTimestamp: iso(0) }, status: atRest }, true],
+    [
+      'runs on record, no suffix recorded (a Job would name it)',
+      { meta: {}, status: { ...atRest, stateSuffix: undefined } },
+      false,
+    ],
+    [
+      'a status that does not parse (its suffix may be among what failed)',
+      { meta: {}, status: {}, statusUnreadable: ['status.stateSuffix'] },
+      false,
+    ],
+  ];
+  it.each(preambleSteps)('JR16 the preamble: %s, unlisted: %s', (_name, object, unlisted) => {
+    expect(jobsListSkippable(object)).toBe(unlisted);
   });
 });
 
@@ -101,6 +135,18 @@ describe('planning from an unlisted snapshot', () => {
       kind: 'read',
       read: 'jobs',
     });
+  });
+
+  it("JR17 a new object's first step: the finalizer and the runner setup, planned as from its listed (empty) Jobs", () => {
+    const fresh = snap({ meta: {}, status: {} });
+    const { jobsUnread: _unread, ...listed } = fresh;
+    const unlisted = planStep(facts(fresh));
+    expect(unlisted).toMatchObject({
+      kind: 'plan',
+      move: { kind: 'finalizers', finalizers: [FINALIZER], setup: { stateSuffix: 'm-m-a' } },
+      outcome: { reason: 'FinalizerAdded' },
+    });
+    expect(planStep(facts(listed))).toEqual(unlisted);
   });
 
   it('JR6 the same snapshot listed plans the same idle rest', () => {
