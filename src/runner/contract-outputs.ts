@@ -1,8 +1,5 @@
-import {
-  CONTRACT_OUTPUT_NAMES,
-  type ContractOutputs,
-  checkContractOutputs,
-} from '../schemas/contract-outputs.ts';
+import { CONTRACT_OUTPUT_NAMES } from '../schemas/contract-output-names.ts';
+import { type ContractOutputs, checkContractOutputs } from '../schemas/contract-outputs.ts';
 import type { TargetKind } from '../schemas/kinds/api-group.ts';
 import type { UiOutput } from './machine-ui.ts';
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CONTRACT_OUTPUT_NAMES, type ContractOutputName } from './contract-output-names.ts';
 import { ApiEndpointSchema } from './kinds/api-endpoint.ts';
 import type { TargetKind } from './kinds/api-group.ts';
 import { ClusterExportsSchema, FailureDomainSchema } from './kinds/terraform-cluster.ts';
@@ -15,7 +16,7 @@ import {
  * naming the output, instead of freezing the object behind a status write that can never succeed.
  */
 
-/** One schema per contract output, each the schema of the field it fills. */
+/** One schema per contract output (src/schemas/contract-output-names.ts), each the schema of the field it fills. */
 export const CONTRACT_OUTPUT_SCHEMAS = {
   controlPlaneEndpoint: ApiEndpointSchema,
   failureDomains: z.array(FailureDomainSchema).max(64),
@@ -24,11 +25,7 @@ export const CONTRACT_OUTPUT_SCHEMAS = {
   addresses: z.array(MachineAddressSchema).max(32),
   providerIDList: TerraformMachinePoolSpecSchema.shape.providerIDList.unwrap(),
   replicas: TerraformMachinePoolStatusSchema.shape.replicas.unwrap(),
-} as const;
-
-export type ContractOutputName = keyof typeof CONTRACT_OUTPUT_SCHEMAS;
-/** The contract output names, in a fixed order. */
-export const CONTRACT_OUTPUT_NAMES = Object.keys(CONTRACT_OUTPUT_SCHEMAS) as ContractOutputName[];
+} as const satisfies Record<ContractOutputName, z.ZodType>;
 
 /** The outputs each kind's CRD records (DESIGN.md section 2); a kind ignores the others. */
 export const CONTRACT_OUTPUTS_OF_KIND: Readonly<Record<TargetKind, readonly ContractOutputName[]>> = {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CONTRACT_OUTPUT_NAMES, type ContractOutputName } from './contract-output-names.ts';
 
 /**
  * The runner's result document (DESIGN.md section 10): JSON, `version: 1`, written to the termination log
@@ -106,17 +107,18 @@ export const LockInfoSchema = z.object({
 export type LockInfo = z.infer<typeof LockInfoSchema>;
 
 /**
- * The Cluster API contract outputs as the result document carries them: any JSON under the contract names,
- * so a result whose outputs the CRD would refuse still parses and is classified (`OutputsInvalid`, checked
- * by src/schemas/contract-outputs.ts), never `unknown`.
+ * The Cluster API contract outputs as the result document carries them: any value (the document is parsed
+ * JSON) under each contract name (src/schemas/contract-output-names.ts, the one list the runner reports
+ * from), so a result whose outputs the CRD would refuse still parses and is classified (`OutputsInvalid`,
+ * checked by src/schemas/contract-outputs.ts), never `unknown`. Built from that list: a name left out here
+ * is stripped by the parse (a cluster's `exports` and `failureDomains` once never reached its status).
  */
-export const ReportedOutputsSchema = z.object({
-  controlPlaneEndpoint: z.json().optional(),
-  providerID: z.json().optional(),
-  addresses: z.json().optional(),
-  providerIDList: z.json().optional(),
-  replicas: z.json().optional(),
-});
+export const ReportedOutputsSchema = z.object(
+  Object.fromEntries(CONTRACT_OUTPUT_NAMES.map((name) => [name, z.unknown().optional()])) as Record<
+    ContractOutputName,
+    z.ZodOptional<z.ZodUnknown>
+  >,
+);
 export type ReportedOutputs = z.infer<typeof ReportedOutputsSchema>;
 
 /** Most output names a result and a status list (issue 24 item 3); a module with more lists the first. */

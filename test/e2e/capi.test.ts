@@ -44,7 +44,12 @@ const BOOTSTRAP_SECRET = 'capi-bootstrap';
 /** Must reach the module and nothing else (docs/module-contract.md: bootstrap_data is sensitive). */
 const CANARY = 'tok-123-canary';
 const BOOTSTRAP_DATA = `#cloud-config\nwrite_files:\n  - path: /etc/captf/join-token\n    content: ${CANARY}\n`;
-const ENDPOINT = { host: '10.20.0.10', port: 6443 };
+/**
+ * The cluster's network: not the sample module's default, so a machine's address (made from its cluster's
+ * `exports`, handed to it as `cluster_exports`) shows the exports reached it.
+ */
+const CIDR = '10.30.0.0/16';
+const ENDPOINT = { host: '10.30.0.10', port: 6443 };
 /** The standalone machine of the restore test. */
 const RESTORED = 'restored';
 
@@ -72,6 +77,7 @@ interface CapiObject {
     replicas?: number;
     initialization?: { infrastructureProvisioned?: boolean };
     conditions?: { type: string; status: string; reason?: string }[];
+    failureDomains?: { name: string; controlPlane?: boolean }[];
   };
 }
 
@@ -287,7 +293,7 @@ function terraformCluster(): Record<string, unknown> {
     metadata: { name: CLUSTER, namespace: run.namespace },
     spec: {
       source: { image: 'captf.local/sample-cluster:1' },
-      variables: { name: CLUSTER },
+      variables: { name: CLUSTER, cidr: CIDR },
       jobs: pinnedJobs(run),
       defaults: { jobs: pinnedJobs(run) },
     },
@@ -372,6 +378,24 @@ describe('the sample driven by Cluster API v1.14.2 (issue 11, DESIGN.md section 
       const ours = await waitReady(run, RESOURCE.TerraformCluster, CLUSTER, MINUTE);
       expect(ours.spec.controlPlaneEndpoint).toEqual(ENDPOINT);
       expect(ours.status?.initialization?.provisioned).toBe(true);
+      // The module's other contract outputs: the exports its members get, and the failure domains Cluster
+      // API copies from the infrastructure cluster.
+      expect(ours.status?.exports).toEqual({
+        cidr: CIDR,
+        network_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      });
+      const zones = [
+        { name: 'zone-a', controlPlane: true },
+        { name: 'zone-b', controlPlane: true },
+      ];
+      expect(ours.status?.failureDomains).toEqual(zones);
+      const withZones = await waitCapi(
+        'the Cluster lists the failure domains',
+        () => getCapi('clusters.cluster.x-k8s.io', CLUSTER),
+        (c) => (c?.status?.failureDomains?.length ?? 0) === zones.length,
+        MINUTE,
+      );
+      expect(withZones?.status?.failureDomains).toEqual(zones);
       expect(ours.metadata.ownerReferences).toEqual([
         expect.objectContaining({ kind: 'Cluster', name: CLUSTER, uid: cluster?.metadata.uid }),
       ]);
@@ -421,6 +445,8 @@ describe('the sample driven by Cluster API v1.14.2 (issue 11, DESIGN.md section 
         // machine_name reached the module: the sample names its server after the Machine.
         expect(m.spec.providerID).toMatch(new RegExp(`^captf-local://${owner?.name}/[0-9a-f-]{36}$`));
         expect(m.status?.initialization?.provisioned).toBe(true);
+        // Its address is in its cluster's network: the cluster's exports reached its module.
+        expect(m.status?.addresses?.[0]?.address).toMatch(/^10\.30\./);
         expect(m.status?.stateSuffix).toBe(`m-${m.metadata.name}`);
         const outputs = await stateOutputs(m.status?.stateSuffix ?? '');
         expect(outputs.bootstrap_data_sha256?.value).toBe(digest);

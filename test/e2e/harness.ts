@@ -88,6 +88,8 @@ export interface ObservedObject {
     addresses?: { type: string; address: string }[];
     source?: { pinnedImage?: string };
     outputs?: { secretName: string; names?: string[] };
+    exports?: Record<string, unknown>;
+    failureDomains?: { name: string; controlPlane?: boolean }[];
   };
 }
 

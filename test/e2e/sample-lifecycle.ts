@@ -75,6 +75,16 @@ export function describeSampleLifecycle(
         const mb = await waitReady(run, RESOURCE.TerraformMachine, 'm-b', 3 * MINUTE);
 
         expect(cluster.spec.controlPlaneEndpoint).toEqual({ host: '10.20.0.10', port: 6443 });
+        // The cluster module's other contract outputs (docs/module-contract.md): its machines' exports, and
+        // the failure domains.
+        expect(cluster.status?.exports).toEqual({
+          cidr: '10.20.0.0/16',
+          network_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        });
+        expect(cluster.status?.failureDomains).toEqual([
+          { name: 'zone-a', controlPlane: true },
+          { name: 'zone-b', controlPlane: true },
+        ]);
         expect(ma.spec.providerID).toMatch(/^captf-local:\/\/m-a\/[0-9a-f-]{36}$/);
         expect(mb.spec.providerID).toMatch(/^captf-local:\/\/m-b\/[0-9a-f-]{36}$/);
         expect(ma.status?.addresses).toEqual([{ type: 'InternalIP', address: '10.20.0.101' }]);
