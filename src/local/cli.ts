@@ -20,6 +20,7 @@ import {
   type LocalEventPath,
   startLocalController,
 } from './local-controller.ts';
+import { onUnexpectedExit } from './process.ts';
 import {
   LOCAL_REDIS_TOPOLOGIES,
   type LocalRedisTopology,
@@ -77,6 +78,14 @@ async function up(options: UpOptions): Promise<void> {
   };
   process.on('SIGINT', () => void shutdown(0));
   process.on('SIGTERM', () => void shutdown(0));
+  // Nothing restarts a part that died (a local run is for seeing what happens): it is said at once, with
+  // its log, and the run goes on without it until Ctrl-C.
+  onUnexpectedExit((exit) => {
+    if (stopping) return;
+    const how = exit.signal ?? `exit code ${exit.code}`;
+    log(`${exit.name} (pid ${exit.pid}) exited unexpectedly (${how}); the local run goes on without it`);
+    log(`  its log ${exit.logPath} ends:\n${exit.tail}`);
+  });
 
   try {
     stack = await startLocalStack({ log, redis: options.redis });

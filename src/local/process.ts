@@ -20,9 +20,35 @@ export interface ManagedProcess {
   tail(lines?: number): string;
 }
 
+/** A managed process that exited while nothing had asked it to stop: a crash, or a kill from outside. */
+export interface UnexpectedExit {
+  name: string;
+  pid: number;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  logPath: string;
+  /** The last lines of its log. */
+  tail: string;
+}
+
+const unexpectedExitListeners = new Set<(exit: UnexpectedExit) => void>();
+
+/**
+ * Calls `listener` for every managed process of this Node process that exits before its `stop()` or
+ * `kill()` was called (the local run says so at once, instead of running on degraded and silent: a Redis
+ * killed from outside left only the handlers' 503s). Returns the unsubscribe.
+ */
+export function onUnexpectedExit(listener: (exit: UnexpectedExit) => void): () => void {
+  unexpectedExitListeners.add(listener);
+  return () => {
+    unexpectedExitListeners.delete(listener);
+  };
+}
+
 /**
  * Starts `command args` (in `cwd`, default this process's) with stdout and stderr appended to a log file.
- * Throws if it cannot be spawned.
+ * Throws if it cannot be spawned. An exit before `stop()` or `kill()` is reported to the
+ * {@link onUnexpectedExit} listeners.
  */
 export function startProcess(
   name: string,
@@ -63,9 +89,7 @@ export function startProcess(
     child.on('error', () => resolve({ code: -1, signal: null }));
   });
   let running = true;
-  void exited.then(() => {
-    running = false;
-  });
+  let asked = false;
   const tail = (lines = 40): string => {
     try {
       return readFileSync(logPath, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
@@ -73,7 +97,15 @@ export function startProcess(
       return '(no log)';
     }
   };
+  const pid = child.pid;
+  void exited.then(({ code, signal }) => {
+    running = false;
+    if (asked) return;
+    const exit = { name, pid, code, signal, logPath, tail: tail(5) };
+    for (const listener of unexpectedExitListeners) listener(exit);
+  });
   const stop = async (graceMs = 5000): Promise<void> => {
+    asked = true;
     if (!running) return;
     child.kill('SIGTERM');
     const outcome = await Promise.race([
@@ -86,11 +118,12 @@ export function startProcess(
     }
   };
   const kill = async (): Promise<void> => {
+    asked = true;
     if (!running) return;
     child.kill('SIGKILL');
     await exited;
   };
-  return { name, pid: child.pid, logPath, exited, stop, kill, tail };
+  return { name, pid, logPath, exited, stop, kill, tail };
 }
 
 /**

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, expect, it } from 'vitest';
-import { startProcess } from '../../../src/local/process.ts';
+import { onUnexpectedExit, startProcess, type UnexpectedExit } from '../../../src/local/process.ts';
 
 // The children of the local run (src/local/process.ts), as real processes: each leads a process group of
 // its own, so a terminal's Ctrl-C (which signals the whole foreground group) reaches only the local run,
@@ -58,4 +58,32 @@ it('stops a child whose parent is killed outright (SIGKILL: no shutdown of its o
   const deadline = Date.now() + 10_000;
   while (alive(childPid) && Date.now() < deadline) await sleep(100);
   expect(alive(childPid)).toBe(false);
+});
+
+it('reports a child killed from outside, with its log, and not one the local run stopped or killed', async () => {
+  const seen: UnexpectedExit[] = [];
+  const unsubscribe = onUnexpectedExit((exit) => seen.push(exit));
+  try {
+    const stopped = startProcess('stopped', 'sleep', ['60'], logDir);
+    const killed = startProcess('killed', 'sleep', ['60'], logDir);
+    await stopped.stop(1000);
+    await killed.kill();
+    const victim = startProcess('victim', 'sh', ['-c', 'echo serving; exec sleep 60'], logDir);
+    const deadline = Date.now() + 10_000;
+    while (!victim.tail().includes('serving') && Date.now() < deadline) await sleep(50);
+    process.kill(victim.pid, 'SIGKILL');
+    await victim.exited;
+    expect(seen).toEqual([
+      {
+        name: 'victim',
+        pid: victim.pid,
+        code: null,
+        signal: 'SIGKILL',
+        logPath: victim.logPath,
+        tail: 'serving',
+      },
+    ]);
+  } finally {
+    unsubscribe();
+  }
 });
