@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { accessSync, constants, existsSync, readdirSync, readFileSync, rmdirSync } from 'node:fs';
+import { accessSync, constants, existsSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 
@@ -96,6 +96,42 @@ export function removeCgroupTree(dir: string): void {
   for (const entry of readdirSync(dir, { withFileTypes: true }))
     if (entry.isDirectory()) removeCgroupTree(join(dir, entry.name));
   rmdirSync(dir);
+}
+
+/**
+ * What the kubelet creates outside its `--root-dir`, deepest first: its device plugin socket, in a directory
+ * that is a constant of the kubelet (`/var/lib/kubelet/device-plugins/`, which `--root-dir` does not move).
+ * `base` is `/var/lib/kubelet` but in tests.
+ */
+function kubeletHostPaths(base: string): string[] {
+  return [join(base, 'device-plugins', 'kubelet.sock'), join(base, 'device-plugins'), base];
+}
+
+/**
+ * Which of the kubelet's host paths are missing before it starts: the only ones its node's stop removes
+ * ({@link removeKubeletHostPaths}), so a host's own kubelet, or what was there before, is never touched.
+ */
+export function absentKubeletHostPaths(base = '/var/lib/kubelet'): string[] {
+  return kubeletHostPaths(base).filter((path) => !existsSync(path));
+}
+
+/**
+ * Removes, deepest first, the kubelet's host paths that were missing before it started (`absent`, from
+ * {@link absentKubeletHostPaths}): the socket, then each directory when empty (one that holds something
+ * else now is not ours alone, and stays). Answers what could not be removed, with the error code.
+ */
+export function removeKubeletHostPaths(absent: readonly string[]): string[] {
+  const left: string[] = [];
+  for (const path of absent) {
+    try {
+      if (path.endsWith('.sock')) rmSync(path, { force: true });
+      else rmdirSync(path);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ENOTEMPTY') left.push(`${path} (${code})`);
+    }
+  }
+  return left;
 }
 
 /** Unmounts every mount point under `dir`, deepest first (netns files, overlay roots, shm). */

@@ -8,12 +8,14 @@ import { waitUntilHealthy } from '../process.ts';
 import type { StackInfo } from '../stack.ts';
 import { type Containerd, startContainerd } from './containerd.ts';
 import {
+  absentKubeletHostPaths,
   cgroupDirs,
   type HostNames,
   hostAddress,
   hostNames,
   missingForRealNode,
   removeCgroupTree,
+  removeKubeletHostPaths,
   tryRun,
   unmountUnder,
 } from './host.ts';
@@ -100,12 +102,14 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNode>
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+  // Read before the kubelet can create them (its device plugin socket, outside its own directory).
+  const kubeletHostPaths = absentKubeletHostPaths();
   const stop = async (): Promise<void> => {
     await kubelet?.stop();
     await containerd?.stop();
     await registry?.process.stop();
     // Every removal is tried; what could not be removed is reported together, never dropped.
-    const leftovers: string[] = [];
+    const leftovers: string[] = removeKubeletHostPaths(kubeletHostPaths);
     unmountUnder(dir);
     if (existsSync(`/sys/class/net/${names.bridge}`) && !tryRun('ip', ['link', 'delete', names.bridge]))
       leftovers.push(`bridge ${names.bridge}`);

@@ -1,6 +1,13 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { registryHosts } from '../../../src/local/real-node/containerd.ts';
-import { hostNames } from '../../../src/local/real-node/host.ts';
+import {
+  absentKubeletHostPaths,
+  hostNames,
+  removeKubeletHostPaths,
+} from '../../../src/local/real-node/host.ts';
 import { serviceRouteRules } from '../../../src/local/real-node/service-route.ts';
 
 describe('the host names of a real node', () => {
@@ -39,4 +46,49 @@ describe('the service route and the registry hosts', () => {
       'server = "http://127.0.0.1:5000"\n\n[host."http://127.0.0.1:5000"]\n  capabilities = ["pull", "resolve"]\n',
     );
   });
+});
+
+describe("the kubelet's paths outside its own directory (its device plugin socket)", () => {
+  const withBase = (test: (base: string) => void) => () => {
+    const dir = mkdtempSync(join(tmpdir(), 'captf-kubelet-host-'));
+    try {
+      test(join(dir, 'var-lib-kubelet'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+  /** What the kubelet leaves on the host when it runs: its socket in the constant directory. */
+  const kubeletRan = (base: string) => {
+    mkdirSync(join(base, 'device-plugins'), { recursive: true });
+    writeFileSync(join(base, 'device-plugins', 'kubelet.sock'), '');
+  };
+
+  it(
+    'K1 a host without them has them all removed after the node stops',
+    withBase((base) => {
+      const absent = absentKubeletHostPaths(base);
+      expect(absent).toHaveLength(3);
+      kubeletRan(base);
+      expect(removeKubeletHostPaths(absent)).toEqual([]);
+      expect(absentKubeletHostPaths(base)).toHaveLength(3);
+    }),
+  );
+
+  it(
+    'K2 what was there before, or holds something else now, stays',
+    withBase((base) => {
+      mkdirSync(join(base, 'device-plugins'), { recursive: true });
+      const absent = absentKubeletHostPaths(base);
+      expect(absent).toEqual([join(base, 'device-plugins', 'kubelet.sock')]);
+      kubeletRan(base);
+      writeFileSync(join(base, 'device-plugins', 'other.sock'), '');
+      expect(removeKubeletHostPaths(absent)).toEqual([]);
+      expect(absentKubeletHostPaths(base)).toEqual([join(base, 'device-plugins', 'kubelet.sock')]);
+      const fresh = join(base, 'fresh');
+      mkdirSync(join(fresh, 'device-plugins'), { recursive: true });
+      writeFileSync(join(fresh, 'device-plugins', 'vendor.sock'), '');
+      expect(removeKubeletHostPaths([join(fresh, 'device-plugins'), fresh])).toEqual([]);
+      expect(absentKubeletHostPaths(fresh)).toEqual([join(fresh, 'device-plugins', 'kubelet.sock')]);
+    }),
+  );
 });
