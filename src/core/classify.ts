@@ -514,19 +514,19 @@ function fromResult(
         violation: exitZero,
         summary: result.error?.summary ?? 'the runner was stopped before it finished',
       };
+    // A plan that waits for a person: the runner exits 0 (section 10), a runner of an earlier release 4 or 5;
+    // the result alone says what happened, so no exit code contradicts it.
     case 'blocked':
-      if (deadline) return { evidence: 'deadline', violation: exitZero };
+      if (deadline) return { evidence: 'deadline' };
       return result.plan?.destructive
         ? {
             evidence: 'destructive-blocked',
-            violation: exitZero,
             summary: 'the plan destroys or replaces resources; it waits for approval',
           }
-        : { evidence: 'awaiting-approval', violation: exitZero, summary: 'the plan waits for approval' };
+        : { evidence: 'awaiting-approval', summary: 'the plan waits for approval' };
     case 'plan-changed':
       return {
         evidence: deadline ? 'deadline' : 'plan-changed',
-        violation: exitZero,
         summary: 'the plan no longer matches the approved plan',
       };
   }

@@ -46,5 +46,5 @@ export function withSafetyRequeue(outcome: StepOutcome, reads: number): StepOutc
  */
 export function safetyRequeueText(seconds: number): string {
   const longest = Math.min(SAFETY_REQUEUE_MAX_SECONDS, SAFETY_REQUEUE_MAX_READS * seconds);
-  return `woken when what it waits for changes; otherwise looked at again in ${Math.ceil(seconds / 60)} to ${Math.ceil(longest / 60)} min (${seconds} s for each API read of the controller's step)`;
+  return `woken when what it waits for changes; otherwise looked at again in ${Math.ceil(seconds / 60)} to ${Math.ceil(longest / 60)} min, in case an event was lost (the more a look reads, the later it comes)`;
 }

@@ -12,13 +12,18 @@ import { runOp } from './run.ts';
  * The one place that turns outcomes into exit codes and the result file (STYLE.md habit 6).
  */
 
-/** Exit code per result: 0 only for `succeeded` (DESIGN.md section 10); Terraform's own code never leaks. */
+/**
+ * Exit code per result (DESIGN.md section 10): 0 for a run that did what it was asked, applied or stopped at
+ * a plan that waits for a person (`blocked`, `plan-changed`: a failed Job would set off every generic
+ * failed-Job alert, kube-state-metrics' KubeJobFailed, for as long as it is kept); non-zero for a failure or
+ * an interruption. Terraform's own code never leaks.
+ */
 export const RESULT_EXIT_CODES: Record<RunResult, number> = {
   succeeded: 0,
   failed: 1,
   interrupted: 3,
-  blocked: 4,
-  'plan-changed': 5,
+  blocked: 0,
+  'plan-changed': 0,
 };
 /** A command line the runner does not understand: a Job builder bug; no result is written. */
 const USAGE_EXIT_CODE = 2;

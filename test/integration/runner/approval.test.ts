@@ -22,7 +22,8 @@ describe('destructive guard and plan digests (DESIGN.md section 11)', () => {
     // generation 2 replaces the machine: delete + create.
     const replace = { variables: { name: 'm-a', generation: 2 }, backend: state };
     const blocked = await runRunner({ flags: ['--op=apply'], module: 'machine', config: replace });
-    expect(blocked.exitCode).toBe(4);
+    // A plan that waits for a person is no failed Job (DESIGN.md section 10): exit 0.
+    expect(blocked.exitCode).toBe(0);
     expect(blocked.result.result).toBe('blocked');
     expect(stepNames(blocked.result)).toEqual(['prepare', 'init', 'validate', 'plan', 'show-json']);
     expect(blocked.result.plan).toMatchObject({ add: 1, change: 0, destroy: 1, destructive: true });
@@ -69,7 +70,7 @@ describe('destructive guard and plan digests (DESIGN.md section 11)', () => {
         expectedPlanDigest: approvedDigest,
       },
     });
-    expect(changed.exitCode).toBe(5);
+    expect(changed.exitCode).toBe(0);
     expect(changed.result.result).toBe('plan-changed');
     expect(changed.result.plan?.digest).not.toBe(approvedDigest);
     expect(changed.result.plan?.destructive).toBe(true);

@@ -266,12 +266,65 @@ const rows: Row[] = [
     },
   },
   {
+    id: 'S7.7c',
+    name: 'result blocked from a runner that exits 0 (section 10: a plan that waits is no failed Job), the Job Complete → DestructivePlanBlocked, no warning',
+    input: {
+      op: 'apply',
+      job: completeJob,
+      pods: [
+        pod(
+          'p1',
+          {
+            exitCode: 0,
+            message: ok(
+              result({
+                op: 'apply',
+                result: 'blocked',
+                plan: { digest: 'sha256:d', add: 0, change: 0, destroy: 1, destructive: true },
+              }),
+            ),
+          },
+          { phase: 'Succeeded' },
+        ),
+      ],
+    },
+    expected: {
+      result: 'blocked',
+      reason: 'DestructivePlanBlocked',
+      counted: false,
+      status: 'Unknown',
+      kind: 'blocked',
+    },
+  },
+  {
+    id: 'S7.8b',
+    name: 'result plan-changed, exit 0, the Job Complete → PlanChanged, no warning',
+    input: {
+      op: 'apply',
+      job: completeJob,
+      pods: [
+        pod(
+          'p1',
+          { exitCode: 0, message: ok(result({ op: 'apply', result: 'plan-changed' })) },
+          { phase: 'Succeeded' },
+        ),
+      ],
+    },
+    expected: {
+      result: 'blocked',
+      reason: 'PlanChanged',
+      counted: false,
+      status: 'Unknown',
+      kind: 'plan-changed',
+    },
+  },
+  {
     id: 'S7.8',
-    name: 'result plan-changed → PlanChanged (Unknown), not counted',
+    name: 'result plan-changed from a runner of an earlier release (exit 5) → PlanChanged (Unknown), not counted',
     input: {
       op: 'apply',
       job: failedJob,
-      pods: [pod('p1', { exitCode: 4, message: ok(result({ op: 'apply', result: 'plan-changed' })) })],
+      pods: [pod('p1', { exitCode: 5, message: ok(result({ op: 'apply', result: 'plan-changed' })) })],
     },
     expected: {
       result: 'blocked',

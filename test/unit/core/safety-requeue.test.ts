@@ -101,7 +101,7 @@ describe('the safety requeue, priced by its look', () => {
 
   it('kubectl captf why says the range a person can expect, and that an event comes first', () => {
     expect(safetyRequeueText(618)).toBe(
-      "woken when what it waits for changes; otherwise looked at again in 11 to 60 min (618 s for each API read of the controller's step)",
+      'woken when what it waits for changes; otherwise looked at again in 11 to 60 min, in case an event was lost (the more a look reads, the later it comes)',
     );
     expect(safetyRequeueText(600)).toContain('in 10 to 60 min');
   });
