@@ -16,7 +16,17 @@ import type { Planned } from './step-plan.ts';
 /** What {@link jobsListSkippable} reads of the object. */
 export interface JobsEvidence {
   meta: PreambleMeta;
-  status: Pick<TargetStatus, 'activeJob' | 'attempts' | 'stateSuffix' | 'waitReason'>;
+  status: Pick<
+    TargetStatus,
+    | 'activeJob'
+    | 'attempts'
+    | 'stateSuffix'
+    | 'waitReason'
+    // What tells runs on record (src/core/state-identity.ts `suffixKnownWithoutJobs`).
+    | 'lastRun'
+    | 'lastSuccess'
+    | 'appliedGeneration'
+  >;
   /** Paths of status fields that do not parse (nothing is planned from such a status). */
   statusUnreadable?: readonly string[];
 }

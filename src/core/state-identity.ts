@@ -31,8 +31,11 @@ export function nameStateSuffix(kind: TargetKind, name: string): string {
   return `${KIND_CODES[kind]}-${hashedName(name)}`;
 }
 
+/** What {@link ranBeforeSuffixWasRecorded} reads. */
+type RunsOnRecord = Pick<TargetStatus, 'lastRun' | 'lastSuccess' | 'appliedGeneration' | 'activeJob'>;
+
 /** Whether the status shows runs from before `status.stateSuffix` was recorded. */
-function ranBeforeSuffixWasRecorded(status: TargetStatus): boolean {
+function ranBeforeSuffixWasRecorded(status: RunsOnRecord): boolean {
   return (
     status.lastRun !== undefined ||
     status.lastSuccess !== undefined ||
@@ -66,7 +69,7 @@ export function stateSuffixOf(object: {
  * status shows no run (its start's status write lost) was started from that same status with no Job before
  * it, so it carries {@link nameStateSuffix}, which is what this status gives. Pure.
  */
-export function suffixKnownWithoutJobs(status: TargetStatus): boolean {
+export function suffixKnownWithoutJobs(status: RunsOnRecord & Pick<TargetStatus, 'stateSuffix'>): boolean {
   return status.stateSuffix !== undefined || !ranBeforeSuffixWasRecorded(status);
 }
 

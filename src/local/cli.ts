@@ -78,14 +78,6 @@ async function up(options: UpOptions): Promise<void> {
   };
   process.on('SIGINT', () => void shutdown(0));
   process.on('SIGTERM', () => void shutdown(0));
-  // Nothing restarts a part that died (a local run is for seeing what happens): it is said at once, with
-  // its log, and the run goes on without it until Ctrl-C.
-  onUnexpectedExit((exit) => {
-    if (stopping) return;
-    const how = exit.signal ?? `exit code ${exit.code}`;
-    log(`${exit.name} (pid ${exit.pid}) exited unexpectedly (${how}); the local run goes on without it`);
-    log(`  its log ${exit.logPath} ends:\n${exit.tail}`);
-  });
 
   try {
     stack = await startLocalStack({ log, redis: options.redis });
@@ -118,6 +110,15 @@ async function up(options: UpOptions): Promise<void> {
     if (capiStart.status === 'rejected') throw capiStart.reason;
     controller = controllerStart.value;
     capi = capiStart.value;
+    // From here on, nothing restarts a part that dies (a local run is for seeing what happens): it is said
+    // at once, with its log, and the run goes on without it until Ctrl-C. A part that dies while starting
+    // fails the start instead, with its log.
+    onUnexpectedExit((exit) => {
+      if (stopping) return;
+      const how = exit.signal ?? `exit code ${exit.code}`;
+      log(`${exit.name} (pid ${exit.pid}) exited unexpectedly (${how}); the local run goes on without it`);
+      log(`  its log ${exit.logPath} ends:\n${exit.tail}`);
+    });
     // CAPTF_TEST_STACK=<stack.json> test runs use this manager instead of starting a second one.
     info.capi = capi.info;
     writeStackInfo(info);

@@ -82,6 +82,11 @@ export function startProcess(
   // after both pipes have drained; 'exit' may come before their last data.
   child.stdout?.pipe(log, { end: false });
   child.stderr?.pipe(log, { end: false });
+  // The log holds all the child wrote once it has finished: a crash report reads its tail only then.
+  const logFinished = new Promise<void>((resolve) => {
+    log.once('finish', resolve);
+    log.once('error', () => resolve());
+  });
   child.on('close', () => log.end());
   if (child.pid === undefined) throw new Error(`start ${name}: could not spawn ${command}`);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
@@ -98,9 +103,11 @@ export function startProcess(
     }
   };
   const pid = child.pid;
-  void exited.then(({ code, signal }) => {
+  void exited.then(async ({ code, signal }) => {
     running = false;
     if (asked) return;
+    // Its last words (a panic, a fatal error) may still be in the pipes when 'exit' comes.
+    await Promise.race([logFinished, sleep(1000)]);
     const exit = { name, pid, code, signal, logPath, tail: tail(5) };
     for (const listener of unexpectedExitListeners) listener(exit);
   });

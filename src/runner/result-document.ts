@@ -4,13 +4,18 @@ import { RESULT_MAX_BYTES, type RunnerResult } from '../schemas/result.ts';
  * Fitting the result document into the termination message (DESIGN.md section 10, C10): the kubelet keeps
  * at most RESULT_MAX_BYTES bytes, and a cut document does not parse, so the runner drops optional fields
  * itself, in this fixed order, until the document fits, and names what it dropped in `dropped`.
- * Least needed first: the listed output names (status keeps the Secret's name without them), machine addresses and pool ID lists can be long and the controller can wait for the
- * next run; the state report is a figure and a label the next run reports again; the plan, the lock and the error are what bookkeeping classifies by, so they go last.
+ * Least needed first: the listed output names (status keeps the Secret's name without them); machine
+ * addresses, pool ID lists, a cluster's failure domains (up to 64) and its exports (up to 1 KiB) can be long
+ * and the controller can wait for the next run, while the rest of the outputs (a cluster's endpoint, a
+ * machine's provider ID) stays; the state report is a figure and a label the next run reports again; the
+ * plan, the lock and the error are what bookkeeping classifies by, so they go last.
  */
 export const DROP_ORDER = [
   'outputsSecret.outputs',
   'outputs.addresses',
   'outputs.providerIDList',
+  'outputs.failureDomains',
+  'outputs.exports',
   'state',
   'outputs',
   'imageDigest',
@@ -29,6 +34,9 @@ const DROPPERS: Record<DropPath, (doc: RunnerResult) => boolean> = {
   'outputs.addresses': (doc) => doc.outputs?.addresses !== undefined && delete doc.outputs.addresses,
   'outputs.providerIDList': (doc) =>
     doc.outputs?.providerIDList !== undefined && delete doc.outputs.providerIDList,
+  'outputs.failureDomains': (doc) =>
+    doc.outputs?.failureDomains !== undefined && delete doc.outputs.failureDomains,
+  'outputs.exports': (doc) => doc.outputs?.exports !== undefined && delete doc.outputs.exports,
   state: (doc) => doc.state !== undefined && delete doc.state,
   outputs: (doc) => doc.outputs !== undefined && delete doc.outputs,
   imageDigest: (doc) => doc.imageDigest !== undefined && delete doc.imageDigest,

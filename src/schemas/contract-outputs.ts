@@ -34,16 +34,8 @@ export const CONTRACT_OUTPUTS_OF_KIND: Readonly<Record<TargetKind, readonly Cont
   TerraformMachinePool: ['providerIDList', 'replicas'],
 };
 
-/** The contract outputs, each as the CRD accepts it. */
-export const ContractOutputsSchema = z.object({
-  controlPlaneEndpoint: CONTRACT_OUTPUT_SCHEMAS.controlPlaneEndpoint.optional(),
-  failureDomains: CONTRACT_OUTPUT_SCHEMAS.failureDomains.optional(),
-  exports: CONTRACT_OUTPUT_SCHEMAS.exports.optional(),
-  providerID: CONTRACT_OUTPUT_SCHEMAS.providerID.optional(),
-  addresses: CONTRACT_OUTPUT_SCHEMAS.addresses.optional(),
-  providerIDList: CONTRACT_OUTPUT_SCHEMAS.providerIDList.optional(),
-  replicas: CONTRACT_OUTPUT_SCHEMAS.replicas.optional(),
-});
+/** The contract outputs, each as the CRD accepts it, each optional: {@link CONTRACT_OUTPUT_SCHEMAS}. */
+export const ContractOutputsSchema = z.object(CONTRACT_OUTPUT_SCHEMAS).partial();
 export type ContractOutputs = z.infer<typeof ContractOutputsSchema>;
 
 /** One output the CRD would refuse: its name and why (never its value). */

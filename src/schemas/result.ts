@@ -47,9 +47,10 @@ export type RunnerErrorKind = z.infer<typeof RunnerErrorKindSchema>;
 /** Largest result document in bytes: the kubelet's termination-message cap (DESIGN.md section 10). */
 export const RESULT_MAX_BYTES = 4096;
 /**
- * Deepest nesting of a result document that is read. The schema's own shapes are at most 4 deep; a cap
- * keeps the schema's recursive `z.json()` outputs from exhausting the stack on a document of `[[[[…` (4096
- * bytes hold 2000 levels), so reading stays a value, and the same value however deep the caller's stack.
+ * Deepest nesting of a result document that is read. The schema's own shapes are at most 4 deep, and the
+ * outputs are taken as any value; a cap keeps a document of `[[[[…` (4096 bytes hold 2000 levels) from the
+ * checks that walk the outputs (src/schemas/contract-outputs.ts: the exports' size check serialises them),
+ * so reading stays a value, and the same value however deep the caller's stack.
  */
 export const RESULT_MAX_DEPTH = 32;
 /** Largest curated error summary in bytes (DESIGN.md section 10). */

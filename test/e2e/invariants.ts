@@ -71,8 +71,9 @@ interface EventItem {
 /** Evidence of a run that succeeded: only a Job that completed may carry it. */
 const SUCCESS_EVIDENCE = new Set(['succeeded', 'deadline-race']);
 /**
- * Evidence of a plan that waits for approval: the runner exits non-zero for it, so its Job fails, yet it
- * is neither a success nor a counted failure (DESIGN.md section 7).
+ * Evidence of a plan that waits for approval: its Job completes (the runner exits 0 for it, DESIGN.md
+ * section 10) or, from a runner of an earlier release, fails; it is neither a success nor a counted failure
+ * (section 7).
  */
 const BLOCKED_EVIDENCE = new Set(['destructive-blocked', 'awaiting-approval', 'plan-changed']);
 

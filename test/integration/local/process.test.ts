@@ -68,11 +68,16 @@ it('reports a child killed from outside, with its log, and not one the local run
     const killed = startProcess('killed', 'sleep', ['60'], logDir);
     await stopped.stop(1000);
     await killed.kill();
-    const victim = startProcess('victim', 'sh', ['-c', 'echo serving; exec sleep 60'], logDir);
-    const deadline = Date.now() + 10_000;
-    while (!victim.tail().includes('serving') && Date.now() < deadline) await sleep(50);
-    process.kill(victim.pid, 'SIGKILL');
+    // Its last words just before it dies (the 'exit' event may come before they reach the log).
+    const victim = startProcess(
+      'victim',
+      'sh',
+      ['-c', 'echo serving; echo "fatal: last words"; kill -KILL $$'],
+      logDir,
+    );
     await victim.exited;
+    const deadline = Date.now() + 5000;
+    while (seen.length === 0 && Date.now() < deadline) await sleep(50);
     expect(seen).toEqual([
       {
         name: 'victim',
@@ -80,7 +85,7 @@ it('reports a child killed from outside, with its log, and not one the local run
         code: null,
         signal: 'SIGKILL',
         logPath: victim.logPath,
-        tail: 'serving',
+        tail: 'serving\nfatal: last words',
       },
     ]);
   } finally {

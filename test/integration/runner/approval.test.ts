@@ -10,7 +10,7 @@ async function backend() {
 }
 
 describe('destructive guard and plan digests (DESIGN.md section 11)', () => {
-  it('a destructive plan is blocked (exit 4, nothing applied); the same plan approved is applied', async () => {
+  it('a destructive plan is blocked (exit 0: no failed Job, nothing applied); the same plan approved is applied', async () => {
     const state = await backend();
     const first = await runRunner({
       flags: ['--op=apply'],
@@ -45,7 +45,7 @@ describe('destructive guard and plan digests (DESIGN.md section 11)', () => {
     expect(approved.result.outputs?.addresses).toEqual([{ type: 'InternalIP', address: '10.0.0.2' }]);
   });
 
-  it('C18: an approval for one plan does not apply a changed plan: plan-changed (exit 5), nothing applied', async () => {
+  it('C18: an approval for one plan does not apply a changed plan: plan-changed (exit 0), nothing applied', async () => {
     const state = await backend();
     await runRunner({
       flags: ['--op=apply'],

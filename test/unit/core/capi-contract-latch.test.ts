@@ -5,6 +5,8 @@ import { moduleInputsDigest, moduleInputsOf } from '../../../src/core/module-inp
 import { type RunContext, recordRun } from '../../../src/core/record-run.ts';
 import { NO_REDACTION } from '../../../src/core/redaction.ts';
 import { resolveRunInputs } from '../../../src/core/run-inputs.ts';
+import { CONTRACT_OUTPUTS_OF_KIND } from '../../../src/schemas/contract-outputs.ts';
+import { TARGET_KINDS } from '../../../src/schemas/kinds/api-group.ts';
 import { resolveJobsPolicy } from '../../../src/schemas/kinds/jobs-policy.ts';
 import type { RunnerResult } from '../../../src/schemas/result.ts';
 import { job, pod, result, T0 } from './builders.ts';
@@ -276,5 +278,61 @@ describe('controlPlaneEndpoint is latched under Cluster API, like providerID', (
       context(spec, capiDriven),
     );
     expect(recorded.spec.controlPlaneEndpoint).toEqual(patch);
+  });
+});
+
+// The contract outputs a kind records are named in one list (src/schemas/contract-outputs.ts) and written
+// by kind in src/core/record-run.ts: each name of the list must reach its object, or it is checked and then
+// silently dropped (a cluster's exports and failure domains once were, by the result's parse).
+describe('every contract output a kind records reaches its object after a successful apply', () => {
+  const VALUES = {
+    controlPlaneEndpoint: ENDPOINT,
+    failureDomains: [{ name: 'zone-a', controlPlane: true }],
+    exports: { cidr: '10.20.0.0/16' },
+    providerID: 'captf-local://m-a/1',
+    addresses: [{ type: 'InternalIP', address: '10.20.0.101' }],
+    providerIDList: ['captf-local://mp/1'],
+    replicas: 1,
+  } as const;
+  const rows = TARGET_KINDS.flatMap((kind) => CONTRACT_OUTPUTS_OF_KIND[kind].map((name) => ({ kind, name })));
+  it.each(rows)('R1 $kind records $name', ({ kind, name }) => {
+    const value = VALUES[name];
+    const run = classifyJob({
+      op: 'apply',
+      kind,
+      job: job([['Complete']], { succeeded: 1 }),
+      pods: [
+        pod(
+          'p1',
+          {
+            exitCode: 0,
+            message: JSON.stringify(result({ op: 'apply', result: 'succeeded', outputs: { [name]: value } })),
+          },
+          { phase: 'Succeeded' },
+        ),
+      ],
+      now: T0,
+    });
+    const record = {
+      name: 'J1',
+      op: 'apply' as const,
+      attempt: 1,
+      inputsHash: 'h1',
+      createdAtMs: T0.getTime(),
+      finished: true,
+      bookkept: false,
+      deleting: false,
+    };
+    const recorded = recordRun({}, job([['Complete']], { succeeded: 1 }), record, run, {
+      kind,
+      now: T0,
+      deleting: false,
+      spec: {},
+      capiDriven: false,
+      redact: NO_REDACTION,
+      records: [],
+    });
+    const where = { ...recorded.status, ...recorded.spec } as Record<string, unknown>;
+    expect(where[name]).toEqual(value);
   });
 });

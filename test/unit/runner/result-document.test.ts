@@ -74,6 +74,31 @@ describe('result document fitting (DESIGN.md section 10, C10)', () => {
     ]);
   });
 
+  it("C10: a cluster's 64 failure domains over the cap go first, then its exports; its endpoint stays", () => {
+    const zone = (i: number) => ({ name: `zone-${i}-${'z'.repeat(40)}`, controlPlane: true });
+    const doc: RunnerResult = {
+      version: 1,
+      op: 'apply',
+      result: 'succeeded',
+      steps: [{ name: 'apply', exit: 0, seconds: 1 }],
+      outputs: {
+        controlPlaneEndpoint: { host: '10.20.0.10', port: 6443 },
+        failureDomains: Array.from({ length: 64 }, (_, i) => zone(i)),
+        exports: { cidr: '10.20.0.0/16', note: 'x'.repeat(900) },
+      },
+    };
+    expect(resultBytes(doc)).toBeGreaterThan(RESULT_MAX_BYTES);
+    const fitted = fitResult(doc);
+    expect(fitted.dropped).toEqual(['outputs.failureDomains']);
+    expect(fitted.outputs).toEqual({
+      controlPlaneEndpoint: doc.outputs?.controlPlaneEndpoint,
+      exports: doc.outputs?.exports,
+    });
+    const tight = fitResult(doc, 400);
+    expect(tight.dropped).toEqual(['outputs.failureDomains', 'outputs.exports']);
+    expect(tight.outputs).toEqual({ controlPlaneEndpoint: doc.outputs?.controlPlaneEndpoint });
+  });
+
   it('a document within the cap is returned as it is', () => {
     const doc = big(2);
     expect(fitResult(doc)).toBe(doc);
