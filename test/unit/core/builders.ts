@@ -47,6 +47,21 @@ export function record(
   };
 }
 
+/** Attempt 1 of an apply Job, created at T0, finished and not bookkept yet: what bookkeeping records. */
+export function toBookkeep(extra: Partial<JobRecord> = {}): JobRecord {
+  return {
+    name: 'J1',
+    op: 'apply',
+    attempt: 1,
+    inputsHash: 'h1',
+    createdAtMs: T0.getTime(),
+    finished: true,
+    bookkept: false,
+    deleting: false,
+    ...extra,
+  };
+}
+
 /** A valid runner result document. */
 export function result(fields: Partial<RunnerResult> & Pick<RunnerResult, 'op' | 'result'>): RunnerResult {
   return { version: 1, steps: [], ...fields };

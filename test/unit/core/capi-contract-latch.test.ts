@@ -6,10 +6,10 @@ import { type RunContext, recordRun } from '../../../src/core/record-run.ts';
 import { NO_REDACTION } from '../../../src/core/redaction.ts';
 import { resolveRunInputs } from '../../../src/core/run-inputs.ts';
 import { CONTRACT_OUTPUTS_OF_KIND } from '../../../src/schemas/contract-outputs.ts';
-import { TARGET_KINDS } from '../../../src/schemas/kinds/api-group.ts';
+import { TARGET_KINDS, type TargetKind } from '../../../src/schemas/kinds/api-group.ts';
 import { resolveJobsPolicy } from '../../../src/schemas/kinds/jobs-policy.ts';
 import type { RunnerResult } from '../../../src/schemas/result.ts';
-import { job, pod, result, T0 } from './builders.ts';
+import { job, pod, result, T0, toBookkeep } from './builders.ts';
 
 // Issue 23 item 11: what the module contract still owed Cluster API. (a) A destroy runs after Cluster API
 // deleted the bootstrap Secret, so a module whose bootstrap_data has no default gets "" then. (b) A Cluster
@@ -176,11 +176,11 @@ describe('resolveRunInputs: what the run config latches', () => {
   });
 });
 
-/** The classification of a Job whose one pod ended with `runnerResult`. */
-function classified(runnerResult: RunnerResult, exitCode: number) {
+/** The classification of a `kind`'s Job whose one pod ended with `runnerResult`. */
+function classified(runnerResult: RunnerResult, exitCode: number, kind: TargetKind = 'TerraformCluster') {
   return classifyJob({
     op: 'apply',
-    kind: 'TerraformCluster',
+    kind,
     job: exitCode === 0 ? job([['Complete']], { succeeded: 1 }) : job([['Failed', 'BackoffLimitExceeded']]),
     pods: [
       pod(
@@ -191,6 +191,11 @@ function classified(runnerResult: RunnerResult, exitCode: number) {
     ],
     now: T0,
   });
+}
+
+/** The run context of a successful apply of a `kind` with `spec`, driven by Cluster API or not. */
+function runContext(kind: TargetKind, spec: RunContext['spec'], capiDriven: boolean): RunContext {
+  return { kind, now: T0, deleting: false, spec, capiDriven, redact: NO_REDACTION, records: [] };
 }
 
 describe('controlPlaneEndpoint is latched under Cluster API, like providerID', () => {
@@ -219,25 +224,6 @@ describe('controlPlaneEndpoint is latched under Cluster API, like providerID', (
     result({ op: 'apply', result: 'succeeded', outputs: { controlPlaneEndpoint: MOVED } }),
     0,
   );
-  const context = (spec: RunContext['spec'], capiDriven: boolean): RunContext => ({
-    kind: 'TerraformCluster',
-    now: T0,
-    deleting: false,
-    spec,
-    capiDriven,
-    redact: NO_REDACTION,
-    records: [],
-  });
-  const record = {
-    name: 'J1',
-    op: 'apply' as const,
-    attempt: 1,
-    inputsHash: 'h1',
-    createdAtMs: T0.getTime(),
-    finished: true,
-    bookkept: false,
-    deleting: false,
-  };
   const rows = [
     {
       id: 'E2',
@@ -273,9 +259,9 @@ describe('controlPlaneEndpoint is latched under Cluster API, like providerID', (
     const recorded = recordRun(
       {},
       job([['Complete']], { succeeded: 1 }),
-      record,
+      toBookkeep(),
       applied,
-      context(spec, capiDriven),
+      runContext('TerraformCluster', spec, capiDriven),
     );
     expect(recorded.spec.controlPlaneEndpoint).toEqual(patch);
   });
@@ -297,41 +283,14 @@ describe('every contract output a kind records reaches its object after a succes
   const rows = TARGET_KINDS.flatMap((kind) => CONTRACT_OUTPUTS_OF_KIND[kind].map((name) => ({ kind, name })));
   it.each(rows)('R1 $kind records $name', ({ kind, name }) => {
     const value = VALUES[name];
-    const run = classifyJob({
-      op: 'apply',
-      kind,
-      job: job([['Complete']], { succeeded: 1 }),
-      pods: [
-        pod(
-          'p1',
-          {
-            exitCode: 0,
-            message: JSON.stringify(result({ op: 'apply', result: 'succeeded', outputs: { [name]: value } })),
-          },
-          { phase: 'Succeeded' },
-        ),
-      ],
-      now: T0,
-    });
-    const record = {
-      name: 'J1',
-      op: 'apply' as const,
-      attempt: 1,
-      inputsHash: 'h1',
-      createdAtMs: T0.getTime(),
-      finished: true,
-      bookkept: false,
-      deleting: false,
-    };
-    const recorded = recordRun({}, job([['Complete']], { succeeded: 1 }), record, run, {
-      kind,
-      now: T0,
-      deleting: false,
-      spec: {},
-      capiDriven: false,
-      redact: NO_REDACTION,
-      records: [],
-    });
+    const run = classified(result({ op: 'apply', result: 'succeeded', outputs: { [name]: value } }), 0, kind);
+    const recorded = recordRun(
+      {},
+      job([['Complete']], { succeeded: 1 }),
+      toBookkeep(),
+      run,
+      runContext(kind, {}, false),
+    );
     const where = { ...recorded.status, ...recorded.spec } as Record<string, unknown>;
     expect(where[name]).toEqual(value);
   });

@@ -13,7 +13,7 @@ import { NO_REDACTION } from '../../../src/core/redaction.ts';
 import { buildRunConfig } from '../../../src/core/run-secret-manifest.ts';
 import { buildRunnerIdentity } from '../../../src/core/runner-identity.ts';
 import type { RunnerResult } from '../../../src/schemas/result.ts';
-import { job, pod, result, T0 } from './builders.ts';
+import { job, pod, result, T0, toBookkeep } from './builders.ts';
 
 // Issue 24 item 3: the controller's side of the outputs Secret, pure.
 
@@ -130,16 +130,7 @@ describe('the runner identity and the run config', () => {
 });
 
 describe('bookkeeping records where the outputs went, never a value', () => {
-  const record = {
-    name: 'J1',
-    op: 'apply' as const,
-    attempt: 1,
-    inputsHash: 'h1',
-    createdAtMs: T0.getTime(),
-    finished: true,
-    bookkept: false,
-    deleting: false,
-  };
+  const record = toBookkeep();
   const context: RunContext = {
     kind: 'TerraformMachine',
     now: T0,
